@@ -1,0 +1,43 @@
+# Monel: the two commands are `make run` and `make test`.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all build run test test-gpu test-deps format format-check clean sanitize tsan
+
+all: build
+
+build:
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+# The main job: all_reduce_perf over every local GPU, or over 4 CPU ranks without one.
+run: build
+	@tools/run/main-job $(BUILD)
+
+# Everything that can run on this machine.
+test: test-deps build
+	@tests/run-all $(BUILD)
+
+test-gpu: build
+	@tests/gpu/run $(BUILD)
+
+test-deps:
+	@tests/install-deps
+
+sanitize:
+	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DMONEL_SANITIZE=ON -DMONEL_CUDA=OFF >/dev/null
+	@cmake --build build-asan -j $(JOBS)
+
+tsan:
+	@cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DMONEL_TSAN=ON -DMONEL_CUDA=OFF >/dev/null
+	@cmake --build build-tsan -j $(JOBS)
+
+format:
+	@git ls-files '*.c' '*.h' '*.cu' '*.cuh' | xargs clang-format -i
+
+format-check:
+	@git ls-files '*.c' '*.h' '*.cu' '*.cuh' | xargs clang-format --dry-run --Werror
+
+clean:
+	rm -rf $(BUILD) build-asan build-tsan

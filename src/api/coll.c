@@ -1,0 +1,168 @@
+/* Exported collective and point-to-point calls: check arguments, build a task, queue it. */
+#include <stdint.h>
+#include <string.h>
+#include "api/api.h"
+#include "core/check.h"
+#include "core/comm.h"
+#include "core/group.h"
+#include "core/redop.h"
+#include "util/dtype.h"
+
+ncclResult_t api_check_ptr(const void* p, const char* what, const char* fn) {
+  if (p == NULL) {
+    WARN("%s: %s is NULL", fn, what);
+    return ncclInvalidArgument;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t api_check_dtype(ncclDataType_t dt, const char* fn) {
+  if ((int)dt < 0 || (int)dt >= ncclNumTypes) {
+    WARN("%s: datatype %d is invalid; use a value of ncclDataType_t below ncclNumTypes (%d)", fn,
+         (int)dt, ncclNumTypes);
+    return ncclInvalidArgument;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t api_check_count(size_t count, ncclDataType_t dt, size_t factor, const char* fn) {
+  size_t esize = dtype_size(dt);
+  if (factor == 0) factor = 1;
+  if (count > SIZE_MAX / esize / factor || count * esize * factor > (size_t)INT64_MAX) {
+    WARN("%s: count %zu of %s (x%zu) overflows the size of a buffer", fn, count, dtype_name(dt),
+         factor);
+    return ncclInvalidArgument;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t api_check_rank(int rank, int nranks, const char* what, const char* fn) {
+  if (rank < 0 || rank >= nranks) {
+    WARN("%s: %s %d is out of range [0, %d)", fn, what, rank, nranks);
+    return ncclInvalidArgument;
+  }
+  return ncclSuccess;
+}
+
+/* The checks every operation shares, then the queueing. `factor` multiplies count for the
+ * largest buffer (nranks for gathers); `root` is checked when >= -1 is not passed as -2. */
+static ncclResult_t enqueue(enum coll_kind coll, const void* sendbuff, void* recvbuff, size_t count,
+                            ncclDataType_t dt, ncclRedOp_t op, int root, ncclComm_t comm,
+                            cudaStream_t stream, const char* fn) {
+  struct task t;
+  memset(&t, 0, sizeof t);
+  NCCLCHECK(comm_check(comm, fn, 0));
+  if (comm_aborted(comm)) {
+    WARN("%s: comm %p was aborted or revoked", fn, (void*)comm);
+    return ncclInvalidUsage;
+  }
+  NCCLCHECK(api_check_dtype(dt, fn));
+  int gathers = coll == COLL_ALLGATHER || coll == COLL_REDUCESCATTER || coll == COLL_ALLTOALL ||
+                coll == COLL_GATHER || coll == COLL_SCATTER;
+  NCCLCHECK(api_check_count(count, dt, gathers ? (size_t)comm->nranks : 1, fn));
+  int rooted = coll == COLL_BROADCAST || coll == COLL_REDUCE || coll == COLL_GATHER ||
+               coll == COLL_SCATTER;
+  if (rooted) NCCLCHECK(api_check_rank(root, comm->nranks, "root", fn));
+  if (coll == COLL_SEND || coll == COLL_RECV) NCCLCHECK(api_check_rank(root, comm->nranks, "peer", fn));
+  int reduces = coll == COLL_ALLREDUCE || coll == COLL_REDUCE || coll == COLL_REDUCESCATTER;
+  if (reduces) NCCLCHECK(redop_resolve(comm, op, dt, &t.op, fn));
+  if (count > 0) {
+    int sends = coll != COLL_RECV && !(coll == COLL_SCATTER && comm->rank != root) &&
+                !(coll == COLL_BROADCAST && comm->rank != root);
+    int recvs = coll != COLL_SEND && !(coll == COLL_REDUCE && comm->rank != root) &&
+                !(coll == COLL_GATHER && comm->rank != root);
+    if (sends) NCCLCHECK(api_check_ptr(sendbuff, "sendbuff", fn));
+    if (recvs) NCCLCHECK(api_check_ptr(recvbuff, "recvbuff", fn));
+  }
+  t.coll = coll;
+  t.sendbuff = sendbuff;
+  t.recvbuff = recvbuff;
+  t.count = count;
+  t.dtype = dt;
+  t.root = root;
+  t.stream = stream;
+  t.seq = ++comm->seq;
+  TRACE(LOG_COLL, "%s #%llu comm %p count %zu dtype %d root %d", fn, (unsigned long long)t.seq,
+        (void*)comm, count, (int)dt, root);
+  return group_enqueue(comm, &t);
+}
+
+#define NO_OP ncclSum
+#define NO_ROOT 0
+
+NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count,
+         ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  return enqueue(COLL_ALLREDUCE, sendbuff, recvbuff, count, datatype, op, NO_ROOT, comm, stream,
+                 "ncclAllReduce");
+}
+
+NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count,
+         ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+  return enqueue(COLL_REDUCE, sendbuff, recvbuff, count, datatype, op, root, comm, stream,
+                 "ncclReduce");
+}
+
+NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count,
+         ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
+  return enqueue(COLL_BROADCAST, sendbuff, recvbuff, count, datatype, NO_OP, root, comm, stream,
+                 "ncclBroadcast");
+}
+
+NCCL_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root,
+         ncclComm_t comm, cudaStream_t stream) {
+  return enqueue(COLL_BROADCAST, buff, buff, count, datatype, NO_OP, root, comm, stream, "ncclBcast");
+}
+
+NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
+         ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  return enqueue(COLL_REDUCESCATTER, sendbuff, recvbuff, recvcount, datatype, op, NO_ROOT, comm,
+                 stream, "ncclReduceScatter");
+}
+
+NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount,
+         ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+  return enqueue(COLL_ALLGATHER, sendbuff, recvbuff, sendcount, datatype, NO_OP, NO_ROOT, comm,
+                 stream, "ncclAllGather");
+}
+
+NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count,
+         ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+  return enqueue(COLL_ALLTOALL, sendbuff, recvbuff, count, datatype, NO_OP, NO_ROOT, comm, stream,
+                 "ncclAlltoAll");
+}
+
+NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count,
+         ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
+  return enqueue(COLL_GATHER, sendbuff, recvbuff, count, datatype, NO_OP, root, comm, stream,
+                 "ncclGather");
+}
+
+NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count,
+         ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
+  return enqueue(COLL_SCATTER, sendbuff, recvbuff, count, datatype, NO_OP, root, comm, stream,
+                 "ncclScatter");
+}
+
+NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype,
+         int peer, ncclComm_t comm, cudaStream_t stream) {
+  return enqueue(COLL_SEND, sendbuff, NULL, count, datatype, NO_OP, peer, comm, stream, "ncclSend");
+}
+
+NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
+         ncclComm_t comm, cudaStream_t stream) {
+  return enqueue(COLL_RECV, NULL, recvbuff, count, datatype, NO_OP, peer, comm, stream, "ncclRecv");
+}
+
+NCCL_API(ncclResult_t, ncclAlltoAllv, const void* sendbuff, const size_t* sendcounts,
+         const size_t* sdispls, void* recvbuff, const size_t* recvcounts, const size_t* rdispls,
+         void* relaybuff, size_t relaycount, ncclDataType_t datatype, ncclComm_t comm,
+         cudaStream_t stream) {
+  const char* fn = "ncclAlltoAllv";
+  NCCLCHECK(comm_check(comm, fn, 0));
+  NCCLCHECK(api_check_dtype(datatype, fn));
+  WARN("%s: not supported yet by Monel's engines (it arrives with the complete CPU engine)", fn);
+  return ncclInvalidUsage;
+}
+
+NCCL_API(ncclResult_t, ncclGroupStart, void) { return group_start(); }
+NCCL_API(ncclResult_t, ncclGroupEnd, void) { return group_end(); }

@@ -1,0 +1,78 @@
+/* Private to src/boot: the handle header shared by the TCP and in-process bootstraps, the
+ * vtable that boot.c dispatches through, and the layout of the unique id. */
+#ifndef MONEL_BOOT_BOOT_IMPL_H
+#define MONEL_BOOT_BOOT_IMPL_H
+#include <stddef.h>
+#include <stdint.h>
+#include "boot/boot.h"
+#include "os/socket.h"
+
+#define BOOT_MAGIC_TCP 0x4d4e4c42u   /* "MNLB" */
+#define BOOT_MAGIC_LOCAL 0x4d4e4c4cu /* "MNLL" */
+#define BOOT_FLAG_COMM_ID 0x1u       /* address came from NCCL_COMM_ID: rank 0 runs the root */
+
+/* Message kinds: user point-to-point messages and the bootstrap's own collectives never match. */
+enum boot_kind { BOOT_KIND_USER = 0, BOOT_KIND_ALLGATHER = 1 };
+
+/* The 128 bytes of an ncclUniqueId. */
+struct boot_id {
+  uint32_t magic;
+  uint32_t flags;
+  uint64_t secret;
+  union sock_addr root; /* TCP */
+  void* shared;         /* in-process: struct local_shared* */
+  int32_t nranks;       /* in-process */
+};
+_Static_assert(sizeof(struct boot_id) <= sizeof(ncclUniqueId), "boot id must fit in 128 bytes");
+
+struct boot_ops {
+  ncclResult_t (*send)(struct boot* b, int peer, int kind, int tag, const void* data, size_t size);
+  ncclResult_t (*recv)(struct boot* b, int peer, int kind, int tag, void* data, size_t size);
+  void (*abort)(struct boot* b);
+  void (*free)(struct boot* b);
+};
+
+/* First member of each implementation's handle. */
+struct boot {
+  const struct boot_ops* ops;
+  int rank;
+  int nranks;
+};
+
+/* Rendezvous wire format (boot_root.c <-> boot_socket.c). A rank sends a u32 length, then
+ * struct boot_hello; the root answers struct boot_reply followed by nranks addresses (status
+ * BOOT_REPLY_OK) or text_len bytes naming the missing ranks (BOOT_REPLY_TIMEOUT). */
+struct boot_hello {
+  uint32_t magic;
+  uint32_t pad;
+  uint64_t secret;
+  int32_t rank;
+  int32_t nranks;
+  union sock_addr addr; /* where this rank listens for its peers */
+};
+enum { BOOT_REPLY_OK = 0, BOOT_REPLY_TIMEOUT = 1 };
+struct boot_reply {
+  uint32_t magic;
+  uint32_t status;
+  uint32_t nranks;
+  uint32_t text_len;
+};
+#define BOOT_REPLY_TEXT_MAX 4096
+
+/* The root listener: serves one job (collects nranks hellos, answers them) and exits, or exits
+ * when MONEL_BOOT_TIMEOUT passes. *addr: where to listen (port 0 = ephemeral), gets the port.
+ * registered: kept in a process-wide list so that boot_root_release() can join it. */
+struct boot_root;
+ncclResult_t boot_root_start(union sock_addr* addr, uint64_t secret, int registered,
+                             struct boot_root** out);
+/* Wait for the thread to finish and free it; accepts NULL. */
+void boot_root_join(struct boot_root* root);
+/* Join and free the registered roots of this process that carry `secret`. */
+void boot_root_release(uint64_t secret);
+/* Join and free the registered roots of this process that have finished. */
+void boot_root_reap(void);
+
+ncclResult_t boot_socket_init(const struct boot_id* id, int rank, int nranks, struct boot** out);
+ncclResult_t boot_local_init(const struct boot_id* id, int rank, int nranks, struct boot** out);
+
+#endif

@@ -1,0 +1,253 @@
+/* The bootstrap root: a thread that listens at the id's address, collects one hello per rank
+ * (checking magic, secret, rank and size), and sends every rank the table of all ranks' listening
+ * addresses. Bad connections are dropped with a WARN and the root keeps serving. When
+ * MONEL_BOOT_TIMEOUT passes first it tells the waiting ranks which ranks never arrived. Either
+ * way the thread exits after one job. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <poll.h>
+#include "boot/boot_impl.h"
+#include "core/check.h"
+#include "core/log.h"
+#include "core/param.h"
+
+/* Longest wait for one connection's hello: a silent connection cannot stall the root longer. */
+#define HELLO_WAIT_S 2.0
+
+struct boot_root {
+  struct boot_root* next; /* registry */
+  pid_t pid;
+  uint64_t secret;
+  int listen_fd;
+  union sock_addr addr;
+  int64_t timeout;
+  int nranks; /* 0 until the first valid hello */
+  int arrived;
+  int* fds;   /* per rank, -1 until it arrives */
+  union sock_addr* addrs;
+  pthread_t thread;
+  atomic_int done;
+};
+
+static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct boot_root* registry;
+
+static void root_free(struct boot_root* r) {
+  if (r == NULL) return;
+  sock_close(&r->listen_fd);
+  for (int i = 0; r->fds != NULL && i < r->nranks; i++) sock_close(&r->fds[i]);
+  free(r->fds);
+  free(r->addrs);
+  free(r);
+}
+
+/* Validate a hello; returns a reason to drop the connection, or NULL to accept it. */
+static const char* hello_check(struct boot_root* r, const struct boot_hello* h, char* why, size_t n) {
+  if (h->magic != BOOT_MAGIC_TCP) return "it is not a Monel bootstrap peer (bad magic)";
+  if (h->secret != r->secret)
+    return "it presented a wrong secret (a rank of another job, or a stale unique id)";
+  if (h->nranks < 1 || h->rank < 0 || h->rank >= h->nranks) {
+    snprintf(why, n, "it presented rank %d of %d", h->rank, h->nranks);
+    return why;
+  }
+  if (r->nranks != 0 && h->nranks != r->nranks) {
+    snprintf(why, n, "rank %d says nranks %d but the job has %d", h->rank, h->nranks, r->nranks);
+    return why;
+  }
+  if (r->nranks != 0 && r->fds[h->rank] >= 0) {
+    snprintf(why, n, "rank %d arrived twice", h->rank);
+    return why;
+  }
+  if (h->addr.sa.sa_family != AF_INET && h->addr.sa.sa_family != AF_INET6)
+    return "its listening address is malformed";
+  return NULL;
+}
+
+/* Read one hello from a new connection; keep the connection or drop it with a WARN. */
+static ncclResult_t take_hello(struct boot_root* r, int fd) {
+  char from[SOCK_ADDR_STRLEN], me[SOCK_ADDR_STRLEN], why[128];
+  union sock_addr peer;
+  socklen_t plen = sizeof(peer);
+  struct boot_hello h;
+  uint32_t len = 0;
+  enum sock_err err;
+  const char* bad = NULL;
+  memset(&peer, 0, sizeof(peer));
+  getpeername(fd, &peer.sa, &plen);
+  sock_addr_to_str(&peer, from, sizeof(from));
+  sock_addr_to_str(&r->addr, me, sizeof(me));
+  double dl = sock_time_now() + HELLO_WAIT_S;
+  if (sock_recv_all(fd, &len, sizeof(len), dl, NULL, &err) != ncclSuccess) {
+    bad = sock_err_str(err);
+  } else if (len != sizeof(h)) {
+    snprintf(why, sizeof(why), "it sent a %u-byte message where %zu were expected", len, sizeof(h));
+    bad = why;
+  } else if (sock_recv_all(fd, &h, sizeof(h), dl, NULL, &err) != ncclSuccess) {
+    bad = sock_err_str(err);
+  } else {
+    bad = hello_check(r, &h, why, sizeof(why));
+  }
+  if (bad != NULL) {
+    WARN("bootstrap root %s: dropped a connection from %s: %s; check that every rank got the same "
+         "unique id and that nothing else connects to this port",
+         me, from, bad);
+    close(fd);
+    return ncclSuccess;
+  }
+  if (r->nranks == 0) {
+    r->fds = malloc(sizeof(int) * (size_t)h.nranks);
+    r->addrs = calloc((size_t)h.nranks, sizeof(*r->addrs));
+    if (r->fds == NULL || r->addrs == NULL) {
+      WARN("bootstrap root: out of host memory for %d ranks", h.nranks);
+      close(fd);
+      return ncclSystemError;
+    }
+    for (int i = 0; i < h.nranks; i++) r->fds[i] = -1;
+    r->nranks = h.nranks;
+  }
+  r->fds[h.rank] = fd;
+  r->addrs[h.rank] = h.addr;
+  r->arrived++;
+  INFO(LOG_BOOTSTRAP, "bootstrap root %s: rank %d of %d arrived from %s (%d/%d)", me, h.rank,
+       h.nranks, from, r->arrived, h.nranks);
+  return ncclSuccess;
+}
+
+static void answer_all(struct boot_root* r, uint32_t status, const char* text) {
+  struct boot_reply rep = {.magic = BOOT_MAGIC_TCP, .status = status, .nranks = (uint32_t)r->nranks};
+  enum sock_err err;
+  rep.text_len = text ? (uint32_t)strlen(text) : 0;
+  for (int i = 0; i < r->nranks; i++) {
+    if (r->fds[i] < 0) continue;
+    double dl = sock_time_now() + 10.0;
+    if (sock_send_all(r->fds[i], &rep, sizeof(rep), dl, NULL, &err) != ncclSuccess) goto lost;
+    if (status == BOOT_REPLY_OK &&
+        sock_send_all(r->fds[i], r->addrs, sizeof(*r->addrs) * (size_t)r->nranks, dl, NULL, &err) !=
+            ncclSuccess)
+      goto lost;
+    if (text != NULL && sock_send_all(r->fds[i], text, rep.text_len, dl, NULL, &err) != ncclSuccess)
+      goto lost;
+    continue;
+  lost:
+    INFO(LOG_BOOTSTRAP, "bootstrap root: could not answer rank %d: %s", i, sock_err_str(err));
+  }
+}
+
+static void report_timeout(struct boot_root* r) {
+  char text[BOOT_REPLY_TEXT_MAX], me[SOCK_ADDR_STRLEN];
+  size_t used = 0;
+  sock_addr_to_str(&r->addr, me, sizeof(me));
+  if (r->nranks == 0) {
+    INFO(LOG_BOOTSTRAP, "bootstrap root %s: no rank arrived within %lld s; the root exits", me,
+         (long long)r->timeout);
+    return;
+  }
+  text[0] = '\0';
+  for (int i = 0; i < r->nranks && used + 16 < sizeof(text); i++)
+    if (r->fds[i] < 0) used += (size_t)snprintf(text + used, sizeof(text) - used, "%s%d", used ? " " : "", i);
+  WARN("bootstrap root %s: rendezvous timed out after %lld s: rank(s) %s of %d never arrived; "
+       "start every rank or raise MONEL_BOOT_TIMEOUT",
+       me, (long long)r->timeout, text, r->nranks);
+  answer_all(r, BOOT_REPLY_TIMEOUT, text);
+}
+
+static void* root_main(void* arg) {
+  struct boot_root* r = arg;
+  double deadline = sock_time_now() + (double)r->timeout;
+  while (r->nranks == 0 || r->arrived < r->nranks) {
+    double left = deadline - sock_time_now();
+    if (left <= 0) break;
+    struct pollfd p = {.fd = r->listen_fd, .events = POLLIN};
+    int rc = poll(&p, 1, left > 1.0 ? 1000 : (int)(left * 1000) + 1);
+    if (rc <= 0) continue;
+    int fd = -1;
+    if (sock_conn_accept(r->listen_fd, &fd, NULL) != ncclSuccess) continue;
+    int before = r->arrived;
+    if (take_hello(r, fd) != ncclSuccess) break;
+    /* the clock of the job starts when its first rank arrives */
+    if (before == 0 && r->arrived == 1) deadline = sock_time_now() + (double)r->timeout;
+  }
+  if (r->nranks != 0 && r->arrived == r->nranks) {
+    answer_all(r, BOOT_REPLY_OK, NULL);
+    INFO(LOG_BOOTSTRAP, "bootstrap root: all %d ranks arrived; the root exits", r->nranks);
+  } else {
+    report_timeout(r);
+  }
+  sock_close(&r->listen_fd);
+  for (int i = 0; i < r->nranks; i++) sock_close(&r->fds[i]);
+  atomic_store(&r->done, 1);
+  return NULL;
+}
+
+ncclResult_t boot_root_start(union sock_addr* addr, uint64_t secret, int registered,
+                             struct boot_root** out) {
+  ncclResult_t res = ncclSuccess;
+  struct boot_root* r = calloc(1, sizeof(*r));
+  if (r == NULL) {
+    WARN("bootstrap root: out of host memory");
+    return ncclSystemError;
+  }
+  r->listen_fd = -1;
+  r->pid = getpid();
+  r->secret = secret;
+  r->timeout = param_int(PARAM_BOOT_TIMEOUT);
+  NCCLCHECKGOTO(sock_listen_open(addr, &r->listen_fd), res, out);
+  r->addr = *addr;
+  if (pthread_create(&r->thread, NULL, root_main, r) != 0) {
+    WARN("bootstrap root: cannot start its thread; raise the process's thread limit");
+    res = ncclSystemError;
+    goto out;
+  }
+  if (registered) {
+    pthread_mutex_lock(&registry_mu);
+    r->next = registry;
+    registry = r;
+    pthread_mutex_unlock(&registry_mu);
+  }
+  *out = r;
+  r = NULL;
+out:
+  root_free(r);
+  return res;
+}
+
+void boot_root_join(struct boot_root* root) {
+  if (root == NULL) return;
+  pthread_join(root->thread, NULL);
+  root_free(root);
+}
+
+/* Unlink the registered roots of this process selected by (secret or done), then join them. */
+static void release_where(int by_secret, uint64_t secret) {
+  struct boot_root* taken = NULL;
+  pid_t me = getpid();
+  pthread_mutex_lock(&registry_mu);
+  for (struct boot_root** pp = &registry; *pp != NULL;) {
+    struct boot_root* r = *pp;
+    int pick = r->pid == me && (by_secret ? r->secret == secret : atomic_load(&r->done));
+    if (r->pid != me) { /* inherited through fork: the thread does not exist here */
+      *pp = r->next;
+      continue;
+    }
+    if (pick) {
+      *pp = r->next;
+      r->next = taken;
+      taken = r;
+    } else {
+      pp = &r->next;
+    }
+  }
+  pthread_mutex_unlock(&registry_mu);
+  while (taken != NULL) {
+    struct boot_root* nx = taken->next;
+    boot_root_join(taken);
+    taken = nx;
+  }
+}
+
+void boot_root_release(uint64_t secret) { release_where(1, secret); }
+void boot_root_reap(void) { release_where(0, 0); }

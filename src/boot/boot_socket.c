@@ -1,0 +1,528 @@
+/* TCP bootstrap: rendezvous through the root (boot_root.c), then peer-to-peer messages.
+ *
+ * Every rank listens on its own socket. A message to a peer goes over this rank's outgoing
+ * connection to it (opened on first use, a hello with the job secret first); each message is a
+ * header (secret, source rank, kind, tag, size) and a body of at most BOOT_MSG_MAX bytes. A
+ * progress thread per rank accepts incoming connections and reads every incoming message into a
+ * queue, so sends never wait for the matching receive and messages of tags not asked for yet wait
+ * in the queue. The progress thread also watches outgoing connections: a peer that dies shows up
+ * as EOF/reset on either, and receives from it then fail naming it. boot_abort shuts every socket
+ * down, which wakes every blocked call. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <poll.h>
+#include <unistd.h>
+#include "boot/boot_impl.h"
+#include "core/check.h"
+#include "core/log.h"
+#include "core/param.h"
+
+#define BOOT_MSG_MAX ((uint64_t)1 << 30)
+#define PEER_CONNECT_S 5.0
+#define ABORTED(b) __atomic_load_n(&(b)->aborted, __ATOMIC_SEQ_CST)
+
+struct peer_hello {
+  uint32_t magic;
+  int32_t rank;
+  uint64_t secret;
+};
+
+struct msg_hdr {
+  uint64_t secret;
+  int32_t src;
+  int32_t tag;
+  uint32_t kind;
+  uint32_t pad;
+  uint64_t size;
+};
+
+struct sock_msg {
+  struct sock_msg* next;
+  int src, kind, tag;
+  size_t size;
+  char data[];
+};
+
+struct peer {
+  pthread_mutex_t send_mu; /* serializes connect + writes on out_fd */
+  int out_fd;              /* written under send_mu and mu; read by the progress thread under mu */
+  int in_fd;               /* owned by the progress thread; published under mu */
+  int out_eof;             /* progress thread: the peer closed our outgoing connection */
+  int dead;                /* under mu */
+  enum sock_err why;
+};
+
+struct boot_sock {
+  struct boot base;
+  uint64_t secret;
+  int64_t timeout;
+  int listen_fd;
+  int wake_fd;
+  union sock_addr* addrs;
+  struct peer* peers;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  struct sock_msg *head, *tail;
+  volatile int aborted;
+  atomic_int stop;
+  int progress_started;
+  pthread_t progress;
+  struct boot_root* root; /* NCCL_COMM_ID: rank 0 runs the root */
+};
+
+static uint64_t secret_of_string(const char* s) { /* FNV-1a: ranks that build the id alone agree */
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+ncclResult_t boot_id_create(ncclUniqueId* id) {
+  struct boot_id b;
+  struct boot_root* root = NULL;
+  char str[SOCK_ADDR_STRLEN];
+  memset(&b, 0, sizeof(b));
+  b.magic = BOOT_MAGIC_TCP;
+  boot_root_reap();
+  if (param_is_set(PARAM_COMM_ID)) {
+    NCCLCHECK(sock_addr_parse(param_str(PARAM_COMM_ID), &b.root));
+    b.flags = BOOT_FLAG_COMM_ID;
+    b.secret = secret_of_string(param_str(PARAM_COMM_ID));
+  } else {
+    if (getrandom(&b.secret, sizeof(b.secret), 0) != (ssize_t)sizeof(b.secret)) {
+      WARN("getrandom failed: %s; the bootstrap needs a random secret", strerror(errno));
+      return ncclSystemError;
+    }
+    NCCLCHECK(sock_iface_find(&b.root, NULL, 0));
+    NCCLCHECK(boot_root_start(&b.root, b.secret, 1, &root));
+  }
+  INFO(LOG_BOOTSTRAP, "bootstrap id: root at %s%s", sock_addr_to_str(&b.root, str, sizeof(str)),
+       b.flags & BOOT_FLAG_COMM_ID ? " (NCCL_COMM_ID)" : "");
+  memset(id, 0, sizeof(*id));
+  memcpy(id, &b, sizeof(b));
+  return ncclSuccess;
+}
+
+static void wake(struct boot_sock* b) {
+  uint64_t one = 1;
+  if (write(b->wake_fd, &one, sizeof(one)) < 0) { /* the counter cannot overflow in practice */
+  }
+}
+
+static void mark_dead(struct boot_sock* b, int peer, enum sock_err why) {
+  pthread_mutex_lock(&b->mu);
+  if (!b->peers[peer].dead) b->peers[peer].dead = 1, b->peers[peer].why = why;
+  pthread_cond_broadcast(&b->cv);
+  pthread_mutex_unlock(&b->mu);
+}
+
+static void enqueue(struct boot_sock* b, struct sock_msg* m) {
+  pthread_mutex_lock(&b->mu);
+  if (b->tail != NULL)
+    b->tail->next = m;
+  else
+    b->head = m;
+  b->tail = m;
+  pthread_cond_broadcast(&b->cv);
+  pthread_mutex_unlock(&b->mu);
+}
+
+/* Accept one peer connection and read its hello. */
+static void accept_peer(struct boot_sock* b) {
+  int fd = -1;
+  struct peer_hello h;
+  enum sock_err err;
+  if (sock_conn_accept(b->listen_fd, &fd, NULL) != ncclSuccess) return;
+  if (sock_recv_all(fd, &h, sizeof(h), sock_time_now() + 5.0, &b->aborted, &err) != ncclSuccess ||
+      h.magic != BOOT_MAGIC_TCP || h.secret != b->secret || h.rank < 0 ||
+      h.rank >= b->base.nranks) {
+    WARN("bootstrap rank %d: dropped an incoming connection that is not a peer of this job (%s); "
+         "check that nothing else connects to the bootstrap ports",
+         b->base.rank, err != SOCK_OK ? sock_err_str(err) : "bad hello");
+    close(fd);
+    return;
+  }
+  pthread_mutex_lock(&b->mu);
+  if (b->peers[h.rank].in_fd >= 0) {
+    pthread_mutex_unlock(&b->mu);
+    WARN("bootstrap rank %d: rank %d connected twice; dropped the second connection", b->base.rank,
+         h.rank);
+    close(fd);
+    return;
+  }
+  b->peers[h.rank].in_fd = fd;
+  pthread_mutex_unlock(&b->mu);
+}
+
+/* Read one message from peer p's incoming connection into the queue. */
+static void read_message(struct boot_sock* b, int p) {
+  struct msg_hdr h;
+  struct sock_msg* m = NULL;
+  enum sock_err err = SOCK_OK;
+  int fd = b->peers[p].in_fd;
+  double dl = sock_time_now() + (double)b->timeout;
+  if (sock_recv_all(fd, &h, sizeof(h), dl, &b->aborted, &err) != ncclSuccess) goto gone;
+  if (h.secret != b->secret || h.src != p || h.size > BOOT_MSG_MAX) {
+    WARN("bootstrap rank %d: malformed message on the connection from rank %d (size %llu, max "
+         "%llu); dropped the connection",
+         b->base.rank, p, (unsigned long long)h.size, (unsigned long long)BOOT_MSG_MAX);
+    err = SOCK_SYSERR;
+    goto gone;
+  }
+  m = malloc(sizeof(*m) + h.size);
+  if (m == NULL) {
+    WARN("bootstrap rank %d: out of host memory for a %llu-byte message from rank %d", b->base.rank,
+         (unsigned long long)h.size, p);
+    err = SOCK_SYSERR;
+    goto gone;
+  }
+  m->next = NULL, m->src = p, m->kind = (int)h.kind, m->tag = h.tag, m->size = h.size;
+  if (sock_recv_all(fd, m->data, h.size, dl, &b->aborted, &err) != ncclSuccess) goto gone;
+  enqueue(b, m);
+  return;
+gone:
+  free(m);
+  pthread_mutex_lock(&b->mu);
+  b->peers[p].in_fd = -1;
+  pthread_mutex_unlock(&b->mu);
+  close(fd);
+  mark_dead(b, p, err);
+}
+
+/* The peer closed our outgoing connection. Messages it sent before exiting may still be on its
+ * own connection to us (perhaps not accepted yet): then its EOF there decides, after them. */
+static void out_closed(struct boot_sock* b, int p, int eof) {
+  struct pollfd l = {.fd = b->listen_fd, .events = POLLIN};
+  b->peers[p].out_eof = 1;
+  while (b->peers[p].in_fd < 0 && poll(&l, 1, 0) > 0 && (l.revents & POLLIN)) accept_peer(b);
+  if (b->peers[p].in_fd < 0) mark_dead(b, p, eof ? SOCK_EOF : SOCK_RESET);
+}
+
+/* pollfd entries: [0] wake, [1] listen, then per peer in_fd / out_fd. */
+static void* progress_main(void* arg) {
+  struct boot_sock* b = arg;
+  int n = b->base.nranks;
+  struct pollfd* fds = calloc((size_t)(2 + 2 * n), sizeof(*fds));
+  if (fds == NULL) return NULL;
+  while (!atomic_load(&b->stop) && !ABORTED(b)) {
+    fds[0] = (struct pollfd){.fd = b->wake_fd, .events = POLLIN};
+    fds[1] = (struct pollfd){.fd = b->listen_fd, .events = POLLIN};
+    pthread_mutex_lock(&b->mu);
+    for (int p = 0; p < n; p++) {
+      fds[2 + 2 * p] = (struct pollfd){.fd = b->peers[p].in_fd, .events = POLLIN};
+      int watch = b->peers[p].out_fd >= 0 && !b->peers[p].dead && !b->peers[p].out_eof;
+      fds[3 + 2 * p] = (struct pollfd){.fd = watch ? b->peers[p].out_fd : -1, .events = POLLIN};
+    }
+    pthread_mutex_unlock(&b->mu);
+    if (poll(fds, (nfds_t)(2 + 2 * n), -1) < 0 && errno != EINTR) break;
+    if (atomic_load(&b->stop) || ABORTED(b)) break;
+    if (fds[0].revents) {
+      uint64_t v;
+      if (read(b->wake_fd, &v, sizeof(v)) < 0) { /* spurious: nothing to drain */
+      }
+    }
+    if (fds[1].revents & POLLIN) accept_peer(b);
+    for (int p = 0; p < n; p++) {
+      if (fds[2 + 2 * p].revents) read_message(b, p);
+      if (fds[3 + 2 * p].revents) { /* a peer never writes on our outgoing connection: EOF */
+        char c;
+        ssize_t k = recv(fds[3 + 2 * p].fd, &c, 1, MSG_DONTWAIT);
+        if (k <= 0 && !(k < 0 && (errno == EAGAIN || errno == EINTR))) out_closed(b, p, k == 0);
+      }
+    }
+  }
+  free(fds);
+  return NULL;
+}
+
+static void peer_str(struct boot_sock* b, int p, char* buf, size_t len) {
+  sock_addr_to_str(&b->addrs[p], buf, len);
+}
+
+/* Open the outgoing connection to peer p if needed; call with send_mu held. */
+static ncclResult_t connect_peer(struct boot_sock* b, int p) {
+  char where[SOCK_ADDR_STRLEN];
+  enum sock_err err = SOCK_OK;
+  int fd = -1;
+  ncclResult_t res = ncclSuccess;
+  if (b->peers[p].out_fd >= 0) return ncclSuccess;
+  /* peers listen since before the rendezvous: a refusal that lasts means the peer is gone */
+  double dl = sock_time_now() + (b->timeout < PEER_CONNECT_S ? (double)b->timeout : PEER_CONNECT_S);
+  struct peer_hello h = {.magic = BOOT_MAGIC_TCP, .rank = b->base.rank, .secret = b->secret};
+  res = sock_conn_open(&b->addrs[p], dl, &b->aborted, &fd, &err);
+  if (res == ncclSuccess) res = sock_send_all(fd, &h, sizeof(h), dl, &b->aborted, &err);
+  if (res != ncclSuccess) {
+    if (!ABORTED(b)) {
+      peer_str(b, p, where, sizeof(where));
+      WARN("bootstrap rank %d cannot connect to peer rank %d at %s: %s; the peer process exited or "
+           "the network blocks the port",
+           b->base.rank, p, where, err == SOCK_SYSERR ? strerror(errno) : sock_err_str(err));
+      mark_dead(b, p, err);
+    }
+    sock_close(&fd);
+    return ABORTED(b) ? ncclRemoteError : res;
+  }
+  pthread_mutex_lock(&b->mu);
+  b->peers[p].out_fd = fd;
+  pthread_mutex_unlock(&b->mu);
+  wake(b); /* let the progress thread watch it */
+  return ncclSuccess;
+}
+
+static struct sock_msg* msg_new(int src, int kind, int tag, const void* data, size_t size) {
+  struct sock_msg* m = malloc(sizeof(*m) + size);
+  if (m == NULL) return NULL;
+  m->next = NULL, m->src = src, m->kind = kind, m->tag = tag, m->size = size;
+  if (size > 0) memcpy(m->data, data, size);
+  return m;
+}
+
+static ncclResult_t sock_boot_send(struct boot* base, int p, int kind, int tag, const void* data,
+                                   size_t size) {
+  struct boot_sock* b = (struct boot_sock*)base;
+  ncclResult_t res = ncclSuccess;
+  enum sock_err err = SOCK_OK;
+  char where[SOCK_ADDR_STRLEN];
+  if (ABORTED(b)) return ncclRemoteError;
+  if (size > BOOT_MSG_MAX) {
+    WARN("bootstrap rank %d: a %zu-byte message is larger than the bootstrap limit of %llu bytes",
+         base->rank, size, (unsigned long long)BOOT_MSG_MAX);
+    return ncclInvalidArgument;
+  }
+  if (p == base->rank) {
+    struct sock_msg* m = msg_new(p, kind, tag, data, size);
+    if (m == NULL) {
+      WARN("out of host memory buffering a %zu-byte bootstrap message", size);
+      return ncclSystemError;
+    }
+    enqueue(b, m);
+    return ncclSuccess;
+  }
+  struct msg_hdr h = {.secret = b->secret, .src = base->rank, .tag = tag, .kind = (uint32_t)kind,
+                      .size = size};
+  pthread_mutex_lock(&b->peers[p].send_mu);
+  NCCLCHECKGOTO(connect_peer(b, p), res, out);
+  double dl = sock_time_now() + (double)b->timeout;
+  res = sock_send_all(b->peers[p].out_fd, &h, sizeof(h), dl, &b->aborted, &err);
+  if (res == ncclSuccess) res = sock_send_all(b->peers[p].out_fd, data, size, dl, &b->aborted, &err);
+  if (res != ncclSuccess && !ABORTED(b)) {
+    peer_str(b, p, where, sizeof(where));
+    WARN("bootstrap rank %d: sending %zu bytes (tag %d) to peer rank %d at %s failed: %s; the peer "
+         "process exited or was killed",
+         base->rank, size, tag, p, where, sock_err_str(err));
+    mark_dead(b, p, err);
+  }
+  if (ABORTED(b)) res = ncclRemoteError;
+out:
+  pthread_mutex_unlock(&b->peers[p].send_mu);
+  return res;
+}
+
+static struct sock_msg* take(struct boot_sock* b, int src, int kind, int tag) {
+  struct sock_msg* prev = NULL;
+  for (struct sock_msg* m = b->head; m != NULL; prev = m, m = m->next) {
+    if (m->src != src || m->kind != kind || m->tag != tag) continue;
+    if (prev != NULL)
+      prev->next = m->next;
+    else
+      b->head = m->next;
+    if (b->tail == m) b->tail = prev;
+    return m;
+  }
+  return NULL;
+}
+
+static ncclResult_t sock_boot_recv(struct boot* base, int p, int kind, int tag, void* data,
+                                   size_t size) {
+  struct boot_sock* b = (struct boot_sock*)base;
+  struct sock_msg* m = NULL;
+  ncclResult_t res = ncclSuccess;
+  int dead = 0;
+  enum sock_err why = SOCK_OK;
+  char where[SOCK_ADDR_STRLEN];
+  if (p != base->rank) { /* an outgoing connection also tells us when the peer dies */
+    pthread_mutex_lock(&b->peers[p].send_mu);
+    res = connect_peer(b, p);
+    pthread_mutex_unlock(&b->peers[p].send_mu);
+    if (res != ncclSuccess) return res;
+  }
+  pthread_mutex_lock(&b->mu);
+  while ((m = take(b, p, kind, tag)) == NULL && !ABORTED(b) && !b->peers[p].dead)
+    pthread_cond_wait(&b->cv, &b->mu);
+  dead = b->peers[p].dead, why = b->peers[p].why;
+  pthread_mutex_unlock(&b->mu);
+  if (m == NULL && ABORTED(b)) return ncclRemoteError;
+  if (m == NULL && dead) {
+    peer_str(b, p, where, sizeof(where));
+    WARN("bootstrap rank %d: peer rank %d (%s) is gone while rank %d waited for its message (tag "
+         "%d): %s; the process exited or was killed",
+         base->rank, p, where, base->rank, tag, sock_err_str(why));
+    return ncclRemoteError;
+  }
+  if (m == NULL) return ncclRemoteError;
+  if (m->size != size) {
+    WARN("bootstrap rank %d: message from rank %d (tag %d) has %zu bytes where %zu were expected; "
+         "the ranks disagree about the protocol",
+         base->rank, p, tag, m->size, size);
+    res = ncclInternalError;
+    goto out;
+  }
+  if (size > 0) memcpy(data, m->data, size);
+out:
+  free(m);
+  return res;
+}
+
+static void sock_boot_abort(struct boot* base) {
+  struct boot_sock* b = (struct boot_sock*)base;
+  pthread_mutex_lock(&b->mu);
+  __atomic_store_n(&b->aborted, 1, __ATOMIC_SEQ_CST);
+  for (int p = 0; p < base->nranks; p++) {
+    if (b->peers[p].in_fd >= 0) shutdown(b->peers[p].in_fd, SHUT_RDWR);
+    if (b->peers[p].out_fd >= 0) shutdown(b->peers[p].out_fd, SHUT_RDWR);
+  }
+  pthread_cond_broadcast(&b->cv);
+  pthread_mutex_unlock(&b->mu);
+  wake(b);
+}
+
+static void sock_boot_free(struct boot* base) {
+  struct boot_sock* b = (struct boot_sock*)base;
+  if (b->progress_started) {
+    atomic_store(&b->stop, 1);
+    wake(b);
+    pthread_join(b->progress, NULL);
+  }
+  for (int p = 0; b->peers != NULL && p < base->nranks; p++) {
+    sock_close(&b->peers[p].in_fd);
+    sock_close(&b->peers[p].out_fd);
+    pthread_mutex_destroy(&b->peers[p].send_mu);
+  }
+  for (struct sock_msg *m = b->head, *nx; m != NULL; m = nx) {
+    nx = m->next;
+    free(m);
+  }
+  sock_close(&b->listen_fd);
+  sock_close(&b->wake_fd);
+  boot_root_join(b->root);
+  boot_root_release(b->secret);
+  pthread_mutex_destroy(&b->mu);
+  pthread_cond_destroy(&b->cv);
+  free(b->peers);
+  free(b->addrs);
+  free(b);
+}
+
+static const struct boot_ops sock_ops = {
+    .send = sock_boot_send, .recv = sock_boot_recv, .abort = sock_boot_abort, .free = sock_boot_free};
+
+static ncclResult_t sock_boot_alloc(int rank, int nranks, uint64_t secret, struct boot_sock** out) {
+  struct boot_sock* b = calloc(1, sizeof(*b));
+  if (b == NULL) goto oom;
+  b->base.ops = &sock_ops, b->base.rank = rank, b->base.nranks = nranks;
+  b->secret = secret;
+  b->timeout = param_int(PARAM_BOOT_TIMEOUT);
+  b->listen_fd = -1;
+  pthread_mutex_init(&b->mu, NULL);
+  pthread_cond_init(&b->cv, NULL);
+  b->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  b->peers = calloc((size_t)nranks, sizeof(*b->peers));
+  b->addrs = calloc((size_t)nranks, sizeof(*b->addrs));
+  if (b->peers == NULL || b->addrs == NULL || b->wake_fd < 0) {
+    b->base.nranks = 0; /* no per-peer state was initialized */
+    sock_boot_free(&b->base);
+    goto oom;
+  }
+  for (int p = 0; p < nranks; p++) {
+    pthread_mutex_init(&b->peers[p].send_mu, NULL);
+    b->peers[p].in_fd = b->peers[p].out_fd = -1;
+  }
+  *out = b;
+  return ncclSuccess;
+oom:
+  WARN("bootstrap rank %d: out of host memory or file descriptors for %d ranks", rank, nranks);
+  return ncclSystemError;
+}
+
+/* Present ourselves to the root and receive the table of all ranks' addresses. */
+static ncclResult_t rendezvous(struct boot_sock* b, const struct boot_id* id,
+                               const union sock_addr* me) {
+  ncclResult_t res = ncclSuccess;
+  enum sock_err err = SOCK_OK;
+  int fd = -1, r = b->base.rank, n = b->base.nranks;
+  char root[SOCK_ADDR_STRLEN], text[BOOT_REPLY_TEXT_MAX + 1];
+  struct boot_hello h = {.magic = BOOT_MAGIC_TCP, .secret = b->secret, .rank = r, .nranks = n,
+                         .addr = *me};
+  uint32_t len = sizeof(h);
+  struct boot_reply rep;
+  sock_addr_to_str(&id->root, root, sizeof(root));
+  double dl = sock_time_now() + (double)b->timeout;
+  if (sock_conn_open(&id->root, dl, NULL, &fd, &err) != ncclSuccess) {
+    WARN("bootstrap rank %d of %d cannot reach the bootstrap root at %s within %lld s: %s; check "
+         "that rank 0 / the process that made the unique id is running and reachable",
+         r, n, root, (long long)b->timeout, err == SOCK_SYSERR ? strerror(errno) : sock_err_str(err));
+    res = ncclSystemError;
+    goto out;
+  }
+  dl = sock_time_now() + (double)b->timeout + 10.0; /* the root answers by its own deadline */
+  if (sock_send_all(fd, &len, sizeof(len), dl, NULL, &err) != ncclSuccess ||
+      sock_send_all(fd, &h, sizeof(h), dl, NULL, &err) != ncclSuccess ||
+      sock_recv_all(fd, &rep, sizeof(rep), dl, NULL, &err) != ncclSuccess)
+    goto lost;
+  if (rep.magic != BOOT_MAGIC_TCP || rep.nranks != (uint32_t)n ||
+      rep.text_len > BOOT_REPLY_TEXT_MAX) {
+    err = SOCK_SYSERR;
+    goto lost;
+  }
+  if (rep.status == BOOT_REPLY_TIMEOUT) {
+    if (sock_recv_all(fd, text, rep.text_len, dl, NULL, &err) != ncclSuccess) goto lost;
+    text[rep.text_len] = '\0';
+    WARN("bootstrap rendezvous timed out after %lld s: rank(s) %s of %d never arrived at the root "
+         "%s; start every rank or raise MONEL_BOOT_TIMEOUT",
+         (long long)b->timeout, text, n, root);
+    res = ncclSystemError;
+    goto out;
+  }
+  if (sock_recv_all(fd, b->addrs, sizeof(*b->addrs) * (size_t)n, dl, NULL, &err) != ncclSuccess)
+    goto lost;
+  goto out;
+lost:
+  WARN("bootstrap rank %d of %d: the root at %s did not answer (%s); it rejected this rank (wrong "
+       "unique id or nranks?) or exited; see the root's log",
+       r, n, root, err == SOCK_SYSERR ? "malformed answer" : sock_err_str(err));
+  res = ncclSystemError;
+out:
+  sock_close(&fd);
+  return res;
+}
+
+ncclResult_t boot_socket_init(const struct boot_id* id, int rank, int nranks, struct boot** out) {
+  struct boot_sock* b = NULL;
+  ncclResult_t res = ncclSuccess;
+  union sock_addr me, root_addr = id->root;
+  char str[SOCK_ADDR_STRLEN];
+  NCCLCHECK(sock_boot_alloc(rank, nranks, id->secret, &b));
+  NCCLCHECKGOTO(sock_iface_find(&me, NULL, 0), res, out);
+  NCCLCHECKGOTO(sock_listen_open(&me, &b->listen_fd), res, out);
+  if ((id->flags & BOOT_FLAG_COMM_ID) && rank == 0)
+    NCCLCHECKGOTO(boot_root_start(&root_addr, id->secret, 0, &b->root), res, out);
+  NCCLCHECKGOTO(rendezvous(b, id, &me), res, out);
+  if (pthread_create(&b->progress, NULL, progress_main, b) != 0) {
+    WARN("bootstrap rank %d: cannot start its progress thread; raise the thread limit", rank);
+    res = ncclSystemError;
+    goto out;
+  }
+  b->progress_started = 1;
+  INFO(LOG_BOOTSTRAP, "bootstrap rank %d of %d: listening at %s, all ranks known", rank, nranks,
+       sock_addr_to_str(&me, str, sizeof(str)));
+  *out = &b->base;
+  b = NULL;
+out:
+  if (b != NULL) sock_boot_free(&b->base);
+  return res;
+}

@@ -1,0 +1,207 @@
+/* Communicator life cycle: create (bootstrap, peer exchange, engine), split, shrink, finalize,
+ * abort, free; and the registry that lets the API reject destroyed or foreign comm pointers. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "boot/boot.h"
+#include "core/check.h"
+#include "core/comm.h"
+#include "core/param.h"
+#include "topo/host.h"
+
+/* ---- registry of live comms ---- */
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ncclComm** reg;
+static int reg_len, reg_cap;
+
+static ncclResult_t reg_add(struct ncclComm* c) {
+  pthread_mutex_lock(&reg_lock);
+  if (reg_len == reg_cap) {
+    int cap = reg_cap ? 2 * reg_cap : 64;
+    struct ncclComm** n = realloc(reg, cap * sizeof(*n));
+    if (!n) {
+      pthread_mutex_unlock(&reg_lock);
+      return ncclSystemError;
+    }
+    reg = n, reg_cap = cap;
+  }
+  reg[reg_len++] = c;
+  pthread_mutex_unlock(&reg_lock);
+  return ncclSuccess;
+}
+
+static void reg_remove(struct ncclComm* c) {
+  pthread_mutex_lock(&reg_lock);
+  for (int i = 0; i < reg_len; i++)
+    if (reg[i] == c) {
+      reg[i] = reg[--reg_len];
+      break;
+    }
+  pthread_mutex_unlock(&reg_lock);
+}
+
+ncclResult_t comm_check(struct ncclComm* comm, const char* fn, int allow_pending) {
+  if (comm == NULL) {
+    WARN("%s: comm is NULL: pass a communicator made by ncclCommInitRank or ncclCommInitAll", fn);
+    return ncclInvalidArgument;
+  }
+  int found = 0;
+  pthread_mutex_lock(&reg_lock);
+  for (int i = 0; i < reg_len && !found; i++) found = reg[i] == comm;
+  pthread_mutex_unlock(&reg_lock);
+  if (!found || comm->magic != COMM_MAGIC) {
+    WARN("%s: comm %p is not a live communicator (it was destroyed, or never created)", fn,
+         (void*)comm);
+    return ncclInvalidArgument;
+  }
+  if (!allow_pending && __atomic_load_n(&comm->async_error, __ATOMIC_ACQUIRE) == ncclInProgress) {
+    WARN("%s: comm %p is still initializing: poll ncclCommGetAsyncError until it is not "
+         "ncclInProgress",
+         fn, (void*)comm);
+    return ncclInvalidUsage;
+  }
+  return ncclSuccess;
+}
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+static const struct engine* pick_engine(int cuda_dev) {
+  const char* want = param_str(PARAM_ENGINE);
+#ifdef MONEL_HAVE_CUDA
+  if (strcmp(want, "cpu") != 0 && cuda_dev >= 0) return &gpu_engine;
+#else
+  (void)cuda_dev;
+#endif
+  if (strcmp(want, "gpu") == 0) return NULL;
+  return &cpu_engine;
+}
+
+/* The part of init that talks to peers: runs inline or on the nonblocking init thread. */
+static ncclResult_t connect_peers(struct ncclComm* comm, const ncclUniqueId* id) {
+  ncclResult_t res = ncclSuccess;
+  double t0 = now_s();
+  NCCLCHECK(boot_init(id, comm->rank, comm->nranks, &comm->boot));
+  double t1 = now_s();
+  NCCLCALLOC(comm->peers, comm->nranks);
+  struct peer_info* me = &comm->peers[comm->rank];
+  me->host_hash = topo_host_hash();
+  me->pid = getpid();
+  me->cuda_dev = comm->cuda_dev;
+  me->rank = comm->rank;
+  topo_host_name(me->host, sizeof me->host);
+  NCCLCHECK(boot_allgather(comm->boot, comm->peers, sizeof(struct peer_info)));
+  comm->comm_hash = topo_hash(id->internal, sizeof id->internal);
+  NCCLCHECK(comm->engine->comm_init(comm));
+  double t2 = now_s();
+  INFO(LOG_INIT, "comm %p rank %d nrank %d dev %d engine %s commId 0x%llx - Init COMPLETE", (void*)comm,
+       comm->rank, comm->nranks, comm->cuda_dev, comm->engine->name,
+       (unsigned long long)comm->comm_hash);
+  INFO(LOG_INIT, "Init timings: rank %d nranks %d total %.3f s (bootstrap %.3f, connect %.3f)",
+       comm->rank, comm->nranks, t2 - t0, t1 - t0, t2 - t1);
+  return res;
+}
+
+ncclResult_t comm_begin(struct ncclComm** out, int nranks, const ncclUniqueId* id, int rank,
+                        const ncclConfig_t* config, int cuda_dev) {
+  ncclResult_t res = ncclSuccess;
+  struct ncclComm* comm = NULL;
+  NCCLCALLOC(comm, 1);
+  pthread_mutex_init(&comm->lock, NULL);
+  comm->magic = COMM_MAGIC;
+  comm->rank = rank;
+  comm->nranks = nranks;
+  comm->cuda_dev = cuda_dev;
+  comm->init_id = *id;
+  comm->async_error = ncclInProgress;
+  NCCLCHECKGOTO(comm_config_parse(config, &comm->config), res, fail);
+  if (config && config->commName)
+    snprintf(comm->comm_name, sizeof comm->comm_name, "%s", config->commName);
+  comm->config.commName = comm->comm_name[0] ? comm->comm_name : NULL;
+  comm->blocking = comm->config.blocking;
+  comm->boot_local = boot_id_is_local(id);
+  comm->engine = pick_engine(cuda_dev);
+  if (comm->engine == NULL) {
+    WARN("MONEL_ENGINE=gpu but this build of Monel has no CUDA engine or rank %d has no GPU", rank);
+    res = ncclInvalidUsage;
+    goto fail;
+  }
+  NCCLCHECKGOTO(reg_add(comm), res, fail);
+  *out = comm;
+  return ncclSuccess;
+fail:
+  comm_free(comm);
+  return res;
+}
+
+ncclResult_t comm_connect(struct ncclComm* comm) {
+  ncclResult_t res = connect_peers(comm, &comm->init_id);
+  __atomic_store_n(&comm->async_error, res, __ATOMIC_RELEASE);
+  return res;
+}
+
+static void* init_thread_main(void* arg) {
+  comm_connect(arg);
+  return NULL;
+}
+
+ncclResult_t comm_create(struct ncclComm** out, int nranks, const ncclUniqueId* id, int rank,
+                         const ncclConfig_t* config, int cuda_dev) {
+  struct ncclComm* comm = NULL;
+  NCCLCHECK(comm_begin(&comm, nranks, id, rank, config, cuda_dev));
+  if (comm->blocking) {
+    ncclResult_t res = comm_connect(comm);
+    if (res != ncclSuccess) {
+      comm_free(comm);
+      return res;
+    }
+    *out = comm;
+    return ncclSuccess;
+  }
+  if (pthread_create(&comm->init_thread, NULL, init_thread_main, comm) != 0) {
+    WARN("could not start the thread of a nonblocking init");
+    comm_free(comm);
+    return ncclSystemError;
+  }
+  comm->init_thread_live = 1;
+  *out = comm;
+  return ncclInProgress;
+}
+
+/* Join the nonblocking init thread, if any. */
+static void join_init(struct ncclComm* comm) {
+  if (comm->init_thread_live) {
+    pthread_join(comm->init_thread, NULL);
+    comm->init_thread_live = 0;
+  }
+}
+
+ncclResult_t comm_finalize(struct ncclComm* comm) {
+  join_init(comm);
+  if (comm->boot && !comm_aborted(comm)) NCCLCHECK(boot_barrier(comm->boot));
+  return ncclSuccess;
+}
+
+void comm_abort(struct ncclComm* comm) {
+  __atomic_store_n(&comm->abort_flag, 1, __ATOMIC_RELEASE);
+  if (comm->boot) boot_abort(comm->boot);
+  if (comm->engine && comm->engine->abort) comm->engine->abort(comm);
+}
+
+void comm_free(struct ncclComm* comm) {
+  if (comm == NULL) return;
+  join_init(comm);
+  reg_remove(comm);
+  if (comm->engine && comm->engine->comm_free) comm->engine->comm_free(comm);
+  boot_free(comm->boot);
+  free(comm->peers);
+  free(comm->tasks);
+  pthread_mutex_destroy(&comm->lock);
+  comm->magic = 0;
+  free(comm);
+}

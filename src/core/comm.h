@@ -1,0 +1,82 @@
+/* The communicator object. Fields are written during init (by one thread) and then read-only,
+ * except the atomics noted. */
+#ifndef MONEL_CORE_COMM_H
+#define MONEL_CORE_COMM_H
+#include <pthread.h>
+#include <stdint.h>
+#include "nccl.h"
+#include "core/engine.h"
+#include "core/task.h"
+
+#define COMM_MAGIC 0x4d6f6e656c436f6dULL /* "MonelCom" */
+#define COMM_MAX_REDOPS 64
+
+/* What every rank learns about every other rank at init. */
+struct peer_info {
+  uint64_t host_hash;
+  int pid;
+  int cuda_dev;
+  int rank;
+  char host[64];
+};
+
+struct redop_slot {
+  int used;
+  ncclDataType_t dtype;
+  struct red_op op;
+  const void* device_scalar; /* ncclScalarDevice: read when the op runs */
+};
+
+struct ncclComm {
+  uint64_t magic;
+  int rank, nranks, cuda_dev;
+  int blocking;
+  int boot_local;             /* the bootstrap is in-process (threads of one process) */
+  int abort_flag;            /* atomic: set by ncclCommAbort */
+  ncclResult_t async_error;  /* atomic: ncclInProgress while a nonblocking init runs */
+  uint64_t seq;              /* operations enqueued so far */
+  uint64_t comm_hash;        /* names the comm in logs */
+  struct boot* boot;
+  struct peer_info* peers;   /* nranks entries */
+  const struct engine* engine;
+  void* engine_state;
+  ncclConfig_t config;
+  char comm_name[128];
+  ncclUniqueId init_id;
+  pthread_t init_thread;
+  int init_thread_live;
+  pthread_mutex_t lock; /* redops, finalize */
+  struct redop_slot redops[COMM_MAX_REDOPS];
+  /* group bookkeeping (owned by the thread that runs the group) */
+  struct task* tasks;
+  int ntasks, tasks_cap;
+  int in_group;
+};
+
+/* Validate a comm pointer from the user: NULL, destroyed or unknown pointers are rejected with
+ * ncclInvalidArgument and a sentence naming `fn`. A comm still initialising gives ncclInvalidUsage
+ * unless allow_pending. */
+ncclResult_t comm_check(struct ncclComm* comm, const char* fn, int allow_pending);
+/* comm_begin allocates and registers a comm (async_error = ncclInProgress); comm_connect runs
+ * the bootstrap and engine setup and stores the result in async_error. comm_create does both:
+ * inline for a blocking comm, on a thread for a nonblocking one (returning ncclInProgress). */
+ncclResult_t comm_begin(struct ncclComm** out, int nranks, const ncclUniqueId* id, int rank,
+                        const ncclConfig_t* config, int cuda_dev);
+ncclResult_t comm_connect(struct ncclComm* comm);
+ncclResult_t comm_create(struct ncclComm** out, int nranks, const ncclUniqueId* id, int rank,
+                         const ncclConfig_t* config, int cuda_dev);
+ncclResult_t comm_split(struct ncclComm* parent, int color, int key, struct ncclComm** out,
+                        const ncclConfig_t* config);
+ncclResult_t comm_shrink(struct ncclComm* parent, const int* exclude, int nexclude,
+                         struct ncclComm** out, const ncclConfig_t* config, int flags);
+ncclResult_t comm_finalize(struct ncclComm* comm);
+void comm_abort(struct ncclComm* comm);
+void comm_free(struct ncclComm* comm);
+ncclResult_t comm_config_parse(const ncclConfig_t* user, ncclConfig_t* out);
+
+/* Errors: remember the cause on the comm too (ncclGetLastError(comm)). */
+static inline int comm_aborted(const struct ncclComm* comm) {
+  return __atomic_load_n(&comm->abort_flag, __ATOMIC_ACQUIRE);
+}
+
+#endif

@@ -1,0 +1,26 @@
+/* Which device a rank uses by default. Without the CUDA engine (or with MONEL_ENGINE=cpu) there
+ * is none and ranks run on the CPU engine. */
+#include <string.h>
+#include "core/engine.h"
+#include "core/param.h"
+#include "core/version.h"
+
+#ifdef MONEL_HAVE_CUDA
+int gpu_current_device(void);
+int gpu_device_count(void);
+#endif
+
+int engine_default_device(void) {
+#ifdef MONEL_HAVE_CUDA
+  if (strcmp(param_str(PARAM_ENGINE), "cpu") != 0) return gpu_current_device();
+#endif
+  return -1;
+}
+
+int engine_device_for_index(int i) {
+#ifdef MONEL_HAVE_CUDA
+  if (strcmp(param_str(PARAM_ENGINE), "cpu") != 0 && i < gpu_device_count()) return i;
+#endif
+  (void)i;
+  return -1;
+}

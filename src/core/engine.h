@@ -1,0 +1,29 @@
+/* The engine interface: what runs a comm's operations. The CPU engine (cpu/) moves host memory
+ * with host threads; the CUDA engine (gpu/) launches kernels on the user's stream. core/ picks
+ * one per comm at init and never looks inside. */
+#ifndef MONEL_CORE_ENGINE_H
+#define MONEL_CORE_ENGINE_H
+#include "nccl.h"
+
+struct ncclComm;
+struct task;
+
+struct engine {
+  const char* name;
+  /* Set up the comm's engine state after bootstrap (peers known). */
+  ncclResult_t (*comm_init)(struct ncclComm* comm);
+  /* Run the tasks a group collected for this comm, in order. The CPU engine completes them
+   * before returning; the CUDA engine enqueues them on their streams. */
+  ncclResult_t (*run)(struct ncclComm* comm, struct task* tasks, int ntasks);
+  /* Make blocked operations of this comm return promptly (may be called from any thread). */
+  void (*abort)(struct ncclComm* comm);
+  /* Release the engine state; accepts a comm whose comm_init failed or never ran. */
+  void (*comm_free)(struct ncclComm* comm);
+};
+
+extern const struct engine cpu_engine;
+#ifdef MONEL_HAVE_CUDA
+extern const struct engine gpu_engine;
+#endif
+
+#endif

@@ -1,0 +1,170 @@
+/* Per-thread groups. See group.h. */
+#include <stdlib.h>
+#include <string.h>
+#include "core/check.h"
+#include "core/group.h"
+#include "core/tune.h"
+
+#define GROUP_MAX_COMMS 4096
+
+struct group {
+  int depth;
+  int ncomms;                /* comms with queued tasks */
+  struct ncclComm** comms;
+  int ninits;                /* comms created in the group */
+  struct ncclComm** inits;
+  ncclResult_t error;        /* first error seen while enqueueing */
+};
+
+static __thread struct group grp;
+
+int group_depth(void) { return grp.depth; }
+
+ncclResult_t group_start(void) {
+  grp.depth++;
+  return ncclSuccess;
+}
+
+static ncclResult_t push(struct ncclComm*** list, int* n, struct ncclComm* comm) {
+  for (int i = 0; i < *n; i++)
+    if ((*list)[i] == comm) return ncclSuccess;
+  if (*n == GROUP_MAX_COMMS) {
+    WARN("more than %d communicators in one group", GROUP_MAX_COMMS);
+    return ncclInvalidUsage;
+  }
+  if (*list == NULL) NCCLCALLOC(*list, GROUP_MAX_COMMS);
+  (*list)[(*n)++] = comm;
+  return ncclSuccess;
+}
+
+static ncclResult_t add_task(struct ncclComm* comm, const struct task* task) {
+  if (comm->ntasks == comm->tasks_cap) {
+    int cap = comm->tasks_cap ? 2 * comm->tasks_cap : 16;
+    struct task* t = realloc(comm->tasks, cap * sizeof *t);
+    if (!t) {
+      WARN("out of host memory queueing an operation");
+      return ncclSystemError;
+    }
+    comm->tasks = t, comm->tasks_cap = cap;
+  }
+  comm->tasks[comm->ntasks++] = *task;
+  return ncclSuccess;
+}
+
+ncclResult_t group_enqueue(struct ncclComm* comm, const struct task* task) {
+  if (grp.depth == 0) {
+    struct task t = *task;
+    return comm->engine->run(comm, &t, 1);
+  }
+  ncclResult_t res = add_task(comm, task);
+  if (res == ncclSuccess) res = push(&grp.comms, &grp.ncomms, comm);
+  if (res != ncclSuccess && grp.error == ncclSuccess) grp.error = res;
+  return res;
+}
+
+ncclResult_t group_add_init(struct ncclComm* comm) {
+  ncclResult_t res = push(&grp.inits, &grp.ninits, comm);
+  if (res != ncclSuccess && grp.error == ncclSuccess) grp.error = res;
+  return res;
+}
+
+void group_drop_comm(struct ncclComm* comm) {
+  for (int i = 0; i < grp.ncomms; i++)
+    if (grp.comms[i] == comm) grp.comms[i] = grp.comms[--grp.ncomms];
+  for (int i = 0; i < grp.ninits; i++)
+    if (grp.inits[i] == comm) grp.inits[i] = grp.inits[--grp.ninits];
+  comm->ntasks = 0;
+}
+
+struct job {
+  struct ncclComm* comm;
+  int is_init;
+  ncclResult_t res;
+  pthread_t thread;
+  int started;
+};
+
+static void run_job(struct job* j) {
+  if (j->is_init) {
+    j->res = comm_connect(j->comm);
+  } else {
+    j->res = j->comm->engine->run(j->comm, j->comm->tasks, j->comm->ntasks);
+    j->comm->ntasks = 0;
+  }
+}
+
+static void* job_main(void* arg) {
+  run_job(arg);
+  return NULL;
+}
+
+/* Run every job; one inline, several on threads so that they progress together. */
+static ncclResult_t run_jobs(struct job* jobs, int n) {
+  ncclResult_t res = ncclSuccess;
+  if (n == 1) {
+    run_job(&jobs[0]);
+  } else {
+    for (int i = 0; i < n; i++) {
+      if (pthread_create(&jobs[i].thread, NULL, job_main, &jobs[i]) == 0) {
+        jobs[i].started = 1;
+      } else {
+        WARN("could not start a thread to run a group's communicator %d of %d", i, n);
+        jobs[i].res = ncclSystemError;
+        comm_abort(jobs[i].comm);
+      }
+    }
+    for (int i = 0; i < n; i++)
+      if (jobs[i].started) pthread_join(jobs[i].thread, NULL);
+  }
+  for (int i = 0; i < n; i++)
+    if (jobs[i].res != ncclSuccess && res == ncclSuccess) res = jobs[i].res;
+  return res;
+}
+
+ncclResult_t group_end(void) {
+  if (grp.depth == 0) {
+    WARN("ncclGroupEnd called without a matching ncclGroupStart");
+    return ncclInvalidUsage;
+  }
+  if (--grp.depth > 0) return ncclSuccess;
+  ncclResult_t res = grp.error;
+  grp.error = ncclSuccess;
+  int n = grp.ninits + grp.ncomms;
+  struct job* jobs = n ? calloc(n, sizeof *jobs) : NULL;
+  if (n && !jobs) res = ncclSystemError;
+  if (res == ncclSuccess && n) {
+    /* Inits first: a comm created in this group may also have tasks in it. */
+    for (int i = 0; i < grp.ninits; i++) jobs[i] = (struct job){.comm = grp.inits[i], .is_init = 1};
+    if (grp.ninits) res = run_jobs(jobs, grp.ninits);
+    int k = 0;
+    for (int i = 0; i < grp.ncomms; i++)
+      if (grp.comms[i]->ntasks) jobs[k++] = (struct job){.comm = grp.comms[i]};
+    if (res == ncclSuccess && k) res = run_jobs(jobs, k);
+  }
+  for (int i = 0; i < grp.ncomms; i++) grp.comms[i]->ntasks = 0;
+  grp.ncomms = grp.ninits = 0;
+  free(jobs);
+  return res;
+}
+
+ncclResult_t group_simulate_end(float* us) {
+  if (grp.depth == 0) {
+    WARN("ncclGroupSimulateEnd called without a matching ncclGroupStart");
+    return ncclInvalidUsage;
+  }
+  if (grp.depth > 1) {
+    grp.depth--;
+    return ncclSuccess;
+  }
+  double total = 0;
+  for (int i = 0; i < grp.ncomms; i++) {
+    struct ncclComm* c = grp.comms[i];
+    double t = 0;
+    for (int k = 0; k < c->ntasks; k++) t += tune_estimate_us(c, &c->tasks[k]);
+    if (t > total) total = t; /* comms of a group run side by side */
+    c->ntasks = 0;
+  }
+  grp.ncomms = 0;
+  *us = (float)total;
+  return group_end(); /* grouped inits still happen */
+}

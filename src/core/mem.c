@@ -1,0 +1,39 @@
+/* Host-memory side of ncclMemAlloc: page-aligned, zeroed. The CUDA engine takes over when the
+ * calling thread has a GPU. */
+#include <stdlib.h>
+#include <string.h>
+#include "core/check.h"
+#include "core/mem.h"
+#include "core/version.h"
+
+#ifdef MONEL_HAVE_CUDA
+ncclResult_t gpu_mem_alloc(void** ptr, size_t size, int* handled);
+ncclResult_t gpu_mem_free(void* ptr, int* handled);
+#endif
+
+ncclResult_t mem_alloc(void** ptr, size_t size) {
+#ifdef MONEL_HAVE_CUDA
+  int handled = 0;
+  ncclResult_t r = gpu_mem_alloc(ptr, size, &handled);
+  if (handled) return r;
+#endif
+  void* p = NULL;
+  size_t n = size ? (size + 4095) & ~(size_t)4095 : 4096;
+  if (posix_memalign(&p, 4096, n) != 0) {
+    WARN("ncclMemAlloc: out of host memory allocating %zu bytes", size);
+    return ncclSystemError;
+  }
+  memset(p, 0, n);
+  *ptr = p;
+  return ncclSuccess;
+}
+
+ncclResult_t mem_free(void* ptr) {
+#ifdef MONEL_HAVE_CUDA
+  int handled = 0;
+  ncclResult_t r = gpu_mem_free(ptr, &handled);
+  if (handled) return r;
+#endif
+  free(ptr);
+  return ncclSuccess;
+}

@@ -1,0 +1,28 @@
+/* A task: one operation a user enqueued on a comm, waiting for its group to end. */
+#ifndef MONEL_CORE_TASK_H
+#define MONEL_CORE_TASK_H
+#include <stddef.h>
+#include <stdint.h>
+#include "nccl.h"
+#include "cpu/reduce.h"
+
+enum coll_kind {
+  COLL_ALLREDUCE, COLL_BROADCAST, COLL_REDUCE, COLL_ALLGATHER, COLL_REDUCESCATTER, COLL_ALLTOALL,
+  COLL_ALLTOALLV, COLL_GATHER, COLL_SCATTER, COLL_SEND, COLL_RECV, COLL_COUNT
+};
+
+struct task {
+  enum coll_kind coll;
+  const void* sendbuff;
+  void* recvbuff;
+  size_t count; /* elements, with the meaning of the NCCL call's count argument */
+  ncclDataType_t dtype;
+  struct red_op op;
+  int root; /* root, or peer for send/recv */
+  cudaStream_t stream;
+  uint64_t seq; /* per-comm sequence number, names the op in logs and errors */
+};
+
+const char* coll_name(enum coll_kind coll);
+
+#endif

@@ -1,0 +1,138 @@
+/* The CPU engine: runs a comm's operations on host memory with the calling thread, moving slots
+ * through transport FIFOs and reducing on the CPU. An operation is complete when run() returns;
+ * the stream argument is ignored. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "boot/boot.h"
+#include "core/check.h"
+#include "core/comm.h"
+#include "core/param.h"
+#include "cpu/cpu.h"
+
+#define TAG_CONN 0x434f4e00 /* + 0: descriptor, + 1: ack */
+
+static const struct transport* pick_transport(const struct ncclComm* comm, int peer) {
+  const struct peer_info *me = &comm->peers[comm->rank], *p = &comm->peers[peer];
+  if (shm_transport.can_connect(me, p)) return &shm_transport;
+  return NULL;
+}
+
+static int peer_pid(const struct ncclComm* comm, int peer) {
+  const struct peer_info *me = &comm->peers[comm->rank], *p = &comm->peers[peer];
+  return (me->host_hash == p->host_hash && me->pid == p->pid) ? -1 : p->pid;
+}
+
+/* Connect me -> send_peer and recv_peer -> me (either may be -1). Every rank of the comm that
+ * takes part calls this with matching pairs. */
+ncclResult_t cpu_connect_pair(struct ncclComm* comm, int send_peer, struct conn* send,
+                              int recv_peer, struct conn* recv) {
+  struct cpu_comm* cc = comm->engine_state;
+  char desc[CONN_DESC_BYTES];
+  char ack = 1;
+  if (recv_peer >= 0) {
+    recv->tr = pick_transport(comm, recv_peer);
+    if (recv->tr == NULL) {
+      WARN("rank %d cannot reach rank %d (host %s): the CPU engine connects ranks of one host "
+           "through shared memory, and TCP between hosts is not supported yet",
+           comm->rank, recv_peer, comm->peers[recv_peer].host);
+      return ncclInvalidUsage;
+    }
+    recv->peer = recv_peer;
+    recv->peer_pid = peer_pid(comm, recv_peer);
+    memset(desc, 0, sizeof desc);
+    NCCLCHECK(recv->tr->setup(recv, cc->nslots, cc->slot_size, desc));
+    NCCLCHECK(boot_send(comm->boot, recv_peer, TAG_CONN, desc, sizeof desc));
+  }
+  if (send_peer >= 0) {
+    send->tr = pick_transport(comm, send_peer);
+    send->peer = send_peer;
+    send->peer_pid = peer_pid(comm, send_peer);
+    NCCLCHECK(boot_recv(comm->boot, send_peer, TAG_CONN, desc, sizeof desc));
+    NCCLCHECK(send->tr->connect(send, desc));
+    NCCLCHECK(boot_send(comm->boot, send_peer, TAG_CONN + 1, &ack, 1));
+  }
+  if (recv_peer >= 0) {
+    NCCLCHECK(boot_recv(comm->boot, recv_peer, TAG_CONN + 1, &ack, 1));
+    NCCLCHECK(recv->tr->connected(recv));
+  }
+  return ncclSuccess;
+}
+
+static ncclResult_t ensure_ring(struct ncclComm* comm) {
+  struct cpu_comm* cc = comm->engine_state;
+  if (cc->ring_ready || comm->nranks == 1) return ncclSuccess;
+  int next = (comm->rank + 1) % comm->nranks, prev = (comm->rank + comm->nranks - 1) % comm->nranks;
+  NCCLCHECK(cpu_connect_pair(comm, next, &cc->ring_send, prev, &cc->ring_recv));
+  cc->ring_ready = 1;
+  INFO(LOG_INIT | LOG_SHM, "comm %p rank %d ring connected: send to %d, receive from %d via %s",
+       (void*)comm, comm->rank, next, prev, cc->ring_send.tr->name);
+  return ncclSuccess;
+}
+
+static ncclResult_t cpu_comm_init(struct ncclComm* comm) {
+  struct cpu_comm* cc = NULL;
+  NCCLCALLOC(cc, 1);
+  comm->engine_state = cc;
+  int64_t slot = param_int(PARAM_CPU_SLOT_SIZE), nslots = param_int(PARAM_CPU_SLOTS);
+  if (slot < 4096) slot = 4096;
+  if (nslots < 2) nslots = 2;
+  if (nslots > FIFO_MAX_SLOTS) nslots = FIFO_MAX_SLOTS;
+  cc->slot_size = (size_t)slot & ~(size_t)63;
+  cc->nslots = (int)nslots;
+  return ncclSuccess;
+}
+
+static ncclResult_t run_task(struct ncclComm* comm, struct task* t) {
+  switch (t->coll) {
+  case COLL_ALLREDUCE:
+    NCCLCHECK(ensure_ring(comm));
+    return cpu_ring_allreduce(comm, t);
+  default:
+    WARN("%s #%llu: the CPU engine does not support %s yet", coll_name(t->coll),
+         (unsigned long long)t->seq, coll_name(t->coll));
+    return ncclInvalidUsage;
+  }
+}
+
+static ncclResult_t cpu_run(struct ncclComm* comm, struct task* tasks, int ntasks) {
+  for (int i = 0; i < ntasks; i++) {
+    ncclResult_t res = run_task(comm, &tasks[i]);
+    if (res != ncclSuccess) {
+      if (res == ncclRemoteError || res == ncclSystemError) {
+        struct cpu_comm* cc = comm->engine_state;
+        __atomic_store_n(&comm->async_error, res, __ATOMIC_RELEASE);
+        fifo_close(&cc->ring_send);
+        fifo_close(&cc->ring_recv);
+      }
+      return res;
+    }
+  }
+  return ncclSuccess;
+}
+
+static void cpu_abort(struct ncclComm* comm) {
+  /* Our own waiters sleep at most MONEL_PEER_CHECK_MS and then see comm->abort_flag; the peers
+   * see the closed FIFOs. */
+  struct cpu_comm* cc = comm->engine_state;
+  if (cc == NULL) return;
+  fifo_close(&cc->ring_send);
+  fifo_close(&cc->ring_recv);
+}
+
+static void cpu_comm_free(struct ncclComm* comm) {
+  struct cpu_comm* cc = comm->engine_state;
+  if (cc == NULL) return;
+  if (cc->ring_send.tr) cc->ring_send.tr->free(&cc->ring_send);
+  if (cc->ring_recv.tr) cc->ring_recv.tr->free(&cc->ring_recv);
+  free(cc);
+  comm->engine_state = NULL;
+}
+
+const struct engine cpu_engine = {
+    .name = "cpu",
+    .comm_init = cpu_comm_init,
+    .run = cpu_run,
+    .abort = cpu_abort,
+    .comm_free = cpu_comm_free,
+};

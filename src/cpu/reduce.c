@@ -1,0 +1,241 @@
+/* Reduction kernels of the CPU engine (semantics in reduce.h).
+ *
+ * red_apply runs in up to three steps, each a plain loop per type that the compiler vectorises:
+ * pre (PREMULSUM only, through a small stack buffer), combine (acc with the pre'd input), and
+ * post (RED_LAST with AVG, in place on dst). The common case, a sum without pre or post, is the
+ * combine loop alone over the whole array. Loops read element i of every input before writing
+ * element i of dst, so dst may be the same array as acc or in. */
+#include "cpu/reduce.h"
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include "util/dtype.h"
+
+typedef void (*combine_fn)(int kind, void* d, const void* a, const void* x, size_t n);
+typedef void (*pre_fn)(void* d, const void* x, size_t n, const unsigned char* scalar);
+typedef void (*post_fn)(void* d, const void* x, size_t n, int nranks);
+
+struct type_kernels {
+  combine_fn combine;
+  pre_fn pre;
+  post_fn post;
+};
+
+/* ---- integers: sums and products in the unsigned type U (wraparound), AVG divides in W ---- */
+#define INT_KERNELS(NAME, T, U, W)                                                                 \
+  static void NAME##_combine(int kind, void* dv, const void* av, const void* xv, size_t n) {       \
+    T* d = (T*)dv;                                                                                 \
+    const T* a = (const T*)av;                                                                     \
+    const T* x = (const T*)xv;                                                                     \
+    switch (kind) {                                                                                \
+    case RED_SUM:                                                                                  \
+      for (size_t i = 0; i < n; i++) d[i] = (T)(U)((U)a[i] + (U)x[i]);                             \
+      break;                                                                                       \
+    case RED_PROD:                                                                                 \
+      for (size_t i = 0; i < n; i++) d[i] = (T)(U)((U)a[i] * (U)x[i]);                             \
+      break;                                                                                       \
+    case RED_MAX:                                                                                  \
+      for (size_t i = 0; i < n; i++) d[i] = a[i] > x[i] ? a[i] : x[i];                             \
+      break;                                                                                       \
+    default:                                                                                       \
+      for (size_t i = 0; i < n; i++) d[i] = a[i] < x[i] ? a[i] : x[i];                             \
+      break;                                                                                       \
+    }                                                                                              \
+  }                                                                                                \
+  static void NAME##_pre(void* dv, const void* xv, size_t n, const unsigned char* scalar) {        \
+    T* d = (T*)dv;                                                                                 \
+    const T* x = (const T*)xv;                                                                     \
+    T s;                                                                                           \
+    memcpy(&s, scalar, sizeof s);                                                                  \
+    for (size_t i = 0; i < n; i++) d[i] = (T)(U)((U)x[i] * (U)s);                                  \
+  }                                                                                                \
+  static void NAME##_post(void* dv, const void* xv, size_t n, int nranks) {                        \
+    T* d = (T*)dv;                                                                                 \
+    const T* x = (const T*)xv;                                                                     \
+    W div = (W)nranks;                                                                             \
+    for (size_t i = 0; i < n; i++) d[i] = (T)((W)x[i] / div);                                      \
+  }
+
+INT_KERNELS(i8, int8_t, uint8_t, int64_t)
+INT_KERNELS(u8, uint8_t, uint8_t, uint64_t)
+INT_KERNELS(i32, int32_t, uint32_t, int64_t)
+INT_KERNELS(u32, uint32_t, uint32_t, uint64_t)
+INT_KERNELS(i64, int64_t, uint64_t, int64_t)
+INT_KERNELS(u64, uint64_t, uint64_t, uint64_t)
+
+/* ---- NaN-propagating max/min with an order-independent sign of zero ---- */
+static inline float max_f(float a, float b) {
+  if (a != a) return a;
+  if (b != b) return b;
+  if (a != b) return a > b ? a : b;
+  return signbit(a) ? b : a;
+}
+static inline float min_f(float a, float b) {
+  if (a != a) return a;
+  if (b != b) return b;
+  if (a != b) return a < b ? a : b;
+  return signbit(a) ? a : b;
+}
+static inline double max_d(double a, double b) {
+  if (a != a) return a;
+  if (b != b) return b;
+  if (a != b) return a > b ? a : b;
+  return signbit(a) ? b : a;
+}
+static inline double min_d(double a, double b) {
+  if (a != a) return a;
+  if (b != b) return b;
+  if (a != b) return a < b ? a : b;
+  return signbit(a) ? a : b;
+}
+
+/* ---- float and double: computed in the type; AVG divides in double, correctly rounded (for
+ * float, a quotient of two floats rounded to double and then to float is rounded once) ---- */
+#define FLOAT_KERNELS(NAME, T, MAXF, MINF)                                                         \
+  static void NAME##_combine(int kind, void* dv, const void* av, const void* xv, size_t n) {       \
+    T* d = (T*)dv;                                                                                 \
+    const T* a = (const T*)av;                                                                     \
+    const T* x = (const T*)xv;                                                                     \
+    switch (kind) {                                                                                \
+    case RED_SUM:                                                                                  \
+      for (size_t i = 0; i < n; i++) d[i] = a[i] + x[i];                                           \
+      break;                                                                                       \
+    case RED_PROD:                                                                                 \
+      for (size_t i = 0; i < n; i++) d[i] = a[i] * x[i];                                           \
+      break;                                                                                       \
+    case RED_MAX:                                                                                  \
+      for (size_t i = 0; i < n; i++) d[i] = MAXF(a[i], x[i]);                                      \
+      break;                                                                                       \
+    default:                                                                                       \
+      for (size_t i = 0; i < n; i++) d[i] = MINF(a[i], x[i]);                                      \
+      break;                                                                                       \
+    }                                                                                              \
+  }                                                                                                \
+  static void NAME##_pre(void* dv, const void* xv, size_t n, const unsigned char* scalar) {        \
+    T* d = (T*)dv;                                                                                 \
+    const T* x = (const T*)xv;                                                                     \
+    T s;                                                                                           \
+    memcpy(&s, scalar, sizeof s);                                                                  \
+    for (size_t i = 0; i < n; i++) d[i] = x[i] * s;                                                \
+  }                                                                                                \
+  static void NAME##_post(void* dv, const void* xv, size_t n, int nranks) {                        \
+    T* d = (T*)dv;                                                                                 \
+    const T* x = (const T*)xv;                                                                     \
+    double div = (double)nranks;                                                                   \
+    for (size_t i = 0; i < n; i++) d[i] = (T)((double)x[i] / div);                                 \
+  }
+
+FLOAT_KERNELS(f32, float, max_f, min_f)
+FLOAT_KERNELS(f64, double, max_d, min_d)
+
+/* x / n rounded to float with round-to-odd: a later round-to-nearest-even to any format of at
+ * most 22 significant bits then gives the correctly rounded quotient (no double rounding). */
+static inline float div_to_odd(float x, int n) {
+  double q = (double)x / (double)n;
+  float f = (float)q;
+  if (q == q && (double)f != q) {
+    uint32_t u = dtype_float_bits(f);
+    if (fabs((double)f) > fabs(q)) u--; /* went away from zero: step back (sign-magnitude) */
+    f = dtype_bits_float(u | 1u);
+  }
+  return f;
+}
+
+/* ---- half, bfloat16, fp8: each step in float, rounded back to the type. Sums, products and
+ * quotients of values of at most 11 significant bits are rounded once: float carries more than
+ * twice their precision plus two bits, so rounding through float equals rounding directly. ---- */
+#define NARROW_KERNELS(NAME, S, TO_F, FROM_F)                                                      \
+  static void NAME##_combine(int kind, void* dv, const void* av, const void* xv, size_t n) {       \
+    S* d = (S*)dv;                                                                                 \
+    const S* a = (const S*)av;                                                                     \
+    const S* x = (const S*)xv;                                                                     \
+    switch (kind) {                                                                                \
+    case RED_SUM:                                                                                  \
+      for (size_t i = 0; i < n; i++) d[i] = FROM_F(TO_F(a[i]) + TO_F(x[i]));                       \
+      break;                                                                                       \
+    case RED_PROD:                                                                                 \
+      for (size_t i = 0; i < n; i++) d[i] = FROM_F(TO_F(a[i]) * TO_F(x[i]));                       \
+      break;                                                                                       \
+    case RED_MAX:                                                                                  \
+      for (size_t i = 0; i < n; i++) d[i] = FROM_F(max_f(TO_F(a[i]), TO_F(x[i])));                 \
+      break;                                                                                       \
+    default:                                                                                       \
+      for (size_t i = 0; i < n; i++) d[i] = FROM_F(min_f(TO_F(a[i]), TO_F(x[i])));                 \
+      break;                                                                                       \
+    }                                                                                              \
+  }                                                                                                \
+  static void NAME##_pre(void* dv, const void* xv, size_t n, const unsigned char* scalar) {        \
+    S* d = (S*)dv;                                                                                 \
+    const S* x = (const S*)xv;                                                                     \
+    S s;                                                                                           \
+    memcpy(&s, scalar, sizeof s);                                                                  \
+    float sf = TO_F(s);                                                                            \
+    for (size_t i = 0; i < n; i++) d[i] = FROM_F(TO_F(x[i]) * sf);                                 \
+  }                                                                                                \
+  static void NAME##_post(void* dv, const void* xv, size_t n, int nranks) {                        \
+    S* d = (S*)dv;                                                                                 \
+    const S* x = (const S*)xv;                                                                     \
+    for (size_t i = 0; i < n; i++) d[i] = FROM_F(div_to_odd(TO_F(x[i]), nranks));                  \
+  }
+
+NARROW_KERNELS(f16, uint16_t, dtype_half_to_float, dtype_float_to_half)
+NARROW_KERNELS(bf16, uint16_t, dtype_bf16_to_float, dtype_float_to_bf16)
+NARROW_KERNELS(e4m3, uint8_t, dtype_e4m3_to_float, dtype_float_to_e4m3_sat)
+NARROW_KERNELS(e5m2, uint8_t, dtype_e5m2_to_float, dtype_float_to_e5m2_sat)
+
+#define KERNELS(NAME)                                                                              \
+  { NAME##_combine, NAME##_pre, NAME##_post }
+static const struct type_kernels kernels[ncclNumTypes] = {
+    [ncclInt8] = KERNELS(i8),         [ncclUint8] = KERNELS(u8),
+    [ncclInt32] = KERNELS(i32),       [ncclUint32] = KERNELS(u32),
+    [ncclInt64] = KERNELS(i64),       [ncclUint64] = KERNELS(u64),
+    [ncclFloat16] = KERNELS(f16),     [ncclFloat32] = KERNELS(f32),
+    [ncclFloat64] = KERNELS(f64),     [ncclBfloat16] = KERNELS(bf16),
+    [ncclFloat8e4m3] = KERNELS(e4m3), [ncclFloat8e5m2] = KERNELS(e5m2),
+};
+
+#define PRE_BLOCK_BYTES 4096 /* stack buffer for pre(in) when it cannot be written into dst */
+
+void red_apply(void* dst, const void* acc, const void* in, size_t count, ncclDataType_t dt,
+               const struct red_op* op, int flags) {
+  if (count == 0) return;
+  const struct type_kernels* k = &kernels[dt];
+  size_t size = dtype_size(dt);
+  int kind = op->kind;
+  int combine_kind = (kind == RED_AVG || kind == RED_PREMULSUM) ? RED_SUM : kind;
+  if (flags & RED_FIRST) {
+    if (kind == RED_PREMULSUM)
+      k->pre(dst, in, count, op->scalar);
+    else if (dst != in)
+      memmove(dst, in, count * size);
+  } else if (kind == RED_PREMULSUM) {
+    _Alignas(16) unsigned char tmp[PRE_BLOCK_BYTES];
+    size_t block = PRE_BLOCK_BYTES / size;
+    for (size_t i = 0; i < count; i += block) {
+      size_t n = count - i < block ? count - i : block;
+      size_t off = i * size;
+      k->pre(tmp, (const char*)in + off, n, op->scalar);
+      k->combine(RED_SUM, (char*)dst + off, (const char*)acc + off, tmp, n);
+    }
+  } else {
+    k->combine(combine_kind, dst, acc, in, count);
+  }
+  if ((flags & RED_LAST) && kind == RED_AVG) k->post(dst, dst, count, op->nranks);
+}
+
+void red_copy_post(void* dst, const void* src, size_t count, ncclDataType_t dt,
+                   const struct red_op* op) {
+  if (count == 0) return;
+  if (op->kind == RED_AVG)
+    kernels[dt].post(dst, src, count, op->nranks);
+  else if (dst != src)
+    memmove(dst, src, count * dtype_size(dt));
+}
+
+void red_pre(void* dst, const void* src, size_t count, ncclDataType_t dt, const struct red_op* op) {
+  if (count == 0) return;
+  if (op->kind == RED_PREMULSUM)
+    kernels[dt].pre(dst, src, count, op->scalar);
+  else if (dst != src)
+    memmove(dst, src, count * dtype_size(dt));
+}

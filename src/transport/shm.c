@@ -1,0 +1,135 @@
+/* Shared-memory transport between ranks of one host. Between processes the FIFO is a POSIX
+ * shared-memory object, unlinked as soon as the sender has mapped it; between threads of one
+ * process it is plain memory shared by pointer, freed by whichever side lets go last. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <unistd.h>
+#include "core/check.h"
+#include "core/comm.h"
+#include "transport/transport.h"
+
+struct shm_desc {
+  int pid;
+  uint32_t nslots;
+  uint64_t slot_size;
+  uint64_t len;
+  uint64_t addr; /* same process: the memory itself */
+  char name[64];
+};
+
+static size_t fifo_bytes(int nslots, size_t slot_size) {
+  return ((sizeof(struct fifo_ctrl) + 4095) & ~(size_t)4095) + (size_t)nslots * slot_size;
+}
+
+static void attach(struct conn* c, void* mem, int nslots, size_t slot_size) {
+  c->ctrl = mem;
+  c->slots = (char*)mem + ((sizeof(struct fifo_ctrl) + 4095) & ~(size_t)4095);
+  c->nslots = nslots;
+  c->slot_size = slot_size;
+  c->pos = 0;
+}
+
+static int shm_can_connect(const struct peer_info* me, const struct peer_info* peer) {
+  return me->host_hash == peer->host_hash;
+}
+
+static ncclResult_t shm_setup(struct conn* c, int nslots, size_t slot_size, void* out) {
+  struct shm_desc d;
+  memset(&d, 0, sizeof d);
+  d.pid = getpid();
+  d.nslots = nslots;
+  d.slot_size = slot_size;
+  d.len = fifo_bytes(nslots, slot_size);
+  uint64_t rnd = 0;
+  if (getrandom(&rnd, sizeof rnd, 0) != sizeof rnd) rnd = (uint64_t)(uintptr_t)c ^ d.pid;
+  snprintf(d.name, sizeof d.name, "/monel-%d-%016llx", d.pid, (unsigned long long)rnd);
+  int fd = shm_open(d.name, O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0) {
+    WARN("shm_open(%s) failed: %s; is /dev/shm mounted and writable?", d.name, strerror(errno));
+    return ncclSystemError;
+  }
+  snprintf(c->name, sizeof c->name, "%s", d.name);
+  if (ftruncate(fd, (off_t)d.len) != 0) {
+    WARN("could not size shared memory %s to %llu bytes: %s (is /dev/shm full?)", d.name,
+         (unsigned long long)d.len, strerror(errno));
+    close(fd);
+    return ncclSystemError;
+  }
+  void* mem = mmap(NULL, d.len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (mem == MAP_FAILED) {
+    WARN("mmap of shared memory %s (%llu bytes) failed: %s", d.name, (unsigned long long)d.len,
+         strerror(errno));
+    return ncclSystemError;
+  }
+  c->map = mem;
+  c->map_len = d.len;
+  c->owner = 1;
+  attach(c, mem, nslots, slot_size);
+  c->ctrl->refs = 1;
+  d.addr = (uint64_t)(uintptr_t)mem;
+  memcpy(out, &d, sizeof d);
+  return ncclSuccess;
+}
+
+static ncclResult_t shm_connect(struct conn* c, const void* in) {
+  struct shm_desc d;
+  memcpy(&d, in, sizeof d);
+  if (c->peer_pid == -1) {
+    /* Same process: share the receiver's mapping. */
+    attach(c, (void*)(uintptr_t)d.addr, (int)d.nslots, d.slot_size);
+    __atomic_add_fetch(&c->ctrl->refs, 1, __ATOMIC_ACQ_REL);
+    c->map = c->ctrl;
+    c->map_len = d.len;
+    return ncclSuccess;
+  }
+  int fd = shm_open(d.name, O_RDWR, 0600);
+  if (fd < 0) {
+    WARN("could not open the shared memory %s of peer rank %d (pid %d): %s", d.name, c->peer,
+         d.pid, strerror(errno));
+    return ncclSystemError;
+  }
+  void* mem = mmap(NULL, d.len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (mem == MAP_FAILED) {
+    WARN("mmap of peer rank %d's shared memory failed: %s", c->peer, strerror(errno));
+    return ncclSystemError;
+  }
+  c->map = mem;
+  c->map_len = d.len;
+  attach(c, mem, (int)d.nslots, d.slot_size);
+  return ncclSuccess;
+}
+
+static ncclResult_t shm_connected(struct conn* c) {
+  if (c->name[0]) shm_unlink(c->name);
+  c->name[0] = '\0';
+  return ncclSuccess;
+}
+
+static void shm_free(struct conn* c) {
+  if (c == NULL) return;
+  if (c->name[0]) shm_unlink(c->name);
+  c->name[0] = '\0';
+  if (c->map) {
+    /* Both sides of a same-process pair hold one mapping; the last one unmaps it. */
+    if (c->peer_pid != -1 ||
+        __atomic_sub_fetch(&((struct fifo_ctrl*)c->map)->refs, 1, __ATOMIC_ACQ_REL) == 0)
+      munmap(c->map, c->map_len);
+  }
+  c->map = NULL;
+  c->ctrl = NULL;
+}
+
+const struct transport shm_transport = {
+    .name = "shm",
+    .can_connect = shm_can_connect,
+    .setup = shm_setup,
+    .connect = shm_connect,
+    .connected = shm_connected,
+    .free = shm_free,
+};

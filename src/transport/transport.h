@@ -1,0 +1,62 @@
+/* Transports connect two ranks with a FIFO of `nslots` slots of `slot_size` bytes and two
+ * counters: `tail` (slots the sender has filled) and `head` (slots the receiver has emptied).
+ * The receiver owns the FIFO memory; the sender maps it. Counters only grow (mod 2^32).
+ *
+ * Setup, for the pair (sender S -> receiver R), both sides taking part:
+ *   R: setup()   allocates the FIFO and fills a descriptor;   R --desc--> S over the bootstrap
+ *   S: connect() maps the FIFO from the descriptor;            S --ack---> R
+ *   R: connected() drops names that let others find the FIFO (nothing stays in /dev/shm).
+ * Who may call: the engines (cpu/, gpu/, proxy/). */
+#ifndef MONEL_TRANSPORT_TRANSPORT_H
+#define MONEL_TRANSPORT_TRANSPORT_H
+#include <stddef.h>
+#include <stdint.h>
+#include "nccl.h"
+
+#define FIFO_MAX_SLOTS 64
+#define CONN_DESC_BYTES 128
+
+struct fifo_ctrl {
+  _Alignas(64) uint32_t tail;  /* written by the sender */
+  uint32_t tail_waiting;       /* the receiver sleeps on tail */
+  _Alignas(64) uint32_t head;  /* written by the receiver */
+  uint32_t head_waiting;       /* the sender sleeps on head */
+  _Alignas(64) uint32_t refs;  /* mappings of one process sharing this memory */
+  uint32_t closed;             /* set by a side that failed: the other side stops waiting */
+  uint64_t sizes[FIFO_MAX_SLOTS]; /* bytes in each filled slot */
+};
+
+struct peer_info;
+
+struct conn {
+  const struct transport* tr;
+  struct fifo_ctrl* ctrl;
+  char* slots;
+  int nslots;
+  size_t slot_size;
+  uint32_t pos;     /* my counter: next slot to fill (sender) or to read (receiver) */
+  int peer;         /* comm rank of the other side */
+  int peer_pid;     /* set by the engine before setup: the peer's pid, -1 if this process */
+  void* map;        /* what free() releases */
+  size_t map_len;
+  char name[64];    /* shm name while it exists */
+  int owner;        /* 1 on the receiver side */
+};
+
+struct transport {
+  const char* name;
+  /* 1 if this transport can connect me to peer. */
+  int (*can_connect)(const struct peer_info* me, const struct peer_info* peer);
+  /* Receiver: allocate the FIFO, write a descriptor of at most CONN_DESC_BYTES. */
+  ncclResult_t (*setup)(struct conn* c, int nslots, size_t slot_size, void* desc);
+  /* Sender: map the FIFO a descriptor names. */
+  ncclResult_t (*connect)(struct conn* c, const void* desc);
+  /* Receiver: the sender has mapped the FIFO. */
+  ncclResult_t (*connected)(struct conn* c);
+  /* Either side; accepts a conn that was never set up. */
+  void (*free)(struct conn* c);
+};
+
+extern const struct transport shm_transport;
+
+#endif
