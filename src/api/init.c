@@ -130,6 +130,7 @@ NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclC
          ncclConfig_t* config) {
   NCCLCHECK(comm_check(comm, "ncclCommSplit", 0));
   NCCLCHECK(api_check_ptr(newcomm, "newcomm", "ncclCommSplit"));
+  if (group_depth() > 0) return comm_split_deferred(comm, color, key, newcomm, config);
   return comm_split(comm, color, key, newcomm, config);
 }
 

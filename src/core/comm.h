@@ -67,6 +67,8 @@ ncclResult_t comm_create(struct ncclComm** out, int nranks, const ncclUniqueId* 
                          const ncclConfig_t* config, int cuda_dev);
 ncclResult_t comm_split(struct ncclComm* parent, int color, int key, struct ncclComm** out,
                         const ncclConfig_t* config);
+ncclResult_t comm_split_deferred(struct ncclComm* parent, int color, int key,
+                                 struct ncclComm** out, const ncclConfig_t* config);
 ncclResult_t comm_shrink(struct ncclComm* parent, const int* exclude, int nexclude,
                          struct ncclComm** out, const ncclConfig_t* config, int flags);
 ncclResult_t comm_finalize(struct ncclComm* comm);

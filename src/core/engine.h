@@ -10,6 +10,9 @@ struct task;
 
 struct engine {
   const char* name;
+  /* 1 if run() only enqueues work and returns without waiting for peers (the CUDA engine): a
+   * group then runs its comms one after the other on the calling thread. */
+  int enqueue_only;
   /* Set up the comm's engine state after bootstrap (peers known). */
   ncclResult_t (*comm_init)(struct ncclComm* comm);
   /* Run the tasks a group collected for this comm, in order. The CPU engine completes them

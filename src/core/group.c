@@ -11,8 +11,8 @@ struct group {
   int depth;
   int ncomms;                /* comms with queued tasks */
   struct ncclComm** comms;
-  int ninits;                /* comms created in the group */
-  struct ncclComm** inits;
+  int ninits;                /* deferred setup work (grouped init, split) */
+  struct group_job* inits;
   ncclResult_t error;        /* first error seen while enqueueing */
 };
 
@@ -62,22 +62,35 @@ ncclResult_t group_enqueue(struct ncclComm* comm, const struct task* task) {
   return res;
 }
 
-ncclResult_t group_add_init(struct ncclComm* comm) {
-  ncclResult_t res = push(&grp.inits, &grp.ninits, comm);
+ncclResult_t group_add_job(ncclResult_t (*fn)(void*), void* arg) {
+  ncclResult_t res = ncclSuccess;
+  if (grp.ninits == GROUP_MAX_COMMS) {
+    WARN("more than %d communicator creations in one group", GROUP_MAX_COMMS);
+    res = ncclInvalidUsage;
+  } else if (grp.inits == NULL && (grp.inits = calloc(GROUP_MAX_COMMS, sizeof *grp.inits)) == NULL) {
+    res = ncclSystemError;
+  } else {
+    grp.inits[grp.ninits++] = (struct group_job){fn, arg};
+  }
   if (res != ncclSuccess && grp.error == ncclSuccess) grp.error = res;
   return res;
 }
+
+static ncclResult_t connect_job(void* comm) { return comm_connect(comm); }
+
+ncclResult_t group_add_init(struct ncclComm* comm) { return group_add_job(connect_job, comm); }
 
 void group_drop_comm(struct ncclComm* comm) {
   for (int i = 0; i < grp.ncomms; i++)
     if (grp.comms[i] == comm) grp.comms[i] = grp.comms[--grp.ncomms];
   for (int i = 0; i < grp.ninits; i++)
-    if (grp.inits[i] == comm) grp.inits[i] = grp.inits[--grp.ninits];
+    if (grp.inits[i].arg == comm) grp.inits[i--] = grp.inits[--grp.ninits];
   comm->ntasks = 0;
 }
 
 struct job {
-  struct ncclComm* comm;
+  struct ncclComm* comm; /* run the comm's tasks, or */
+  struct group_job setup; /* setup work when setup.fn is set */
   int is_init;
   ncclResult_t res;
   pthread_t thread;
@@ -86,7 +99,7 @@ struct job {
 
 static void run_job(struct job* j) {
   if (j->is_init) {
-    j->res = comm_connect(j->comm);
+    j->res = j->setup.fn(j->setup.arg);
   } else {
     j->res = j->comm->engine->run(j->comm, j->comm->tasks, j->comm->ntasks);
     j->comm->ntasks = 0;
@@ -101,8 +114,10 @@ static void* job_main(void* arg) {
 /* Run every job; one inline, several on threads so that they progress together. */
 static ncclResult_t run_jobs(struct job* jobs, int n) {
   ncclResult_t res = ncclSuccess;
-  if (n == 1) {
-    run_job(&jobs[0]);
+  int inline_ok = 1;
+  for (int i = 0; i < n; i++) inline_ok &= !jobs[i].is_init && jobs[i].comm->engine->enqueue_only;
+  if (n == 1 || inline_ok) {
+    for (int i = 0; i < n; i++) run_job(&jobs[i]);
   } else {
     for (int i = 0; i < n; i++) {
       if (pthread_create(&jobs[i].thread, NULL, job_main, &jobs[i]) == 0) {
@@ -110,7 +125,7 @@ static ncclResult_t run_jobs(struct job* jobs, int n) {
       } else {
         WARN("could not start a thread to run a group's communicator %d of %d", i, n);
         jobs[i].res = ncclSystemError;
-        comm_abort(jobs[i].comm);
+        if (jobs[i].comm) comm_abort(jobs[i].comm);
       }
     }
     for (int i = 0; i < n; i++)
@@ -134,7 +149,7 @@ ncclResult_t group_end(void) {
   if (n && !jobs) res = ncclSystemError;
   if (res == ncclSuccess && n) {
     /* Inits first: a comm created in this group may also have tasks in it. */
-    for (int i = 0; i < grp.ninits; i++) jobs[i] = (struct job){.comm = grp.inits[i], .is_init = 1};
+    for (int i = 0; i < grp.ninits; i++) jobs[i] = (struct job){.setup = grp.inits[i], .is_init = 1};
     if (grp.ninits) res = run_jobs(jobs, grp.ninits);
     int k = 0;
     for (int i = 0; i < grp.ncomms; i++)

@@ -10,6 +10,12 @@ ncclResult_t group_end(void);
 int group_depth(void);
 /* Queue a task on comm: inside a group it waits for ncclGroupEnd; outside it runs now. */
 ncclResult_t group_enqueue(struct ncclComm* comm, const struct task* task);
+/* Setup work deferred to ncclGroupEnd, where all of a group's setup jobs run side by side. */
+struct group_job {
+  ncclResult_t (*fn)(void* arg);
+  void* arg;
+};
+ncclResult_t group_add_job(ncclResult_t (*fn)(void*), void* arg);
 /* A comm created inside a group connects at ncclGroupEnd. */
 ncclResult_t group_add_init(struct ncclComm* comm);
 /* Forget this thread's pending work for comm (ncclCommAbort/Destroy inside a group). */

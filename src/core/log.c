@@ -83,7 +83,7 @@ void log_reset(void) {
   if (log_file && log_file != stdout) fclose(log_file);
   log_file = NULL;
   param_reload();
-  log_level_cached = -1;
+  __atomic_store_n(&log_level_cached, -1, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&lock);
 }
 
@@ -108,8 +108,8 @@ void log_emit(int level, unsigned long subsys, const char* file, int line, const
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   if (level == LOG_WARN) log_set_last_error("%s", msg);
-  if (log_level_cached < 0) log_init();
-  if (log_level_cached < level) return;
+  if (LOG_LEVEL() < 0) log_init();
+  if (LOG_LEVEL() < level) return;
   if (level >= LOG_INFO && !(subsys & subsys_mask)) return;
   const char* tag = level == LOG_WARN ? "WARN" : level == LOG_INFO ? "INFO" : "TRACE";
   long tid = syscall(SYS_gettid);

@@ -27,7 +27,8 @@ void log_set_device(int dev);
 const char* log_last_error(void);
 void log_set_last_error(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
-#define LOG_ENABLED(lvl) ((log_level_cached < 0 ? (log_init(), 0) : 0), log_level_cached >= (lvl))
+#define LOG_LEVEL() (__atomic_load_n(&log_level_cached, __ATOMIC_ACQUIRE))
+#define LOG_ENABLED(lvl) ((LOG_LEVEL() < 0 ? (log_init(), 0) : 0), LOG_LEVEL() >= (lvl))
 #define WARN(...) log_emit(LOG_WARN, LOG_ALL, __FILE__, __LINE__, __VA_ARGS__)
 #define INFO(sub, ...)                                                                             \
   do {                                                                                             \

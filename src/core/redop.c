@@ -33,7 +33,9 @@ ncclResult_t redop_resolve(struct ncclComm* comm, ncclRedOp_t op, ncclDataType_t
   } else {
     *out = comm->redops[slot].op;
     out->nranks = comm->nranks;
-    if (comm->redops[slot].device_scalar)
+    if (comm->redops[slot].device_scalar && comm->engine->enqueue_only)
+      out->device_scalar = comm->redops[slot].device_scalar; /* read by the kernel */
+    else if (comm->redops[slot].device_scalar)
       memcpy(out->scalar, comm->redops[slot].device_scalar, dtype_size(dt));
   }
   pthread_mutex_unlock(&comm->lock);

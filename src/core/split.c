@@ -6,6 +6,7 @@
 #include "boot/boot.h"
 #include "core/check.h"
 #include "core/comm.h"
+#include "core/group.h"
 
 #define TAG_SPLIT_ID 0x53504c49 /* "SPLI" */
 
@@ -113,5 +114,35 @@ ncclResult_t comm_shrink(struct ncclComm* parent, const int* exclude, int nexclu
 out:
   free(gone);
   free(members);
+  return res;
+}
+
+/* Inside a group a split waits for ncclGroupEnd, where the splits of all the comms one thread
+ * drives run side by side. */
+struct split_job {
+  struct ncclComm* parent;
+  int color, key;
+  struct ncclComm** out;
+  ncclConfig_t config;
+  int has_config;
+};
+
+static ncclResult_t split_job_run(void* arg) {
+  struct split_job* j = arg;
+  ncclResult_t res =
+      comm_split(j->parent, j->color, j->key, j->out, j->has_config ? &j->config : NULL);
+  free(j);
+  return res;
+}
+
+ncclResult_t comm_split_deferred(struct ncclComm* parent, int color, int key,
+                                 struct ncclComm** out, const ncclConfig_t* config) {
+  struct split_job* j = NULL;
+  NCCLCALLOC(j, 1);
+  *j = (struct split_job){parent, color, key, out, {0}, config != NULL};
+  if (config) j->config = *config;
+  *out = NULL;
+  ncclResult_t res = group_add_job(split_job_run, j);
+  if (res != ncclSuccess) free(j);
   return res;
 }

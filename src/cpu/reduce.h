@@ -32,6 +32,7 @@ struct red_op {
   int kind;                /* RED_* */
   int nranks;              /* divisor of RED_AVG (> 0) */
   unsigned char scalar[8]; /* PREMULSUM factor, stored in the op's data type */
+  const void* device_scalar; /* PREMULSUM factor the CUDA engine reads when the op runs, or NULL */
 };
 
 /* dst[i] = acc[i] (+) pre(in[i]) for i < count, or pre(in[i]) with RED_FIRST; then post with

@@ -1,0 +1,35 @@
+/*
+ * gather_perf - ncclGather to -r root; size = total bytes, busbw = algbw * (n-1)/n.
+ */
+#include "driver.h"
+
+static void get_counts(size_t count, int nranks, int rank, struct bench_counts* c) {
+  c->param_count = c->send_count = count / nranks;
+  c->recv_count = c->send_count * nranks;
+  c->send_inplace = (size_t)rank * c->send_count;
+  c->recv_inplace = 0;
+}
+
+static double alg_bytes(size_t count, size_t ts, int nranks) {
+  return (double)(count * ts) * nranks;
+}
+
+static double bus_factor(int nranks) { return (double)(nranks - 1) / nranks; }
+
+static ncclResult_t run(const struct bench_call* c, int step) {
+  return ncclGather(c->sendbuff, c->recvbuff, c->counts.param_count, c->type, c->root, c->comm,
+                    c->stream);
+}
+
+static int expected(const struct bench_call* c, size_t i, double* v) {
+  if (c->rank != c->root) return 0;
+  size_t n = c->counts.param_count;
+  *v = bench_input(c->type, c->op, (int)(i / n), c->nranks, i % n);
+  return 1;
+}
+
+static const struct bench_coll coll = {
+    .name = "gather_perf", .has_root = 1, .get_counts = get_counts, .alg_bytes = alg_bytes,
+    .bus_factor = bus_factor, .run = run, .expected = expected};
+
+int main(int argc, char** argv) { return bench_main(&coll, argc, argv); }
