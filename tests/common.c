@@ -76,8 +76,8 @@ static int is_unsigned(ncclDataType_t dt) {
 double mp_value(ncclDataType_t dt, int op, int r, size_t i) {
   if (op == ncclProd) return ((size_t)r == i % 11) ? 2 : 1; /* product 1 or 2 */
   if (op == ncclMax || op == ncclMin) return (double)((r * 5 + i * 3) % 7) - (is_unsigned(dt) ? 0 : 3);
-  if (is_unsigned(dt)) return (double)((r * 3 + i) % 3);
-  return (double)((r * 3 + i) % 3) - 1; /* -1, 0, 1: partial sums of 8 ranks stay exact */
+  if (is_unsigned(dt)) return (double)((r + i) % 3);
+  return (double)((r + i) % 3) - 1; /* -1, 0, 1: partial sums of 8 ranks stay exact */
 }
 
 void mp_store(void* buf, size_t i, ncclDataType_t dt, double v) {

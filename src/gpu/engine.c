@@ -13,7 +13,7 @@
 
 #define TAG_FIFO 0x47464600 /* "GFF": my FIFO descriptor, sent to the previous rank */
 #define NSLOTS 8
-#define BYTES_PER_CHANNEL (512 << 10) /* a message gets one more channel per this many bytes */
+#define BYTES_PER_CHANNEL (128 << 10) /* a message gets one more channel per this many bytes */
 
 struct fifo_desc {
   int pid;
@@ -88,7 +88,7 @@ static ncclResult_t connect_ring(struct ncclComm* comm, struct gpu_comm* g) {
 static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
   CUDACHECK(cudaSetDevice(comm->cuda_dev));
   int64_t maxc = param_int(PARAM_MAX_NCHANNELS), minc = param_int(PARAM_MIN_NCHANNELS);
-  int nch = maxc > 0 ? (int)maxc : 8;
+  int nch = maxc > 0 ? (int)maxc : DEV_MAX_CHANNELS;
   if (minc > nch) nch = (int)minc;
   if (nch > DEV_MAX_CHANNELS) nch = DEV_MAX_CHANNELS;
   if (nch < 1) nch = 1;

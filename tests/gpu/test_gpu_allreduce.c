@@ -156,6 +156,7 @@ static void prepare(struct rank_case* rc, int op, ncclDataType_t dt, size_t coun
       NK(ncclRedOpCreatePreMulSum(&rc->op, rc->dscalar, dt, ncclScalarDevice, rc->comm));
     }
   }
+  CK(cudaDeviceSynchronize()); /* the copies above are not ordered with the test's streams */
 }
 
 static void enqueue(struct rank_case* rc, ncclDataType_t dt, size_t count, int inplace) {
@@ -243,6 +244,9 @@ static int check_all(int ndev) {
   for (int r = 0; r < ndev; r++) {
     CK(cudaSetDevice(r));
     CK(cudaStreamEndCapture(rc[r].stream, &graph[r]));
+  }
+  for (int r = 0; r < ndev; r++) {
+    CK(cudaSetDevice(r));
     CK(cudaGraphInstantiate(&exec[r], graph[r], 0));
   }
   for (int rep = 0; rep < 5; rep++) {
@@ -251,6 +255,7 @@ static int check_all(int ndev) {
       for (size_t i = 0; i < gcount; i++)
         ((float*)rc[r].host)[i] = (float)(input_value(OP_SUM, ncclFloat32, r, i) + rep);
       CK(cudaMemcpy(rc[r].send, rc[r].host, gcount * 4, cudaMemcpyHostToDevice));
+      CK(cudaDeviceSynchronize());
     }
     for (int r = 0; r < ndev; r++) {
       CK(cudaSetDevice(r));
