@@ -17,6 +17,8 @@ enum verb {
   VERB_RECV_REDUCE_COPY_SEND, /* receive, reduce with my input, store to output, send on */
   VERB_RECV_COPY_SEND,        /* receive, store to output, send on */
   VERB_COPY,                  /* copy my input to my output */
+  VERB_COPY_SEND,             /* copy my input to my output and send it */
+  VERB_RECV_REDUCE_COPY,      /* receive, reduce with my input, store to output */
   VERB_NONE
 };
 

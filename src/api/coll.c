@@ -1,5 +1,6 @@
 /* Exported collective and point-to-point calls: check arguments, build a task, queue it. */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include "api/api.h"
 #include "core/check.h"
@@ -57,6 +58,7 @@ static ncclResult_t enqueue(enum coll_kind coll, const void* sendbuff, void* rec
     return ncclInvalidUsage;
   }
   NCCLCHECK(api_check_dtype(dt, fn));
+  if (coll == COLL_ALLTOALLV) return ncclInternalError; /* built by ncclAlltoAllv itself */
   int gathers = coll == COLL_ALLGATHER || coll == COLL_REDUCESCATTER || coll == COLL_ALLTOALL ||
                 coll == COLL_GATHER || coll == COLL_SCATTER;
   NCCLCHECK(api_check_count(count, dt, gathers ? (size_t)comm->nranks : 1, fn));
@@ -153,15 +155,69 @@ NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t da
   return enqueue(COLL_RECV, NULL, recvbuff, count, datatype, NO_OP, peer, comm, stream, "ncclRecv");
 }
 
+/* Copy row `rank` of the four n*n matrices and check that every block fits its buffer's size
+ * as an offset of elements. The rows are owned by the task (task_release frees them). */
+static ncclResult_t alltoallv_rows(ncclComm_t comm, const size_t* const m[4], ncclDataType_t dt,
+                                   size_t** out, size_t* sent, size_t* received, const char* fn) {
+  static const char* names[4] = {"sendcounts", "sdispls", "recvcounts", "rdispls"};
+  size_t n = (size_t)comm->nranks, row = (size_t)comm->rank * n;
+  for (int k = 0; k < 4; k++) NCCLCHECK(api_check_ptr(m[k], names[k], fn));
+  size_t* v = malloc(4 * n * sizeof *v);
+  if (v == NULL) {
+    WARN("%s: out of host memory copying the counts of rank %d", fn, comm->rank);
+    return ncclSystemError;
+  }
+  *sent = *received = 0;
+  for (size_t p = 0; p < n; p++) {
+    for (int k = 0; k < 4; k++) v[k * n + p] = m[k][row + p];
+    for (int k = 0; k < 4; k += 2) {
+      if (api_check_count(v[k * n + p], dt, 1, fn) != ncclSuccess ||
+          api_check_count(v[(k + 1) * n + p] + v[k * n + p], dt, 1, fn) != ncclSuccess ||
+          v[(k + 1) * n + p] + v[k * n + p] < v[k * n + p]) {
+        WARN("%s: %s/%s of rank %d for peer %zu overflow a buffer", fn, names[k], names[k + 1],
+             comm->rank, p);
+        free(v);
+        return ncclInvalidArgument;
+      }
+    }
+    *sent += v[p], *received += v[2 * n + p];
+  }
+  *out = v;
+  return ncclSuccess;
+}
+
 NCCL_API(ncclResult_t, ncclAlltoAllv, const void* sendbuff, const size_t* sendcounts,
          const size_t* sdispls, void* recvbuff, const size_t* recvcounts, const size_t* rdispls,
          void* relaybuff, size_t relaycount, ncclDataType_t datatype, ncclComm_t comm,
          cudaStream_t stream) {
   const char* fn = "ncclAlltoAllv";
+  struct task t;
+  size_t sent = 0, received = 0;
+  ncclResult_t res = ncclSuccess;
+  memset(&t, 0, sizeof t);
+  (void)relaybuff, (void)relaycount; /* one host: no relay through a third rank is needed */
   NCCLCHECK(comm_check(comm, fn, 0));
+  if (comm_aborted(comm)) {
+    WARN("%s: comm %p was aborted or revoked", fn, (void*)comm);
+    return ncclInvalidUsage;
+  }
   NCCLCHECK(api_check_dtype(datatype, fn));
-  WARN("%s: not supported yet by Monel's engines (it arrives with the complete CPU engine)", fn);
-  return ncclInvalidUsage;
+  const size_t* const m[4] = {sendcounts, sdispls, recvcounts, rdispls};
+  NCCLCHECK(alltoallv_rows(comm, m, datatype, &t.vrows, &sent, &received, fn));
+  if (sent) NCCLCHECKGOTO(api_check_ptr(sendbuff, "sendbuff", fn), res, out);
+  if (received) NCCLCHECKGOTO(api_check_ptr(recvbuff, "recvbuff", fn), res, out);
+  t.coll = COLL_ALLTOALLV;
+  t.sendbuff = sendbuff;
+  t.recvbuff = recvbuff;
+  t.dtype = datatype;
+  t.stream = stream;
+  t.seq = ++comm->seq;
+  TRACE(LOG_COLL, "%s #%llu comm %p sends %zu receives %zu dtype %d", fn,
+        (unsigned long long)t.seq, (void*)comm, sent, received, (int)datatype);
+  return group_enqueue(comm, &t);
+out:
+  task_release(&t);
+  return res;
 }
 
 NCCL_API(ncclResult_t, ncclGroupStart, void) { return group_start(); }

@@ -3,6 +3,7 @@
 #define MONEL_CORE_TASK_H
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include "nccl.h"
 #include "cpu/reduce.h"
 
@@ -21,7 +22,17 @@ struct task {
   int root; /* root, or peer for send/recv */
   cudaStream_t stream;
   uint64_t seq; /* per-comm sequence number, names the op in logs and errors */
+  /* AlltoAllv: this rank's rows of the four matrices, copied at enqueue (4 * nranks elements:
+   * sendcounts, sdispls, recvcounts, rdispls), owned by the task; NULL for other ops. */
+  size_t* vrows;
 };
+
+/* Release what a task owns (accepts a task that owns nothing). Whoever drops or completes a
+ * queued task calls it. */
+static inline void task_release(struct task* t) {
+  free(t->vrows);
+  t->vrows = NULL;
+}
 
 const char* coll_name(enum coll_kind coll);
 

@@ -10,10 +10,21 @@ struct cpu_comm {
   int nslots;
   int ring_ready;
   struct conn ring_send, ring_recv;
+  /* Point-to-point FIFOs, one per (peer, direction), created when a group first needs them. */
+  struct conn *p2p_send, *p2p_recv;             /* nranks each */
+  unsigned char *p2p_send_ready, *p2p_recv_ready; /* nranks each */
 };
 
 ncclResult_t cpu_connect_pair(struct ncclComm* comm, int send_peer, struct conn* send,
                               int recv_peer, struct conn* recv);
+/* Fill the transport, peer and peer pid of a conn to `peer`; fails if no transport reaches it. */
+ncclResult_t cpu_conn_prepare(struct ncclComm* comm, int peer, struct conn* c);
 ncclResult_t cpu_ring_allreduce(struct ncclComm* comm, const struct task* t);
+/* Broadcast, Reduce. */
+ncclResult_t cpu_ring_chain(struct ncclComm* comm, const struct task* t);
+/* AllGather, ReduceScatter. */
+ncclResult_t cpu_ring_gather_scatter(struct ncclComm* comm, const struct task* t);
+/* Send/Recv, AlltoAll(v), Gather, Scatter: all messages of the tasks progress together. */
+ncclResult_t cpu_p2p_run(struct ncclComm* comm, struct task* const* tasks, int ntasks);
 
 #endif

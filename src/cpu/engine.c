@@ -23,6 +23,19 @@ static int peer_pid(const struct ncclComm* comm, int peer) {
   return (me->host_hash == p->host_hash && me->pid == p->pid) ? -1 : p->pid;
 }
 
+ncclResult_t cpu_conn_prepare(struct ncclComm* comm, int peer, struct conn* c) {
+  c->tr = pick_transport(comm, peer);
+  if (c->tr == NULL) {
+    WARN("rank %d cannot reach rank %d (host %s): the CPU engine connects ranks of one host "
+         "through shared memory, and TCP between hosts is not supported yet",
+         comm->rank, peer, comm->peers[peer].host);
+    return ncclInvalidUsage;
+  }
+  c->peer = peer;
+  c->peer_pid = peer_pid(comm, peer);
+  return ncclSuccess;
+}
+
 /* Connect me -> send_peer and recv_peer -> me (either may be -1). Every rank of the comm that
  * takes part calls this with matching pairs. */
 ncclResult_t cpu_connect_pair(struct ncclComm* comm, int send_peer, struct conn* send,
@@ -31,23 +44,13 @@ ncclResult_t cpu_connect_pair(struct ncclComm* comm, int send_peer, struct conn*
   char desc[CONN_DESC_BYTES];
   char ack = 1;
   if (recv_peer >= 0) {
-    recv->tr = pick_transport(comm, recv_peer);
-    if (recv->tr == NULL) {
-      WARN("rank %d cannot reach rank %d (host %s): the CPU engine connects ranks of one host "
-           "through shared memory, and TCP between hosts is not supported yet",
-           comm->rank, recv_peer, comm->peers[recv_peer].host);
-      return ncclInvalidUsage;
-    }
-    recv->peer = recv_peer;
-    recv->peer_pid = peer_pid(comm, recv_peer);
+    NCCLCHECK(cpu_conn_prepare(comm, recv_peer, recv));
     memset(desc, 0, sizeof desc);
     NCCLCHECK(recv->tr->setup(recv, cc->nslots, cc->slot_size, desc));
     NCCLCHECK(boot_send(comm->boot, recv_peer, TAG_CONN, desc, sizeof desc));
   }
   if (send_peer >= 0) {
-    send->tr = pick_transport(comm, send_peer);
-    send->peer = send_peer;
-    send->peer_pid = peer_pid(comm, send_peer);
+    NCCLCHECK(cpu_conn_prepare(comm, send_peer, send));
     NCCLCHECK(boot_recv(comm->boot, send_peer, TAG_CONN, desc, sizeof desc));
     NCCLCHECK(send->tr->connect(send, desc));
     NCCLCHECK(boot_send(comm->boot, send_peer, TAG_CONN + 1, &ack, 1));
@@ -74,6 +77,10 @@ static ncclResult_t cpu_comm_init(struct ncclComm* comm) {
   struct cpu_comm* cc = NULL;
   NCCLCALLOC(cc, 1);
   comm->engine_state = cc;
+  NCCLCALLOC(cc->p2p_send, comm->nranks);
+  NCCLCALLOC(cc->p2p_recv, comm->nranks);
+  NCCLCALLOC(cc->p2p_send_ready, comm->nranks);
+  NCCLCALLOC(cc->p2p_recv_ready, comm->nranks);
   int64_t slot = param_int(PARAM_CPU_SLOT_SIZE), nslots = param_int(PARAM_CPU_SLOTS);
   if (slot < 4096) slot = 4096;
   if (nslots < 2) nslots = 2;
@@ -88,27 +95,68 @@ static ncclResult_t run_task(struct ncclComm* comm, struct task* t) {
   case COLL_ALLREDUCE:
     NCCLCHECK(ensure_ring(comm));
     return cpu_ring_allreduce(comm, t);
+  case COLL_BROADCAST:
+  case COLL_REDUCE:
+    NCCLCHECK(ensure_ring(comm));
+    return cpu_ring_chain(comm, t);
+  case COLL_ALLGATHER:
+  case COLL_REDUCESCATTER:
+    NCCLCHECK(ensure_ring(comm));
+    return cpu_ring_gather_scatter(comm, t);
+  case COLL_ALLTOALL:
+  case COLL_ALLTOALLV:
+  case COLL_GATHER:
+  case COLL_SCATTER:
+  case COLL_SEND:
+  case COLL_RECV: return cpu_p2p_run(comm, &t, 1);
   default:
-    WARN("%s #%llu: the CPU engine does not support %s yet", coll_name(t->coll),
-         (unsigned long long)t->seq, coll_name(t->coll));
+    WARN("%s #%llu on rank %d: the CPU engine does not know this operation", coll_name(t->coll),
+         (unsigned long long)t->seq, comm->rank);
     return ncclInvalidUsage;
   }
 }
 
-static ncclResult_t cpu_run(struct ncclComm* comm, struct task* tasks, int ntasks) {
-  for (int i = 0; i < ntasks; i++) {
-    ncclResult_t res = run_task(comm, &tasks[i]);
-    if (res != ncclSuccess) {
-      if (res == ncclRemoteError || res == ncclSystemError) {
-        struct cpu_comm* cc = comm->engine_state;
-        __atomic_store_n(&comm->async_error, res, __ATOMIC_RELEASE);
-        fifo_close(&cc->ring_send);
-        fifo_close(&cc->ring_recv);
-      }
-      return res;
-    }
+/* Close every connection so that peers waiting on this rank stop with an error. */
+static void close_all(struct ncclComm* comm) {
+  struct cpu_comm* cc = comm->engine_state;
+  if (cc == NULL) return;
+  fifo_close(&cc->ring_send);
+  fifo_close(&cc->ring_recv);
+  for (int p = 0; cc->p2p_send && cc->p2p_recv && p < comm->nranks; p++) {
+    fifo_close(&cc->p2p_send[p]);
+    fifo_close(&cc->p2p_recv[p]);
   }
-  return ncclSuccess;
+}
+
+/* Collectives run in the order they were queued; the group's Send/Recv tasks then run together
+ * in one progress loop (every rank runs the collectives first, so a p2p exchange never waits
+ * behind a collective that the peer has not reached). */
+static ncclResult_t cpu_run(struct ncclComm* comm, struct task* tasks, int ntasks) {
+  ncclResult_t res = ncclSuccess;
+  struct task** p2p = NULL;
+  int np2p = 0;
+  if (ntasks > 1 && (p2p = calloc((size_t)ntasks, sizeof *p2p)) == NULL) {
+    WARN("%s #%llu on rank %d: out of host memory grouping %d operations",
+         coll_name(tasks[0].coll), (unsigned long long)tasks[0].seq, comm->rank, ntasks);
+    res = ncclSystemError;
+    goto out;
+  }
+  for (int i = 0; i < ntasks; i++) {
+    struct task* t = &tasks[i];
+    if (ntasks > 1 && (t->coll == COLL_SEND || t->coll == COLL_RECV)) p2p[np2p++] = t;
+    else NCCLCHECKGOTO(run_task(comm, t), res, out);
+  }
+  if (np2p) NCCLCHECKGOTO(cpu_p2p_run(comm, p2p, np2p), res, out);
+out:
+  if (res == ncclRemoteError || res == ncclSystemError) {
+    __atomic_store_n(&comm->async_error, res, __ATOMIC_RELEASE);
+    close_all(comm);
+  } else if (res != ncclSuccess) {
+    close_all(comm); /* peers may be waiting on this rank's part of the operation */
+  }
+  for (int i = 0; i < ntasks; i++) task_release(&tasks[i]);
+  free(p2p);
+  return res;
 }
 
 static void cpu_abort(struct ncclComm* comm) {
@@ -116,8 +164,7 @@ static void cpu_abort(struct ncclComm* comm) {
    * see the closed FIFOs. */
   struct cpu_comm* cc = comm->engine_state;
   if (cc == NULL) return;
-  fifo_close(&cc->ring_send);
-  fifo_close(&cc->ring_recv);
+  close_all(comm);
 }
 
 static void cpu_comm_free(struct ncclComm* comm) {
@@ -125,6 +172,14 @@ static void cpu_comm_free(struct ncclComm* comm) {
   if (cc == NULL) return;
   if (cc->ring_send.tr) cc->ring_send.tr->free(&cc->ring_send);
   if (cc->ring_recv.tr) cc->ring_recv.tr->free(&cc->ring_recv);
+  for (int p = 0; cc->p2p_send && p < comm->nranks; p++)
+    if (cc->p2p_send[p].tr) cc->p2p_send[p].tr->free(&cc->p2p_send[p]);
+  for (int p = 0; cc->p2p_recv && p < comm->nranks; p++)
+    if (cc->p2p_recv[p].tr) cc->p2p_recv[p].tr->free(&cc->p2p_recv[p]);
+  free(cc->p2p_send);
+  free(cc->p2p_recv);
+  free(cc->p2p_send_ready);
+  free(cc->p2p_recv_ready);
   free(cc);
   comm->engine_state = NULL;
 }

@@ -35,7 +35,7 @@ static int process_dead(int pid) {
   return close_paren && close_paren[1] == ' ' && (close_paren[2] == 'Z' || close_paren[2] == 'X');
 }
 
-static ncclResult_t check_alive(const struct conn* c, const struct wait_ctx* w) {
+ncclResult_t fifo_check(const struct conn* c, const struct wait_ctx* w) {
   if (comm_aborted(w->comm)) {
     WARN("%s #%llu on rank %d: the communicator was aborted while waiting on rank %d",
          coll_name(w->task->coll), (unsigned long long)w->task->seq, w->comm->rank, c->peer);
@@ -76,7 +76,7 @@ static ncclResult_t wait_counter(uint32_t* word, uint32_t* waiting, uint32_t tar
     if ((int32_t)(v - target) >= 0) break;
     futex_wait(word, v, (int)check_ms);
     if ((int32_t)(__atomic_load_n(word, __ATOMIC_ACQUIRE) - target) >= 0) break;
-    NCCLCHECK(check_alive(c, w));
+    NCCLCHECK(fifo_check(c, w));
   }
   __atomic_store_n(waiting, 0, __ATOMIC_RELAXED);
   return ncclSuccess;
@@ -119,4 +119,54 @@ void fifo_close(struct conn* c) {
   __atomic_store_n(&c->ctrl->closed, 1, __ATOMIC_SEQ_CST);
   futex_wake(&c->ctrl->head);
   futex_wake(&c->ctrl->tail);
+}
+
+int fifo_send_try(struct conn* c, void** slot) {
+  uint32_t head = __atomic_load_n(&c->ctrl->head, __ATOMIC_ACQUIRE);
+  if ((int32_t)(head - (c->pos - (uint32_t)c->nslots + 1)) < 0) return 0;
+  *slot = c->slots + (size_t)(c->pos % (uint32_t)c->nslots) * c->slot_size;
+  return 1;
+}
+
+int fifo_recv_try(struct conn* c, const void** slot, size_t* bytes) {
+  uint32_t tail = __atomic_load_n(&c->ctrl->tail, __ATOMIC_ACQUIRE);
+  if ((int32_t)(tail - (c->pos + 1)) < 0) return 0;
+  uint32_t i = c->pos % (uint32_t)c->nslots;
+  *slot = c->slots + (size_t)i * c->slot_size;
+  *bytes = c->ctrl->sizes[i];
+  return 1;
+}
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+void fifo_idle_reset(struct fifo_idle* idle) { idle->rounds = 0; }
+
+int fifo_idle(struct fifo_idle* idle, struct conn* c, int is_send) {
+  static __thread int64_t spin = -1, check_ms;
+  if (spin < 0) spin = param_int(PARAM_CPU_SPIN), check_ms = param_int(PARAM_PEER_CHECK_MS);
+  int64_t r = idle->rounds++;
+  if (r == 0 && idle->last_check == 0) idle->last_check = now_ms();
+  if (r < spin / 16) {
+    for (int i = 0; i < 16; i++) __builtin_ia32_pause();
+    return 0;
+  }
+  if (r < spin / 16 + 16 || c == NULL) {
+    sched_yield();
+  } else {
+    uint32_t* word = is_send ? &c->ctrl->head : &c->ctrl->tail;
+    uint32_t* waiting = is_send ? &c->ctrl->head_waiting : &c->ctrl->tail_waiting;
+    uint32_t target = is_send ? c->pos - (uint32_t)c->nslots + 1 : c->pos + 1;
+    __atomic_store_n(waiting, 1, __ATOMIC_SEQ_CST);
+    uint32_t v = __atomic_load_n(word, __ATOMIC_SEQ_CST);
+    if ((int32_t)(v - target) < 0) futex_wait(word, v, 1);
+    __atomic_store_n(waiting, 0, __ATOMIC_RELAXED);
+  }
+  double t = now_ms();
+  if (t - idle->last_check < (double)check_ms) return 0;
+  idle->last_check = t;
+  return 1;
 }

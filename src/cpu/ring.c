@@ -1,8 +1,13 @@
-/* Ring algorithms on the CPU engine: the schedule of algo/ring.h executed one FIFO slot per step.
- * A block of the buffer is cut in nranks chunks of at most one slot each, so a step moves one
- * slot and the ring streams block after block through the FIFOs. */
+/* Ring algorithms on the CPU engine: the schedules of algo/ring*.h executed one FIFO slot per
+ * step. AllReduce cuts a block of the buffer in nranks chunks of at most one slot each;
+ * AllGather and ReduceScatter move one slot of each rank's part per step; Broadcast and Reduce
+ * stream the buffer slot by slot down a chain. */
 #include <string.h>
 #include "algo/ring.h"
+#include "algo/ring_allgather.h"
+#include "algo/ring_broadcast.h"
+#include "algo/ring_reduce.h"
+#include "algo/ring_reducescatter.h"
 #include "core/check.h"
 #include "cpu/cpu.h"
 #include "util/dtype.h"
@@ -10,42 +15,63 @@
 struct ring_exec {
   struct conn *send, *recv;
   struct wait_ctx w;
-  const char* in;
-  char* out;
   size_t esize;
   ncclDataType_t dt;
   const struct red_op* op;
+  int reduces; /* 0: data moves unchanged (memcpy) */
 };
 
-/* Execute one verb on the byte range [off, off+len) of the buffers. */
-static ncclResult_t exec_verb(struct ring_exec* x, enum verb v, size_t off, size_t len) {
+static void copy_bytes(void* dst, const void* src, size_t len) {
+  if (dst != src && len) memcpy(dst, src, len);
+}
+
+static ncclResult_t recv_slot(struct ring_exec* x, size_t len, const void** rslot) {
+  size_t rbytes = 0;
+  NCCLCHECK(fifo_recv_slot(x->recv, &x->w, rslot, &rbytes));
+  if (rbytes != len) {
+    WARN("%s #%llu on rank %d: received %zu bytes from rank %d where %zu were expected: the ranks "
+         "were not given the same count and datatype",
+         coll_name(x->w.task->coll), (unsigned long long)x->w.task->seq, x->w.comm->rank, rbytes,
+         x->recv->peer, len);
+    return ncclInvalidUsage;
+  }
+  return ncclSuccess;
+}
+
+/* Execute one verb on `len` bytes: input at `in`, output at `out`. */
+static ncclResult_t exec_verb(struct ring_exec* x, enum verb v, const char* in, char* out,
+                              size_t len) {
   const void* rslot = NULL;
   void* sslot = NULL;
-  size_t rbytes = 0, n = len / x->esize;
-  if (v != VERB_SEND && v != VERB_COPY) {
-    NCCLCHECK(fifo_recv_slot(x->recv, &x->w, &rslot, &rbytes));
-    if (rbytes != len) {
-      WARN("%s #%llu on rank %d: received %zu bytes from rank %d where %zu were expected: the ranks "
-           "were not given the same count and datatype",
-           coll_name(x->w.task->coll), (unsigned long long)x->w.task->seq, x->w.comm->rank, rbytes,
-           x->recv->peer, len);
-      return ncclInvalidUsage;
-    }
-  }
-  if (v != VERB_RECV && v != VERB_COPY) NCCLCHECK(fifo_send_slot(x->send, &x->w, &sslot));
+  size_t n = len / x->esize;
+  int recvs = v != VERB_SEND && v != VERB_COPY && v != VERB_COPY_SEND;
+  int sends = v != VERB_RECV && v != VERB_COPY && v != VERB_RECV_REDUCE_COPY;
+  if (recvs) NCCLCHECK(recv_slot(x, len, &rslot));
+  if (sends) NCCLCHECK(fifo_send_slot(x->send, &x->w, &sslot));
   switch (v) {
-  case VERB_SEND: red_apply(sslot, NULL, x->in + off, n, x->dt, x->op, RED_FIRST); break;
-  case VERB_RECV_REDUCE_SEND: red_apply(sslot, rslot, x->in + off, n, x->dt, x->op, 0); break;
+  case VERB_SEND:
+    if (x->reduces) red_apply(sslot, NULL, in, n, x->dt, x->op, RED_FIRST);
+    else copy_bytes(sslot, in, len);
+    break;
+  case VERB_RECV_REDUCE_SEND: red_apply(sslot, rslot, in, n, x->dt, x->op, 0); break;
   case VERB_RECV_REDUCE_COPY_SEND:
-    red_apply(x->out + off, rslot, x->in + off, n, x->dt, x->op, RED_LAST);
-    memcpy(sslot, x->out + off, len);
+    red_apply(out, rslot, in, n, x->dt, x->op, RED_LAST);
+    copy_bytes(sslot, out, len);
     break;
+  case VERB_RECV_REDUCE_COPY: red_apply(out, rslot, in, n, x->dt, x->op, RED_LAST); break;
   case VERB_RECV_COPY_SEND:
-    memcpy(x->out + off, rslot, len);
-    memcpy(sslot, rslot, len);
+    copy_bytes(out, rslot, len);
+    copy_bytes(sslot, rslot, len);
     break;
-  case VERB_RECV: memcpy(x->out + off, rslot, len); break;
-  case VERB_COPY: red_apply(x->out + off, NULL, x->in + off, n, x->dt, x->op, RED_FIRST | RED_LAST); break;
+  case VERB_RECV: copy_bytes(out, rslot, len); break;
+  case VERB_COPY_SEND:
+    copy_bytes(out, in, len);
+    copy_bytes(sslot, in, len);
+    break;
+  case VERB_COPY:
+    if (x->reduces) red_apply(out, NULL, in, n, x->dt, x->op, RED_FIRST | RED_LAST);
+    else copy_bytes(out, in, len);
+    break;
   default: return ncclInternalError;
   }
   if (rslot) fifo_recv_release(x->recv);
@@ -53,11 +79,19 @@ static ncclResult_t exec_verb(struct ring_exec* x, enum verb v, size_t off, size
   return ncclSuccess;
 }
 
+static struct ring_exec make_exec(struct ncclComm* comm, const struct task* t, int reduces) {
+  struct cpu_comm* cc = comm->engine_state;
+  struct ring_exec x = {&cc->ring_send, &cc->ring_recv, {comm, t}, dtype_size(t->dtype),
+                        t->dtype, &t->op, reduces};
+  return x;
+}
+
 ncclResult_t cpu_ring_allreduce(struct ncclComm* comm, const struct task* t) {
   struct cpu_comm* cc = comm->engine_state;
   int n = comm->nranks, rank = comm->rank;
-  struct ring_exec x = {&cc->ring_send, &cc->ring_recv, {comm, t}, t->sendbuff, t->recvbuff,
-                        dtype_size(t->dtype), t->dtype, &t->op};
+  struct ring_exec x = make_exec(comm, t, 1);
+  const char* in = t->sendbuff;
+  char* out = t->recvbuff;
   size_t count = t->count, slot_elems = cc->slot_size / x.esize;
   int nsteps = ring_allreduce_nsteps(n);
   for (size_t base = 0; base < count;) {
@@ -69,9 +103,50 @@ ncclResult_t cpu_ring_allreduce(struct ncclComm* comm, const struct task* t) {
       struct step st = ring_allreduce_step(rank, n, s);
       size_t first = (size_t)st.chunk * chunk, len = 0;
       if (first < block) len = (block - first < chunk ? block - first : chunk);
-      NCCLCHECK(exec_verb(&x, st.verb, (base + first) * x.esize, len * x.esize));
+      size_t off = (base + first) * x.esize;
+      NCCLCHECK(exec_verb(&x, st.verb, in + off, out + off, len * x.esize));
     }
     base += block;
+  }
+  return ncclSuccess;
+}
+
+/* Broadcast and Reduce: the same verb for every slot-sized piece of the buffer. */
+ncclResult_t cpu_ring_chain(struct ncclComm* comm, const struct task* t) {
+  struct cpu_comm* cc = comm->engine_state;
+  int reduces = t->coll == COLL_REDUCE;
+  struct ring_exec x = make_exec(comm, t, reduces);
+  enum verb v = reduces ? ring_reduce_verb(comm->rank, comm->nranks, t->root)
+                        : ring_broadcast_verb(comm->rank, comm->nranks, t->root);
+  const char* in = t->sendbuff;
+  char* out = t->recvbuff;
+  size_t bytes = t->count * x.esize, piece = cc->slot_size / x.esize * x.esize;
+  for (size_t off = 0; off < bytes; off += piece) {
+    size_t len = bytes - off < piece ? bytes - off : piece;
+    NCCLCHECK(exec_verb(&x, v, in ? in + off : NULL, out ? out + off : NULL, len));
+  }
+  return ncclSuccess;
+}
+
+/* AllGather and ReduceScatter: per block, one slot-sized piece of each rank's part. */
+ncclResult_t cpu_ring_gather_scatter(struct ncclComm* comm, const struct task* t) {
+  struct cpu_comm* cc = comm->engine_state;
+  int n = comm->nranks, rank = comm->rank, ag = t->coll == COLL_ALLGATHER;
+  struct ring_exec x = make_exec(comm, t, !ag);
+  const char* in = t->sendbuff;
+  char* out = t->recvbuff;
+  size_t part = t->count * x.esize, piece = cc->slot_size / x.esize * x.esize;
+  int nsteps = ag ? ring_allgather_nsteps(n) : ring_reducescatter_nsteps(n);
+  for (size_t off = 0; off < part; off += piece) {
+    size_t len = part - off < piece ? part - off : piece;
+    for (int s = 0; s < nsteps; s++) {
+      struct step st = ag ? ring_allgather_step(rank, n, s) : ring_reducescatter_step(rank, n, s);
+      size_t c = (size_t)st.chunk;
+      /* AllGather: input is my part, output holds every part; ReduceScatter: the reverse. */
+      const char* pin = ag ? in + off : in + c * part + off;
+      char* pout = ag ? out + c * part + off : out + off;
+      NCCLCHECK(exec_verb(&x, st.verb, pin, pout, len));
+    }
   }
   return ncclSuccess;
 }

@@ -1,0 +1,261 @@
+/* Point-to-point on the CPU engine: Send/Recv of a group, and AlltoAll(v), Gather and Scatter,
+ * become a list of messages that one progress loop moves together, slot by slot, never blocking
+ * on a single one.
+ *
+ * Connections: one FIFO per (peer, direction), distinct from the ring's, created the first time
+ * a group needs it. Both sides take part in that group. Setup of all the group's connections is
+ * done in three phases so that it cannot deadlock (the bootstrap buffers sends):
+ *   1. for every peer I receive from: allocate the FIFO, send its descriptor to that peer;
+ *   2. for every peer I send to: receive its descriptor, map the FIFO, acknowledge;
+ *   3. for every peer I receive from: wait for the acknowledgement.
+ * A phase only waits for an earlier phase of a peer, which never waits.
+ *
+ * Matching: messages to one peer are sent in the order the group lists them and the peer's
+ * receives from me are taken in its order. Each slot carries its size and, in the top bit,
+ * whether it ends the message, so a receiver notices a message of another size. Zero-byte
+ * messages move nothing; a message to myself is a copy. */
+#include <stdlib.h>
+#include <string.h>
+#include "algo/p2p.h"
+#include "boot/boot.h"
+#include "core/check.h"
+#include "cpu/cpu.h"
+#include "util/dtype.h"
+
+#define TAG_P2P 0x50325000 /* + 0: descriptor, + 1: ack */
+#define SLOT_LAST ((uint64_t)1 << 63)
+
+struct msg {
+  const struct task* task;
+  char* buf; /* send: source; receive: destination */
+  size_t bytes;
+  int peer;
+  int is_send;
+  int next; /* next message of the same (peer, direction), or -1 */
+};
+
+struct chan {
+  struct conn* c;
+  int cur, last; /* message being moved, last queued; -1 when none */
+  size_t done;
+  int is_send;
+};
+
+struct batch {
+  struct ncclComm* comm;
+  struct msg* msgs;
+  int n, cap;
+  struct chan* chans; /* 2 * nranks: receives then sends, by peer */
+};
+
+static ncclResult_t add_msg(struct batch* b, const struct task* t, const void* buf, size_t count,
+                            int peer, int is_send) {
+  size_t bytes = count * dtype_size(t->dtype);
+  if (bytes == 0) return ncclSuccess;
+  if (b->n == b->cap) {
+    int cap = b->cap ? 2 * b->cap : 64;
+    struct msg* m = realloc(b->msgs, (size_t)cap * sizeof *m);
+    if (m == NULL) {
+      WARN("%s #%llu on rank %d: out of host memory listing its messages", coll_name(t->coll),
+           (unsigned long long)t->seq, b->comm->rank);
+      return ncclSystemError;
+    }
+    b->msgs = m, b->cap = cap;
+  }
+  b->msgs[b->n++] = (struct msg){t, (char*)buf, bytes, peer, is_send, -1};
+  return ncclSuccess;
+}
+
+/* The messages of one task, in the order of its schedule. */
+static ncclResult_t list_task(struct batch* b, const struct task* t) {
+  int n = b->comm->nranks, rank = b->comm->rank;
+  size_t es = dtype_size(t->dtype), cnt = t->count;
+  const char* in = t->sendbuff;
+  char* out = t->recvbuff;
+  switch (t->coll) {
+  case COLL_SEND: return add_msg(b, t, in, cnt, t->root, 1);
+  case COLL_RECV: return add_msg(b, t, out, cnt, t->root, 0);
+  case COLL_ALLTOALL:
+  case COLL_ALLTOALLV:
+    for (int s = 0; s < n; s++) {
+      int to = p2p_pairwise_send_peer(rank, n, s), from = p2p_pairwise_recv_peer(rank, n, s);
+      const size_t* v = t->vrows;
+      if (t->coll == COLL_ALLTOALL) {
+        NCCLCHECK(add_msg(b, t, in + (size_t)to * cnt * es, cnt, to, 1));
+        NCCLCHECK(add_msg(b, t, out + (size_t)from * cnt * es, cnt, from, 0));
+      } else {
+        NCCLCHECK(add_msg(b, t, in + v[n + to] * es, v[to], to, 1));
+        NCCLCHECK(add_msg(b, t, out + v[3 * n + from] * es, v[2 * n + from], from, 0));
+      }
+    }
+    return ncclSuccess;
+  case COLL_GATHER:
+    if (rank != t->root) return add_msg(b, t, in, cnt, t->root, 1);
+    NCCLCHECK(add_msg(b, t, in, cnt, rank, 1));
+    for (int s = 0; s < n; s++) {
+      int p = p2p_rooted_peer(t->root, n, s);
+      NCCLCHECK(add_msg(b, t, out + (size_t)p * cnt * es, cnt, p, 0));
+    }
+    return ncclSuccess;
+  case COLL_SCATTER:
+    if (rank != t->root) return add_msg(b, t, out, cnt, t->root, 0);
+    for (int s = 0; s < n; s++) {
+      int p = p2p_rooted_peer(t->root, n, s);
+      NCCLCHECK(add_msg(b, t, in + (size_t)p * cnt * es, cnt, p, 1));
+    }
+    return add_msg(b, t, out, cnt, rank, 0);
+  default: return ncclInternalError;
+  }
+}
+
+/* Messages to myself: the k-th send to self goes to the k-th receive from self. */
+static ncclResult_t self_copies(struct batch* b) {
+  int r = -1, rank = b->comm->rank;
+  for (int s = 0; s < b->n; s++) {
+    struct msg* m = &b->msgs[s];
+    if (!m->is_send || m->peer != rank) continue;
+    do r++;
+    while (r < b->n && (b->msgs[r].is_send || b->msgs[r].peer != rank));
+    if (r == b->n || b->msgs[r].bytes != m->bytes) {
+      WARN("%s #%llu on rank %d: a send of %zu bytes to itself has no receive from itself of the "
+           "same size in its group",
+           coll_name(m->task->coll), (unsigned long long)m->task->seq, rank, m->bytes);
+      return ncclInvalidUsage;
+    }
+    if (b->msgs[r].buf != m->buf) memmove(b->msgs[r].buf, m->buf, m->bytes);
+  }
+  for (r++; r < b->n; r++) {
+    struct msg* m = &b->msgs[r];
+    if (!m->is_send && m->peer == rank) {
+      WARN("%s #%llu on rank %d: a receive of %zu bytes from itself has no matching send to itself "
+           "in its group",
+           coll_name(m->task->coll), (unsigned long long)m->task->seq, rank, m->bytes);
+      return ncclInvalidUsage;
+    }
+  }
+  return ncclSuccess;
+}
+
+/* Create the connections the batch needs and does not have yet (see the top of the file). */
+static ncclResult_t connect_peers(struct batch* b) {
+  struct ncclComm* comm = b->comm;
+  struct cpu_comm* cc = comm->engine_state;
+  int n = comm->nranks, rank = comm->rank;
+  char desc[CONN_DESC_BYTES], ack = 1;
+  for (int phase = 1; phase <= 3; phase++) {
+    for (int d = 1; d < n; d++) {
+      int to = (rank + d) % n, from = (rank - d + n) % n;
+      struct chan *sc = &b->chans[n + to], *rc = &b->chans[from];
+      if (phase == 1 && rc->cur >= 0 && !cc->p2p_recv_ready[from]) {
+        NCCLCHECK(cpu_conn_prepare(comm, from, &cc->p2p_recv[from]));
+        memset(desc, 0, sizeof desc);
+        NCCLCHECK(cc->p2p_recv[from].tr->setup(&cc->p2p_recv[from], cc->nslots, cc->slot_size, desc));
+        NCCLCHECK(boot_send(comm->boot, from, TAG_P2P, desc, sizeof desc));
+      } else if (phase == 2 && sc->cur >= 0 && !cc->p2p_send_ready[to]) {
+        NCCLCHECK(cpu_conn_prepare(comm, to, &cc->p2p_send[to]));
+        NCCLCHECK(boot_recv(comm->boot, to, TAG_P2P, desc, sizeof desc));
+        NCCLCHECK(cc->p2p_send[to].tr->connect(&cc->p2p_send[to], desc));
+        NCCLCHECK(boot_send(comm->boot, to, TAG_P2P + 1, &ack, 1));
+        cc->p2p_send_ready[to] = 1;
+      } else if (phase == 3 && rc->cur >= 0 && !cc->p2p_recv_ready[from]) {
+        NCCLCHECK(boot_recv(comm->boot, from, TAG_P2P + 1, &ack, 1));
+        NCCLCHECK(cc->p2p_recv[from].tr->connected(&cc->p2p_recv[from]));
+        cc->p2p_recv_ready[from] = 1;
+      }
+    }
+  }
+  return ncclSuccess;
+}
+
+static void advance(struct batch* b, struct chan* ch, size_t len) {
+  ch->done += len;
+  if (ch->done == b->msgs[ch->cur].bytes) ch->cur = b->msgs[ch->cur].next, ch->done = 0;
+}
+
+/* Move what the FIFO allows on one channel, at most a FIFO's worth; *moved counts slots. */
+static ncclResult_t progress(struct batch* b, struct chan* ch, int* moved) {
+  for (int k = 0; k < ch->c->nslots && ch->cur >= 0; k++) {
+    struct msg* m = &b->msgs[ch->cur];
+    size_t want = m->bytes - ch->done < ch->c->slot_size ? m->bytes - ch->done : ch->c->slot_size;
+    uint64_t last = ch->done + want == m->bytes ? SLOT_LAST : 0;
+    if (ch->is_send) {
+      void* slot;
+      if (!fifo_send_try(ch->c, &slot)) break;
+      memcpy(slot, m->buf + ch->done, want);
+      fifo_send_post(ch->c, want | last);
+    } else {
+      const void* slot;
+      size_t got;
+      if (!fifo_recv_try(ch->c, &slot, &got)) break;
+      if (got != (want | last)) {
+        WARN("%s #%llu on rank %d: the message from rank %d does not have the %zu bytes this rank "
+             "expects (a slot of %zu bytes%s arrived at offset %zu): the send and the receive "
+             "were given different counts or datatypes",
+             coll_name(m->task->coll), (unsigned long long)m->task->seq, b->comm->rank, m->peer,
+             m->bytes, (size_t)(got & ~SLOT_LAST), (got & SLOT_LAST) ? " ending it" : "", ch->done);
+        return ncclInvalidUsage;
+      }
+      memcpy(m->buf + ch->done, slot, want);
+      fifo_recv_release(ch->c);
+    }
+    advance(b, ch, want);
+    (*moved)++;
+  }
+  return ncclSuccess;
+}
+
+static ncclResult_t progress_all(struct batch* b) {
+  int n = b->comm->nranks;
+  struct fifo_idle idle = {0, 0};
+  for (;;) {
+    int moved = 0, pending = -1;
+    for (int i = 0; i < 2 * n; i++) {
+      struct chan* ch = &b->chans[i];
+      if (ch->cur < 0 || ch->c == NULL) continue;
+      NCCLCHECK(progress(b, ch, &moved));
+      if (ch->cur >= 0 && pending < 0) pending = i;
+    }
+    if (pending < 0) return ncclSuccess;
+    if (moved) {
+      fifo_idle_reset(&idle);
+      continue;
+    }
+    if (!fifo_idle(&idle, b->chans[pending].c, b->chans[pending].is_send)) continue;
+    for (int i = 0; i < 2 * n; i++) {
+      struct chan* ch = &b->chans[i];
+      if (ch->cur < 0 || ch->c == NULL) continue;
+      struct wait_ctx w = {b->comm, b->msgs[ch->cur].task};
+      NCCLCHECK(fifo_check(ch->c, &w));
+    }
+  }
+}
+
+/* Run the messages of `ntasks` tasks (Send, Recv, AlltoAll(v), Gather, Scatter) together. */
+ncclResult_t cpu_p2p_run(struct ncclComm* comm, struct task* const* tasks, int ntasks) {
+  struct cpu_comm* cc = comm->engine_state;
+  int n = comm->nranks;
+  ncclResult_t res = ncclSuccess;
+  struct batch b = {comm, NULL, 0, 0, NULL};
+  NCCLCALLOC(b.chans, 2 * (size_t)n);
+  for (int i = 0; i < ntasks; i++) NCCLCHECKGOTO(list_task(&b, tasks[i]), res, out);
+  NCCLCHECKGOTO(self_copies(&b), res, out);
+  for (int i = 0; i < 2 * n; i++) b.chans[i] = (struct chan){NULL, -1, -1, 0, i >= n};
+  for (int i = 0; i < b.n; i++) {
+    struct msg* m = &b.msgs[i];
+    if (m->peer == comm->rank) continue;
+    struct chan* ch = &b.chans[m->is_send ? n + m->peer : m->peer];
+    if (ch->cur < 0) ch->cur = i;
+    else b.msgs[ch->last].next = i;
+    ch->last = i;
+  }
+  NCCLCHECKGOTO(connect_peers(&b), res, out);
+  for (int p = 0; p < n; p++) {
+    if (b.chans[p].cur >= 0) b.chans[p].c = &cc->p2p_recv[p];
+    if (b.chans[n + p].cur >= 0) b.chans[n + p].c = &cc->p2p_send[p];
+  }
+  NCCLCHECKGOTO(progress_all(&b), res, out);
+out:
+  free(b.msgs);
+  free(b.chans);
+  return res;
+}
