@@ -14,9 +14,15 @@
 #define MONEL_ALGO_RING_H
 #include "algo/prim.h"
 
-ALGO_HD static inline int ring_mod(int a, int n) { return ((a % n) + n) % n; }
-ALGO_HD static inline int ring_next(int rank, int nranks) { return (rank + 1) % nranks; }
-ALGO_HD static inline int ring_prev(int rank, int nranks) { return (rank + nranks - 1) % nranks; }
+ALGO_HD static inline int ring_mod(int a, int n) {
+  return ((a % n) + n) % n;
+}
+ALGO_HD static inline int ring_next(int rank, int nranks) {
+  return (rank + 1) % nranks;
+}
+ALGO_HD static inline int ring_prev(int rank, int nranks) {
+  return (rank + nranks - 1) % nranks;
+}
 
 ALGO_HD static inline int ring_allreduce_nsteps(int nranks) {
   return nranks == 1 ? 1 : 2 * nranks - 1;

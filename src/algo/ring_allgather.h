@@ -16,15 +16,21 @@
 #define MONEL_ALGO_RING_ALLGATHER_H
 #include "algo/ring.h"
 
-ALGO_HD static inline int ring_allgather_nsteps(int nranks) { return nranks == 1 ? 1 : nranks; }
+ALGO_HD static inline int ring_allgather_nsteps(int nranks) {
+  return nranks == 1 ? 1 : nranks;
+}
 
 ALGO_HD static inline struct step ring_allgather_step(int rank, int nranks, int s) {
   struct step st;
   st.chunk = ring_mod(rank - s, nranks);
-  if (nranks == 1) st.verb = VERB_COPY;
-  else if (s == 0) st.verb = VERB_COPY_SEND;
-  else if (s < nranks - 1) st.verb = VERB_RECV_COPY_SEND;
-  else st.verb = VERB_RECV;
+  if (nranks == 1)
+    st.verb = VERB_COPY;
+  else if (s == 0)
+    st.verb = VERB_COPY_SEND;
+  else if (s < nranks - 1)
+    st.verb = VERB_RECV_COPY_SEND;
+  else
+    st.verb = VERB_RECV;
   return st;
 }
 

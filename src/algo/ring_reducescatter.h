@@ -18,15 +18,21 @@
 #define MONEL_ALGO_RING_REDUCESCATTER_H
 #include "algo/ring.h"
 
-ALGO_HD static inline int ring_reducescatter_nsteps(int nranks) { return nranks; }
+ALGO_HD static inline int ring_reducescatter_nsteps(int nranks) {
+  return nranks;
+}
 
 ALGO_HD static inline struct step ring_reducescatter_step(int rank, int nranks, int s) {
   struct step st;
   st.chunk = ring_mod(rank - s - 1, nranks);
-  if (nranks == 1) st.verb = VERB_COPY;
-  else if (s == 0) st.verb = VERB_SEND;
-  else if (s < nranks - 1) st.verb = VERB_RECV_REDUCE_SEND;
-  else st.verb = VERB_RECV_REDUCE_COPY;
+  if (nranks == 1)
+    st.verb = VERB_COPY;
+  else if (s == 0)
+    st.verb = VERB_SEND;
+  else if (s < nranks - 1)
+    st.verb = VERB_RECV_REDUCE_SEND;
+  else
+    st.verb = VERB_RECV_REDUCE_COPY;
   return st;
 }
 

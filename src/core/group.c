@@ -51,10 +51,18 @@ static ncclResult_t add_task(struct ncclComm* comm, const struct task* task) {
   return ncclSuccess;
 }
 
+/* Forget a comm's queued tasks, releasing what they own. */
+static void drop_tasks(struct ncclComm* comm) {
+  for (int i = 0; i < comm->ntasks; i++) task_release(&comm->tasks[i]);
+  comm->ntasks = 0;
+}
+
 ncclResult_t group_enqueue(struct ncclComm* comm, const struct task* task) {
   if (grp.depth == 0) {
     struct task t = *task;
-    return comm->engine->run(comm, &t, 1);
+    ncclResult_t res = comm->engine->run(comm, &t, 1);
+    task_release(&t);
+    return res;
   }
   ncclResult_t res = add_task(comm, task);
   if (res == ncclSuccess) res = push(&grp.comms, &grp.ncomms, comm);
@@ -85,7 +93,7 @@ void group_drop_comm(struct ncclComm* comm) {
     if (grp.comms[i] == comm) grp.comms[i] = grp.comms[--grp.ncomms];
   for (int i = 0; i < grp.ninits; i++)
     if (grp.inits[i].arg == comm) grp.inits[i--] = grp.inits[--grp.ninits];
-  comm->ntasks = 0;
+  drop_tasks(comm);
 }
 
 struct job {
@@ -102,7 +110,7 @@ static void run_job(struct job* j) {
     j->res = j->setup.fn(j->setup.arg);
   } else {
     j->res = j->comm->engine->run(j->comm, j->comm->tasks, j->comm->ntasks);
-    j->comm->ntasks = 0;
+    drop_tasks(j->comm);
   }
 }
 
@@ -156,7 +164,7 @@ ncclResult_t group_end(void) {
       if (grp.comms[i]->ntasks) jobs[k++] = (struct job){.comm = grp.comms[i]};
     if (res == ncclSuccess && k) res = run_jobs(jobs, k);
   }
-  for (int i = 0; i < grp.ncomms; i++) grp.comms[i]->ntasks = 0;
+  for (int i = 0; i < grp.ncomms; i++) drop_tasks(grp.comms[i]);
   grp.ncomms = grp.ninits = 0;
   free(jobs);
   return res;
@@ -177,7 +185,7 @@ ncclResult_t group_simulate_end(float* us) {
     double t = 0;
     for (int k = 0; k < c->ntasks; k++) t += tune_estimate_us(c, &c->tasks[k]);
     if (t > total) total = t; /* comms of a group run side by side */
-    c->ntasks = 0;
+    drop_tasks(c);
   }
   grp.ncomms = 0;
   *us = (float)total;

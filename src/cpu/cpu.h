@@ -11,7 +11,7 @@ struct cpu_comm {
   int ring_ready;
   struct conn ring_send, ring_recv;
   /* Point-to-point FIFOs, one per (peer, direction), created when a group first needs them. */
-  struct conn *p2p_send, *p2p_recv;             /* nranks each */
+  struct conn *p2p_send, *p2p_recv;               /* nranks each */
   unsigned char *p2p_send_ready, *p2p_recv_ready; /* nranks each */
 };
 

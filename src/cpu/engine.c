@@ -108,7 +108,8 @@ static ncclResult_t run_task(struct ncclComm* comm, struct task* t) {
   case COLL_GATHER:
   case COLL_SCATTER:
   case COLL_SEND:
-  case COLL_RECV: return cpu_p2p_run(comm, &t, 1);
+  case COLL_RECV:
+    return cpu_p2p_run(comm, &t, 1);
   default:
     WARN("%s #%llu on rank %d: the CPU engine does not know this operation", coll_name(t->coll),
          (unsigned long long)t->seq, comm->rank);
@@ -136,15 +137,17 @@ static ncclResult_t cpu_run(struct ncclComm* comm, struct task* tasks, int ntask
   struct task** p2p = NULL;
   int np2p = 0;
   if (ntasks > 1 && (p2p = calloc((size_t)ntasks, sizeof *p2p)) == NULL) {
-    WARN("%s #%llu on rank %d: out of host memory grouping %d operations",
-         coll_name(tasks[0].coll), (unsigned long long)tasks[0].seq, comm->rank, ntasks);
+    WARN("%s #%llu on rank %d: out of host memory grouping %d operations", coll_name(tasks[0].coll),
+         (unsigned long long)tasks[0].seq, comm->rank, ntasks);
     res = ncclSystemError;
     goto out;
   }
   for (int i = 0; i < ntasks; i++) {
     struct task* t = &tasks[i];
-    if (ntasks > 1 && (t->coll == COLL_SEND || t->coll == COLL_RECV)) p2p[np2p++] = t;
-    else NCCLCHECKGOTO(run_task(comm, t), res, out);
+    if (ntasks > 1 && (t->coll == COLL_SEND || t->coll == COLL_RECV))
+      p2p[np2p++] = t;
+    else
+      NCCLCHECKGOTO(run_task(comm, t), res, out);
   }
   if (np2p) NCCLCHECKGOTO(cpu_p2p_run(comm, p2p, np2p), res, out);
 out:

@@ -19,7 +19,9 @@ static void futex_wait(uint32_t* addr, uint32_t val, int ms) {
   syscall(SYS_futex, addr, FUTEX_WAIT, val, &ts, NULL, 0);
 }
 
-static void futex_wake(uint32_t* addr) { syscall(SYS_futex, addr, FUTEX_WAKE, 1, NULL, NULL, 0); }
+static void futex_wake(uint32_t* addr) {
+  syscall(SYS_futex, addr, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
 
 /* A process is gone when signalling it fails or it is a zombie. */
 static int process_dead(int pid) {
@@ -88,8 +90,8 @@ static void publish(uint32_t* word, uint32_t value, uint32_t* waiting) {
 }
 
 ncclResult_t fifo_send_slot(struct conn* c, const struct wait_ctx* w, void** slot) {
-  NCCLCHECK(wait_counter(&c->ctrl->head, &c->ctrl->head_waiting, c->pos - (uint32_t)c->nslots + 1,
-                         c, w));
+  NCCLCHECK(
+      wait_counter(&c->ctrl->head, &c->ctrl->head_waiting, c->pos - (uint32_t)c->nslots + 1, c, w));
   *slot = c->slots + (size_t)(c->pos % (uint32_t)c->nslots) * c->slot_size;
   return ncclSuccess;
 }
@@ -143,7 +145,9 @@ static double now_ms(void) {
   return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
 }
 
-void fifo_idle_reset(struct fifo_idle* idle) { idle->rounds = 0; }
+void fifo_idle_reset(struct fifo_idle* idle) {
+  idle->rounds = 0;
+}
 
 int fifo_idle(struct fifo_idle* idle, struct conn* c, int is_send) {
   static __thread int64_t spin = -1, check_ms;

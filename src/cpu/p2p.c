@@ -22,7 +22,7 @@
 #include "cpu/cpu.h"
 #include "util/dtype.h"
 
-#define TAG_P2P 0x50325000 /* + 0: descriptor, + 1: ack */
+#define TAG_P2P   0x50325000 /* + 0: descriptor, + 1: ack */
 #define SLOT_LAST ((uint64_t)1 << 63)
 
 struct msg {
@@ -73,8 +73,10 @@ static ncclResult_t list_task(struct batch* b, const struct task* t) {
   const char* in = t->sendbuff;
   char* out = t->recvbuff;
   switch (t->coll) {
-  case COLL_SEND: return add_msg(b, t, in, cnt, t->root, 1);
-  case COLL_RECV: return add_msg(b, t, out, cnt, t->root, 0);
+  case COLL_SEND:
+    return add_msg(b, t, in, cnt, t->root, 1);
+  case COLL_RECV:
+    return add_msg(b, t, out, cnt, t->root, 0);
   case COLL_ALLTOALL:
   case COLL_ALLTOALLV:
     for (int s = 0; s < n; s++) {
@@ -104,7 +106,8 @@ static ncclResult_t list_task(struct batch* b, const struct task* t) {
       NCCLCHECK(add_msg(b, t, in + (size_t)p * cnt * es, cnt, p, 1));
     }
     return add_msg(b, t, out, cnt, rank, 0);
-  default: return ncclInternalError;
+  default:
+    return ncclInternalError;
   }
 }
 
@@ -149,7 +152,8 @@ static ncclResult_t connect_peers(struct batch* b) {
       if (phase == 1 && rc->cur >= 0 && !cc->p2p_recv_ready[from]) {
         NCCLCHECK(cpu_conn_prepare(comm, from, &cc->p2p_recv[from]));
         memset(desc, 0, sizeof desc);
-        NCCLCHECK(cc->p2p_recv[from].tr->setup(&cc->p2p_recv[from], cc->nslots, cc->slot_size, desc));
+        NCCLCHECK(
+            cc->p2p_recv[from].tr->setup(&cc->p2p_recv[from], cc->nslots, cc->slot_size, desc));
         NCCLCHECK(boot_send(comm->boot, from, TAG_P2P, desc, sizeof desc));
       } else if (phase == 2 && sc->cur >= 0 && !cc->p2p_send_ready[to]) {
         NCCLCHECK(cpu_conn_prepare(comm, to, &cc->p2p_send[to]));
@@ -230,22 +234,62 @@ static ncclResult_t progress_all(struct batch* b) {
   }
 }
 
+static int overlaps(const struct msg* a, const struct msg* b) {
+  return a->buf < b->buf + b->bytes && b->buf < a->buf + a->bytes;
+}
+
+/* A send whose source is also the destination of a receive of the same batch (in-place
+ * SendRecv or AlltoAll) must not read data the receive has already overwritten: such sources
+ * are copied aside first, into one buffer the caller frees. */
+static ncclResult_t snapshot_overlaps(struct batch* b, char** stash) {
+  size_t total = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    size_t off = 0;
+    for (int i = 0; i < b->n; i++) {
+      struct msg* s = &b->msgs[i];
+      if (!s->is_send) continue;
+      int hit = 0;
+      for (int j = 0; j < b->n && !hit; j++) hit = !b->msgs[j].is_send && overlaps(s, &b->msgs[j]);
+      if (!hit) continue;
+      if (pass == 1) {
+        memcpy(*stash + off, s->buf, s->bytes);
+        s->buf = *stash + off;
+      }
+      off += s->bytes;
+    }
+    total = off;
+    if (pass == 0) {
+      if (total == 0) return ncclSuccess;
+      if ((*stash = malloc(total)) == NULL) {
+        WARN("rank %d: out of host memory copying %zu bytes of in-place sends aside",
+             b->comm->rank, total);
+        return ncclSystemError;
+      }
+    }
+  }
+  return ncclSuccess;
+}
+
 /* Run the messages of `ntasks` tasks (Send, Recv, AlltoAll(v), Gather, Scatter) together. */
 ncclResult_t cpu_p2p_run(struct ncclComm* comm, struct task* const* tasks, int ntasks) {
   struct cpu_comm* cc = comm->engine_state;
   int n = comm->nranks;
   ncclResult_t res = ncclSuccess;
   struct batch b = {comm, NULL, 0, 0, NULL};
+  char* stash = NULL;
   NCCLCALLOC(b.chans, 2 * (size_t)n);
   for (int i = 0; i < ntasks; i++) NCCLCHECKGOTO(list_task(&b, tasks[i]), res, out);
+  NCCLCHECKGOTO(snapshot_overlaps(&b, &stash), res, out);
   NCCLCHECKGOTO(self_copies(&b), res, out);
   for (int i = 0; i < 2 * n; i++) b.chans[i] = (struct chan){NULL, -1, -1, 0, i >= n};
   for (int i = 0; i < b.n; i++) {
     struct msg* m = &b.msgs[i];
     if (m->peer == comm->rank) continue;
     struct chan* ch = &b.chans[m->is_send ? n + m->peer : m->peer];
-    if (ch->cur < 0) ch->cur = i;
-    else b.msgs[ch->last].next = i;
+    if (ch->cur < 0)
+      ch->cur = i;
+    else
+      b.msgs[ch->last].next = i;
     ch->last = i;
   }
   NCCLCHECKGOTO(connect_peers(&b), res, out);
@@ -255,6 +299,7 @@ ncclResult_t cpu_p2p_run(struct ncclComm* comm, struct task* const* tasks, int n
   }
   NCCLCHECKGOTO(progress_all(&b), res, out);
 out:
+  free(stash);
   free(b.msgs);
   free(b.chans);
   return res;

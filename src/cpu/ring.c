@@ -50,29 +50,40 @@ static ncclResult_t exec_verb(struct ring_exec* x, enum verb v, const char* in, 
   if (sends) NCCLCHECK(fifo_send_slot(x->send, &x->w, &sslot));
   switch (v) {
   case VERB_SEND:
-    if (x->reduces) red_apply(sslot, NULL, in, n, x->dt, x->op, RED_FIRST);
-    else copy_bytes(sslot, in, len);
+    if (x->reduces)
+      red_apply(sslot, NULL, in, n, x->dt, x->op, RED_FIRST);
+    else
+      copy_bytes(sslot, in, len);
     break;
-  case VERB_RECV_REDUCE_SEND: red_apply(sslot, rslot, in, n, x->dt, x->op, 0); break;
+  case VERB_RECV_REDUCE_SEND:
+    red_apply(sslot, rslot, in, n, x->dt, x->op, 0);
+    break;
   case VERB_RECV_REDUCE_COPY_SEND:
     red_apply(out, rslot, in, n, x->dt, x->op, RED_LAST);
     copy_bytes(sslot, out, len);
     break;
-  case VERB_RECV_REDUCE_COPY: red_apply(out, rslot, in, n, x->dt, x->op, RED_LAST); break;
+  case VERB_RECV_REDUCE_COPY:
+    red_apply(out, rslot, in, n, x->dt, x->op, RED_LAST);
+    break;
   case VERB_RECV_COPY_SEND:
     copy_bytes(out, rslot, len);
     copy_bytes(sslot, rslot, len);
     break;
-  case VERB_RECV: copy_bytes(out, rslot, len); break;
+  case VERB_RECV:
+    copy_bytes(out, rslot, len);
+    break;
   case VERB_COPY_SEND:
     copy_bytes(out, in, len);
     copy_bytes(sslot, in, len);
     break;
   case VERB_COPY:
-    if (x->reduces) red_apply(out, NULL, in, n, x->dt, x->op, RED_FIRST | RED_LAST);
-    else copy_bytes(out, in, len);
+    if (x->reduces)
+      red_apply(out, NULL, in, n, x->dt, x->op, RED_FIRST | RED_LAST);
+    else
+      copy_bytes(out, in, len);
     break;
-  default: return ncclInternalError;
+  default:
+    return ncclInternalError;
   }
   if (rslot) fifo_recv_release(x->recv);
   if (sslot) fifo_send_post(x->send, len);
@@ -82,7 +93,7 @@ static ncclResult_t exec_verb(struct ring_exec* x, enum verb v, const char* in, 
 static struct ring_exec make_exec(struct ncclComm* comm, const struct task* t, int reduces) {
   struct cpu_comm* cc = comm->engine_state;
   struct ring_exec x = {&cc->ring_send, &cc->ring_recv, {comm, t}, dtype_size(t->dtype),
-                        t->dtype, &t->op, reduces};
+                        t->dtype,       &t->op,         reduces};
   return x;
 }
 

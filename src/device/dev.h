@@ -2,13 +2,21 @@
  * passed by value as kernel arguments, so a launch needs no allocation and no copy and can be
  * captured in a CUDA graph. Compiles as C11 and as CUDA.
  *
- * A connection is one FIFO owned by the receiving rank, on its GPU, per channel:
+ * Ring connections (Simple protocol): one FIFO owned by the receiving rank, on its GPU, per
+ * channel:
  *   [tail u64][pad][head u64][pad] [slot 0][slot 1]...[slot nslots-1]
  *   tail: steps the sender has posted (written by the sender, remotely; read by the receiver)
  *   head: steps the receiver has released (written by the receiver; read by the sender, remotely)
  * Every remote access to a FIFO happens before the step its owner waits for, so once a rank's
  * kernels are done no peer touches its memory any more (its comm can be freed without a barrier).
- * Step counters live in device memory of the comm and carry over from one launch to the next. */
+ * Step counters live in device memory of the comm and carry over from one launch to the next.
+ *
+ * One-shot LL buffers (small AllReduce): every rank owns one buffer on its GPU, mapped by every
+ * peer. Layout: [block b < DEV_LL_MAX_BLOCKS][parity 0/1][source rank < nranks][DEV_LL_LINES lines
+ * of 16 bytes]. A line carries 8 bytes of data and the launch's 32-bit flag twice:
+ *   { data lo u32, flag u32, data hi u32, flag u32 }
+ * stored with one 16-byte volatile store; each 8-byte half is single-copy atomic, so a reader
+ * that sees both flags equal to the launch's flag holds both halves of that launch's data. */
 #ifndef MONEL_DEVICE_DEV_H
 #define MONEL_DEVICE_DEV_H
 #include <stddef.h>
@@ -20,16 +28,43 @@
 #define DEV_FIFO_HEADER 256 /* bytes before slot 0: tail at 0, head at 128 */
 #define DEV_FIFO_TAIL 0
 #define DEV_FIFO_HEAD 128
+#define DEV_MAX_PEERS 16
+
+#define DEV_LL_MAX_BLOCKS 8
+#define DEV_LL_LINES 1024 /* lines per block per source rank: 8 KiB of data */
+#define DEV_LL_LINE 16
+#define DEV_LL_BLOCK_DATA ((size_t)DEV_LL_LINES * 8)
+#define DEV_LL_MAX_BYTES ((size_t)DEV_LL_MAX_BLOCKS * DEV_LL_BLOCK_DATA) /* 64 KiB */
+#define DEV_LL_NTHREADS 256
+
+/* Bytes of one rank's one-shot LL buffer for nranks ranks. */
+static inline size_t dev_ll_buffer_bytes(int nranks) {
+  return (size_t)DEV_LL_MAX_BLOCKS * 2 * (size_t)nranks * DEV_LL_LINES * DEV_LL_LINE;
+}
+
+/* Collectives the ring kernel runs (values of dev_ring_args.coll). */
+enum dev_coll {
+  DEV_ALLREDUCE,
+  DEV_BROADCAST,
+  DEV_REDUCE,
+  DEV_ALLGATHER,
+  DEV_REDUCESCATTER
+};
 
 struct dev_channel {
   char* send_fifo; /* the next rank's FIFO (peer memory): slots and tail written, head read */
   char* recv_fifo; /* my FIFO: slots and tail read, head written */
 };
 
-struct dev_allreduce_args {
+/* One ring collective. count: AllReduce, Broadcast, Reduce: elements of the buffer; AllGather:
+ * elements each rank contributes (sendcount); ReduceScatter: elements each rank keeps
+ * (recvcount). Collectives that do not reduce run as bytes (dtype ncclUint8, op RED_SUM). */
+struct dev_ring_args {
   const void* in;
   void* out;
   size_t count;
+  int coll;                   /* enum dev_coll */
+  int root;                   /* Broadcast, Reduce */
   int rank, nranks;
   int nchannels, nslots;
   size_t slot_bytes;
@@ -41,11 +76,27 @@ struct dev_allreduce_args {
   struct dev_channel ch[DEV_MAX_CHANNELS];
 };
 
+/* One-shot AllReduce over the LL buffers: every rank pushes its input to every peer, then reduces
+ * what it received in rank order (the same bits on every rank). bytes <= DEV_LL_MAX_BYTES. */
+struct dev_oneshot_args {
+  const void* in;
+  void* out;
+  size_t count;
+  int rank, nranks, nblocks;
+  int dtype, op;
+  unsigned char scalar[8];
+  const void* device_scalar;
+  uint32_t* seq;              /* device: launches so far, one counter per block */
+  char* peer_ll[DEV_MAX_PEERS]; /* every rank's LL buffer as I address it (mine at [rank]) */
+};
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-/* Launch the ring AllReduce: one block of DEV_NTHREADS threads per channel on `stream`. */
-cudaError_t dev_allreduce_launch(const struct dev_allreduce_args* args, cudaStream_t stream);
+/* Launch a ring collective: one block of DEV_NTHREADS threads per channel on `stream`. */
+cudaError_t dev_ring_launch(const struct dev_ring_args* args, cudaStream_t stream);
+/* Launch a one-shot LL AllReduce: nblocks blocks of DEV_LL_NTHREADS threads. */
+cudaError_t dev_oneshot_launch(const struct dev_oneshot_args* args, cudaStream_t stream);
 #ifdef __cplusplus
 }
 #endif

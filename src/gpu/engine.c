@@ -1,88 +1,43 @@
-/* The CUDA engine: connects the ring at init (one FIFO per channel, owned by the receiving rank
- * on its GPU and mapped by the sending rank through peer access or CUDA IPC), then enqueues one
- * kernel per operation on the user's stream. run() never waits for peers, never allocates and
- * never synchronises, so a group may enqueue for several comms from one thread and a CUDA graph
- * may capture it. */
+/* The CUDA engine: connects the ring and the one-shot buffers at init (gpu/connect.c), then
+ * enqueues one kernel per operation on the user's stream. run() never waits for peers, never
+ * allocates and never synchronises, so a group may enqueue for several comms from one thread and
+ * a CUDA graph may capture it.
+ *
+ * Choice per operation: an AllReduce of at most DEV_LL_MAX_BYTES runs the one-shot LL kernel
+ * when every pair of GPUs has peer access and NCCL_PROTO allows LL; everything else runs the ring
+ * kernel with the Simple protocol. NCCL_PROTO=LL makes no difference below that size;
+ * NCCL_PROTO=Simple (or ^LL) turns the one-shot path off. */
 #include <stdlib.h>
 #include <string.h>
-#include "boot/boot.h"
+#include <strings.h>
 #include "core/check.h"
 #include "core/param.h"
 #include "gpu/gpu.h"
 #include "util/dtype.h"
 
-#define TAG_FIFO 0x47464600 /* "GFF": my FIFO descriptor, sent to the previous rank */
 #define NSLOTS 8
 #define BYTES_PER_CHANNEL (128 << 10) /* a message gets one more channel per this many bytes */
 
-struct fifo_desc {
-  int pid;
-  int dev;
-  void* ptr;                /* valid in the same process */
-  cudaIpcMemHandle_t ipc;   /* valid in another process */
-};
-
-static int same_process(const struct ncclComm* comm, int peer) {
-  const struct peer_info *me = &comm->peers[comm->rank], *p = &comm->peers[peer];
-  return me->host_hash == p->host_hash && me->pid == p->pid;
-}
-
-/* Can this rank write into the next rank's GPU memory? Says why not. */
-static ncclResult_t check_next(struct ncclComm* comm, int next) {
-  const struct peer_info *me = &comm->peers[comm->rank], *p = &comm->peers[next];
-  if (me->host_hash != p->host_hash) {
-    WARN("rank %d (host %s) and rank %d (host %s) are on different hosts: the GPU engine connects "
-         "GPUs of one host only so far (set MONEL_ENGINE=cpu to use the CPU engine)",
-         comm->rank, me->host, next, p->host);
-    return ncclInvalidUsage;
+/* NCCL_PROTO: a comma list of Simple, LL, LL128 (case-insensitive); a leading ^ excludes them. */
+static void parse_proto(struct gpu_comm* g) {
+  const char* s = param_str(PARAM_PROTO);
+  int neg = s[0] == '^', ll = 0, simple = 0, any = 0;
+  if (neg) s++;
+  while (*s) {
+    size_t len = strcspn(s, ",");
+    if (len == 2 && strncasecmp(s, "LL", 2) == 0) ll = 1, any = 1;
+    if (len == 6 && strncasecmp(s, "Simple", 6) == 0) simple = 1, any = 1;
+    if (len == 5 && strncasecmp(s, "LL128", 5) == 0) any = 1;
+    s += len;
+    if (*s == ',') s++;
   }
-  if (param_int(PARAM_P2P_DISABLE) == 1) {
-    WARN("NCCL_P2P_DISABLE=1: the GPU engine moves data between GPUs with peer access only and "
-         "has no host-memory path yet; unset NCCL_P2P_DISABLE (or set MONEL_ENGINE=cpu)");
-    return ncclInvalidUsage;
-  }
-  if (p->cuda_dev == me->cuda_dev) return ncclSuccess;
-  int can = 0;
-  CUDACHECK(cudaDeviceCanAccessPeer(&can, me->cuda_dev, p->cuda_dev));
-  if (!can) {
-    WARN("rank %d (GPU %d) cannot access the memory of rank %d (GPU %d): the GPU engine needs "
-         "peer access (NVLink or PCIe P2P) between neighbouring GPUs so far",
-         comm->rank, me->cuda_dev, next, p->cuda_dev);
-    return ncclInvalidUsage;
-  }
-  return ncclSuccess;
-}
-
-static ncclResult_t connect_ring(struct ncclComm* comm, struct gpu_comm* g) {
-  int n = comm->nranks, next = (comm->rank + 1) % n, prev = (comm->rank + n - 1) % n;
-  struct fifo_desc mine, theirs;
-  memset(&mine, 0, sizeof mine);
-  mine.pid = comm->peers[comm->rank].pid;
-  mine.dev = comm->cuda_dev;
-  mine.ptr = g->fifo;
-  if (!same_process(comm, prev)) CUDACHECK(cudaIpcGetMemHandle(&mine.ipc, g->fifo));
-  NCCLCHECK(check_next(comm, next));
-  NCCLCHECK(boot_send(comm->boot, prev, TAG_FIFO, &mine, sizeof mine));
-  NCCLCHECK(boot_recv(comm->boot, next, TAG_FIFO, &theirs, sizeof theirs));
-  if (same_process(comm, next)) {
-    if (theirs.dev != comm->cuda_dev) {
-      cudaError_t e = cudaDeviceEnablePeerAccess(theirs.dev, 0);
-      if (e == cudaErrorPeerAccessAlreadyEnabled)
-        (void)cudaGetLastError();
-      else
-        CUDACHECK(e);
-    }
-    g->next_fifo = theirs.ptr;
+  if (!any && !neg) {
+    g->proto_ll = g->proto_simple = 1;
+  } else if (neg) {
+    g->proto_ll = !ll, g->proto_simple = !simple;
   } else {
-    void* p = NULL;
-    CUDACHECK(cudaIpcOpenMemHandle(&p, theirs.ipc, cudaIpcMemLazyEnablePeerAccess));
-    g->next_fifo = p;
-    g->next_ipc = 1;
+    g->proto_ll = ll, g->proto_simple = simple;
   }
-  INFO(LOG_INIT | LOG_P2P, "comm %p rank %d GPU ring: send to rank %d (GPU %d) via %s, %d channels x "
-       "%d slots x %zu bytes", (void*)comm, comm->rank, next, theirs.dev,
-       g->next_ipc ? "CUDA IPC" : "peer access", g->nchannels_max, g->nslots, g->slot_bytes);
-  return ncclSuccess;
 }
 
 static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
@@ -98,13 +53,23 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
   g->nslots = NSLOTS;
   g->slot_bytes = ((size_t)buff / NSLOTS) & ~(size_t)127;
   g->fifo_bytes = DEV_FIFO_HEADER + (size_t)g->nslots * g->slot_bytes;
+  parse_proto(g);
   size_t total = comm->nranks > 1 ? g->fifo_bytes * (size_t)nch : 256;
   CUDACHECK(cudaMalloc((void**)&g->fifo, total));
   CUDACHECK(cudaMemset(g->fifo, 0, total));
   CUDACHECK(cudaMalloc((void**)&g->steps, sizeof(uint64_t) * 2 * DEV_MAX_CHANNELS));
   CUDACHECK(cudaMemset(g->steps, 0, sizeof(uint64_t) * 2 * DEV_MAX_CHANNELS));
+  int use_ll = comm->nranks > 1 && comm->nranks <= DEV_MAX_PEERS;
+  if (use_ll) {
+    size_t llb = dev_ll_buffer_bytes(comm->nranks);
+    CUDACHECK(cudaMalloc((void**)&g->ll, llb));
+    CUDACHECK(cudaMemset(g->ll, 0, llb));
+    CUDACHECK(cudaMalloc((void**)&g->ll_seq, sizeof(uint32_t) * DEV_LL_MAX_BLOCKS));
+    CUDACHECK(cudaMemset(g->ll_seq, 0, sizeof(uint32_t) * DEV_LL_MAX_BLOCKS));
+  }
   CUDACHECK(cudaDeviceSynchronize());
-  if (comm->nranks > 1) NCCLCHECK(connect_ring(comm, g));
+  if (comm->nranks > 1) NCCLCHECK(gpu_connect_ring(comm, g));
+  if (use_ll) NCCLCHECK(gpu_connect_ll(comm, g));
   return ncclSuccess;
 }
 
@@ -127,34 +92,82 @@ static int pick_channels(const struct gpu_comm* g, size_t bytes) {
   return want < 1 ? 1 : (int)want;
 }
 
-static ncclResult_t launch_allreduce(struct ncclComm* comm, struct gpu_comm* g, struct task* t) {
-  if (t->count == 0) return ncclSuccess;
-  struct dev_allreduce_args a;
+static ncclResult_t launched(struct ncclComm* comm, struct task* t, cudaError_t e) {
+  if (e == cudaSuccess) return ncclSuccess;
+  WARN("%s #%llu on rank %d: the kernel launch failed: %s", coll_name(t->coll),
+       (unsigned long long)t->seq, comm->rank, cudaGetErrorString(e));
+  return ncclUnhandledCudaError;
+}
+
+static ncclResult_t launch_oneshot(struct ncclComm* comm, struct gpu_comm* g, struct task* t) {
+  struct dev_oneshot_args a;
   memset(&a, 0, sizeof a);
+  size_t bytes = t->count * dtype_size(t->dtype);
   a.in = t->sendbuff;
   a.out = t->recvbuff;
   a.count = t->count;
   a.rank = comm->rank;
   a.nranks = comm->nranks;
-  a.nchannels = pick_channels(g, t->count * dtype_size(t->dtype));
-  a.nslots = g->nslots;
-  a.slot_bytes = g->slot_bytes;
+  a.nblocks = (int)((bytes + DEV_LL_BLOCK_DATA - 1) / DEV_LL_BLOCK_DATA);
   a.dtype = (int)t->dtype;
   a.op = t->op.kind;
   memcpy(a.scalar, t->op.scalar, sizeof a.scalar);
   a.device_scalar = t->op.device_scalar;
+  a.seq = g->ll_seq;
+  memcpy(a.peer_ll, g->peer_ll, sizeof a.peer_ll);
+  return launched(comm, t, dev_oneshot_launch(&a, t->stream));
+}
+
+static int reduces(enum coll_kind c) {
+  return c == COLL_ALLREDUCE || c == COLL_REDUCE || c == COLL_REDUCESCATTER;
+}
+
+static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struct task* t) {
+  struct dev_ring_args a;
+  memset(&a, 0, sizeof a);
+  size_t es = dtype_size(t->dtype), total = t->count * es;
+  int n = comm->nranks;
+  a.in = t->sendbuff;
+  a.out = t->recvbuff;
+  a.count = t->count;
+  a.root = t->root;
+  a.rank = comm->rank;
+  a.nranks = n;
+  switch (t->coll) {
+  case COLL_ALLREDUCE: a.coll = DEV_ALLREDUCE; break;
+  case COLL_BROADCAST: a.coll = DEV_BROADCAST; break;
+  case COLL_REDUCE: a.coll = DEV_REDUCE; break;
+  case COLL_ALLGATHER: a.coll = DEV_ALLGATHER, total *= (size_t)n; break;
+  default: a.coll = DEV_REDUCESCATTER, total *= (size_t)n; break;
+  }
+  if (reduces(t->coll)) {
+    a.dtype = (int)t->dtype;
+    a.op = t->op.kind;
+    memcpy(a.scalar, t->op.scalar, sizeof a.scalar);
+    a.device_scalar = t->op.device_scalar;
+  } else { /* moved as bytes */
+    a.dtype = (int)ncclUint8;
+    a.op = RED_SUM;
+    a.count = t->count * es;
+  }
+  a.nchannels = pick_channels(g, total);
+  a.nslots = g->nslots;
+  a.slot_bytes = g->slot_bytes;
   a.steps = g->steps;
-  for (int c = 0; c < a.nchannels && comm->nranks > 1; c++) {
+  for (int c = 0; c < a.nchannels && n > 1; c++) {
     a.ch[c].recv_fifo = g->fifo + (size_t)c * g->fifo_bytes;
     a.ch[c].send_fifo = g->next_fifo + (size_t)c * g->fifo_bytes;
   }
-  cudaError_t e = dev_allreduce_launch(&a, t->stream);
-  if (e != cudaSuccess) {
-    WARN("AllReduce #%llu on rank %d: the kernel launch failed: %s", (unsigned long long)t->seq,
-         comm->rank, cudaGetErrorString(e));
-    return ncclUnhandledCudaError;
+  return launched(comm, t, dev_ring_launch(&a, t->stream));
+}
+
+static ncclResult_t launch_task(struct ncclComm* comm, struct gpu_comm* g, struct task* t) {
+  if (t->count == 0) return ncclSuccess;
+  if (t->coll == COLL_ALLREDUCE) {
+    size_t bytes = t->count * dtype_size(t->dtype);
+    if (g->ll_ok && g->proto_ll && bytes <= DEV_LL_MAX_BYTES) return launch_oneshot(comm, g, t);
   }
-  return ncclSuccess;
+  return launch_ring(comm, g, t);
 }
 
 static ncclResult_t gpu_run(struct ncclComm* comm, struct task* tasks, int ntasks) {
@@ -165,9 +178,13 @@ static ncclResult_t gpu_run(struct ncclComm* comm, struct task* tasks, int ntask
   ncclResult_t res = ncclSuccess;
   for (int i = 0; i < ntasks && res == ncclSuccess; i++) {
     struct task* t = &tasks[i];
-    if (t->coll == COLL_ALLREDUCE) {
-      res = launch_allreduce(comm, g, t);
-    } else {
+    switch (t->coll) {
+    case COLL_ALLREDUCE:
+    case COLL_BROADCAST:
+    case COLL_REDUCE:
+    case COLL_ALLGATHER:
+    case COLL_REDUCESCATTER: res = launch_task(comm, g, t); break;
+    default:
       WARN("%s #%llu: the GPU engine does not support %s yet (set MONEL_ENGINE=cpu for host "
            "buffers)", coll_name(t->coll), (unsigned long long)t->seq, coll_name(t->coll));
       res = ncclInvalidUsage;
@@ -189,12 +206,14 @@ static void gpu_comm_free(struct ncclComm* comm) {
   int saved = -1;
   if (cudaGetDevice(&saved) != cudaSuccess) saved = -1;
   if (cudaSetDevice(comm->cuda_dev) == cudaSuccess) {
-    /* Our kernels must be done before our FIFOs go; peers touch them only before that. */
+    /* Our kernels must be done before our buffers go; peers touch them only before that. */
     if (!comm_aborted(comm)) (void)cudaDeviceSynchronize();
-    if (g->next_ipc && g->next_fifo) (void)cudaIpcCloseMemHandle(g->next_fifo);
+    gpu_disconnect(g);
     if (!comm_aborted(comm)) {
       if (g->fifo) (void)cudaFree(g->fifo);
       if (g->steps) (void)cudaFree(g->steps);
+      if (g->ll) (void)cudaFree(g->ll);
+      if (g->ll_seq) (void)cudaFree(g->ll_seq);
     }
     (void)cudaGetLastError();
   }

@@ -24,6 +24,19 @@ struct gpu_comm {
   char* next_fifo;    /* the next rank's FIFOs as I address them */
   int next_ipc;       /* next_fifo was opened with cudaIpcOpenMemHandle */
   uint64_t* steps;    /* device: 2 counters per channel */
+  /* One-shot LL AllReduce (dev.h): usable when every rank mapped every peer's buffer. */
+  int ll_ok;
+  int proto_ll, proto_simple;  /* allowed by NCCL_PROTO */
+  char* ll;                      /* my LL buffer, on my GPU */
+  uint32_t* ll_seq;              /* device: launches so far, per block */
+  char* peer_ll[DEV_MAX_PEERS];  /* every rank's LL buffer as I address it */
+  unsigned peer_ll_ipc;          /* bit r: peer_ll[r] was opened with cudaIpcOpenMemHandle */
 };
+
+/* connect.c: the ring FIFOs (fails with a reason when the next GPU cannot be reached) and the
+ * one-shot buffers (never fails for lack of peer access: ll_ok says whether they can be used). */
+ncclResult_t gpu_connect_ring(struct ncclComm* comm, struct gpu_comm* g);
+ncclResult_t gpu_connect_ll(struct ncclComm* comm, struct gpu_comm* g);
+void gpu_disconnect(struct gpu_comm* g);
 
 #endif

@@ -10,14 +10,16 @@
 #include "harness.h"
 
 enum { BCAST_OOP, BCAST, REDUCE, ALLGATHER, REDUCESCATTER, ALLTOALL, GATHER, SCATTER, NCOLLS };
-static const char* names[NCOLLS] = {"Broadcast", "Bcast",    "Reduce", "AllGather",
+static const char* names[NCOLLS] = {"Broadcast",     "Bcast",    "Reduce", "AllGather",
                                     "ReduceScatter", "AlltoAll", "Gather", "Scatter"};
 static const size_t counts[] = {0, 1, 7, 1023, (1 << 16) + 3};
 #define NCOUNTS (sizeof counts / sizeof counts[0])
-#define LARGE ((size_t)(1 << 20) + 3)
+#define LARGE   ((size_t)(1 << 20) + 3)
 
 /* Byte j of rank r's logical input: distinct enough that a misplaced block shows. */
-static unsigned char pat(int r, size_t j) { return (unsigned char)(r * 131 + j * 7 + (j >> 8) * 3 + 1); }
+static unsigned char pat(int r, size_t j) {
+  return (unsigned char)(r * 131 + j * 7 + (j >> 8) * 3 + 1);
+}
 
 static void fill(char* buf, int r, size_t first_byte, size_t bytes) {
   for (size_t j = 0; j < bytes; j++) buf[j] = (char)pat(r, first_byte + j);
@@ -61,10 +63,13 @@ static int run_reduce(ncclComm_t comm, const struct tcase* c, char* send, char* 
   ncclRedOp_t red = (ncclRedOp_t)c->op;
   unsigned char sbuf[8];
   mp_store(sbuf, 0, c->dt, 2);
-  if (c->op == 5) MP_CHECK(ncclRedOpCreatePreMulSum(&red, sbuf, c->dt, ncclScalarHostImmediate, comm));
+  if (c->op == 5)
+    MP_CHECK(ncclRedOpCreatePreMulSum(&red, sbuf, c->dt, ncclScalarHostImmediate, comm));
   char* out = c->inplace ? (c->coll == REDUCE ? send : send + c->rank * c->count * es) : recv;
-  if (c->coll == REDUCE) MP_CHECK(ncclReduce(send, out, c->count, c->dt, red, c->root, comm, NULL));
-  else MP_CHECK(ncclReduceScatter(send, out, c->count, c->dt, red, comm, NULL));
+  if (c->coll == REDUCE)
+    MP_CHECK(ncclReduce(send, out, c->count, c->dt, red, c->root, comm, NULL));
+  else
+    MP_CHECK(ncclReduceScatter(send, out, c->count, c->dt, red, comm, NULL));
   if (c->op == 5) MP_CHECK(ncclRedOpDestroy(red, comm));
   if (c->coll == REDUCE) return c->rank == c->root ? reduce_check(c, out, 0, c->count) : 0;
   return reduce_check(c, out, c->rank * c->count, c->count);
@@ -79,8 +84,10 @@ static int run_move(ncclComm_t comm, const struct tcase* c, char* send, char* re
   case BCAST: {
     char* in = c->inplace ? recv : send;
     if (r == root) fill(in, root, 0, b);
-    if (c->coll == BCAST) MP_CHECK(ncclBcast(in, cnt, dt, root, comm, NULL));
-    else MP_CHECK(ncclBroadcast(in, recv, cnt, dt, root, comm, NULL));
+    if (c->coll == BCAST)
+      MP_CHECK(ncclBcast(in, cnt, dt, root, comm, NULL));
+    else
+      MP_CHECK(ncclBroadcast(in, recv, cnt, dt, root, comm, NULL));
     return same(recv, root, 0, b, c->what);
   }
   case ALLGATHER: {
@@ -108,7 +115,8 @@ static int run_move(ncclComm_t comm, const struct tcase* c, char* send, char* re
     MP_CHECK(ncclScatter(send, out, cnt, dt, root, comm, NULL));
     return same(out, root, r * b, b, c->what);
   }
-  default: return 1;
+  default:
+    return 1;
   }
 }
 
@@ -130,8 +138,8 @@ static int run_case(ncclComm_t comm, struct tcase* c) {
 static int rank_main(int rank, int nranks, ncclUniqueId id, void* arg) {
   int coll = *(int*)arg, bad = 0;
   int reduces = coll == REDUCE || coll == REDUCESCATTER;
-  int rooted = coll == BCAST_OOP || coll == BCAST || coll == REDUCE || coll == GATHER ||
-               coll == SCATTER;
+  int rooted =
+      coll == BCAST_OOP || coll == BCAST || coll == REDUCE || coll == GATHER || coll == SCATTER;
   ncclComm_t comm;
   MP_CHECK(ncclCommInitRank(&comm, nranks, id, rank));
   for (int dt = 0; dt < ncclNumTypes && bad < 5; dt++)
@@ -158,12 +166,24 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void* arg) {
 
 static int colls[NCOLLS] = {0, 1, 2, 3, 4, 5, 6, 7};
 #define COLL_TESTS(name, id)                                                                       \
-  TEST(name##_1) { CHECK_EQ(mp_run(1, rank_main, &colls[id]), 0); }                                \
-  TEST(name##_2) { CHECK_EQ(mp_run(2, rank_main, &colls[id]), 0); }                                \
-  TEST(name##_3) { CHECK_EQ(mp_run(3, rank_main, &colls[id]), 0); }                                \
-  TEST(name##_4) { CHECK_EQ(mp_run(4, rank_main, &colls[id]), 0); }                                \
-  TEST(name##_5) { CHECK_EQ(mp_run(5, rank_main, &colls[id]), 0); }                                \
-  TEST(name##_8) { CHECK_EQ(mp_run(8, rank_main, &colls[id]), 0); }
+  TEST(name##_1) {                                                                                 \
+    CHECK_EQ(mp_run(1, rank_main, &colls[id]), 0);                                                 \
+  }                                                                                                \
+  TEST(name##_2) {                                                                                 \
+    CHECK_EQ(mp_run(2, rank_main, &colls[id]), 0);                                                 \
+  }                                                                                                \
+  TEST(name##_3) {                                                                                 \
+    CHECK_EQ(mp_run(3, rank_main, &colls[id]), 0);                                                 \
+  }                                                                                                \
+  TEST(name##_4) {                                                                                 \
+    CHECK_EQ(mp_run(4, rank_main, &colls[id]), 0);                                                 \
+  }                                                                                                \
+  TEST(name##_5) {                                                                                 \
+    CHECK_EQ(mp_run(5, rank_main, &colls[id]), 0);                                                 \
+  }                                                                                                \
+  TEST(name##_8) {                                                                                 \
+    CHECK_EQ(mp_run(8, rank_main, &colls[id]), 0);                                                 \
+  }
 COLL_TESTS(broadcast, BCAST_OOP)
 COLL_TESTS(bcast, BCAST)
 COLL_TESTS(reduce, REDUCE)

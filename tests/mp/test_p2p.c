@@ -22,8 +22,9 @@ static void fill(char* buf, int s, int d, int k, size_t bytes) {
 static int same(const char* buf, int s, int d, int k, size_t bytes) {
   for (size_t j = 0; j < bytes; j++)
     if ((unsigned char)buf[j] != pat(s, d, k, j)) {
-      fprintf(stderr, "rank %d: message %d from rank %d: byte %zu of %zu is 0x%02x, expected 0x%02x\n",
-              d, k, s, j, bytes, (unsigned char)buf[j], pat(s, d, k, j));
+      fprintf(stderr,
+              "rank %d: message %d from rank %d: byte %zu of %zu is 0x%02x, expected 0x%02x\n", d,
+              k, s, j, bytes, (unsigned char)buf[j], pat(s, d, k, j));
       return 1;
     }
   return 0;
@@ -36,7 +37,10 @@ static uint64_t rnd(uint64_t* st) {
 }
 
 /* A plan of messages: src, dst, count (floats). Every rank posts its own in plan order. */
-struct plan_msg { int src, dst; size_t count; };
+struct plan_msg {
+  int src, dst;
+  size_t count;
+};
 
 static int run_plan(ncclComm_t comm, int rank, const struct plan_msg* m, int nmsg) {
   char** sbufs = calloc(nmsg, sizeof *sbufs);
@@ -128,11 +132,21 @@ static int plan_main(int rank, int nranks, ncclUniqueId id, void* arg) {
 }
 
 #define PLAN_TESTS(name, id)                                                                       \
-  TEST(name##_1) { CHECK_EQ(mp_run(1, plan_main, &plans[id]), 0); }                                \
-  TEST(name##_2) { CHECK_EQ(mp_run(2, plan_main, &plans[id]), 0); }                                \
-  TEST(name##_3) { CHECK_EQ(mp_run(3, plan_main, &plans[id]), 0); }                                \
-  TEST(name##_5) { CHECK_EQ(mp_run(5, plan_main, &plans[id]), 0); }                                \
-  TEST(name##_8) { CHECK_EQ(mp_run(8, plan_main, &plans[id]), 0); }
+  TEST(name##_1) {                                                                                 \
+    CHECK_EQ(mp_run(1, plan_main, &plans[id]), 0);                                                 \
+  }                                                                                                \
+  TEST(name##_2) {                                                                                 \
+    CHECK_EQ(mp_run(2, plan_main, &plans[id]), 0);                                                 \
+  }                                                                                                \
+  TEST(name##_3) {                                                                                 \
+    CHECK_EQ(mp_run(3, plan_main, &plans[id]), 0);                                                 \
+  }                                                                                                \
+  TEST(name##_5) {                                                                                 \
+    CHECK_EQ(mp_run(5, plan_main, &plans[id]), 0);                                                 \
+  }                                                                                                \
+  TEST(name##_8) {                                                                                 \
+    CHECK_EQ(mp_run(8, plan_main, &plans[id]), 0);                                                 \
+  }
 PLAN_TESTS(ring, RING)
 PLAN_TESTS(all_pairs, ALL_PAIRS)
 PLAN_TESTS(self, SELF)
@@ -140,8 +154,12 @@ PLAN_TESTS(zero_size, ZERO)
 PLAN_TESTS(many_in_group, MANY)
 PLAN_TESTS(several_mb, LARGE)
 
-TEST(threads_all_pairs_4) { CHECK_EQ(mp_run_threads(4, plan_main, &plans[ALL_PAIRS]), 0); }
-TEST(threads_many_in_group_4) { CHECK_EQ(mp_run_threads(4, plan_main, &plans[MANY]), 0); }
+TEST(threads_all_pairs_4) {
+  CHECK_EQ(mp_run_threads(4, plan_main, &plans[ALL_PAIRS]), 0);
+}
+TEST(threads_many_in_group_4) {
+  CHECK_EQ(mp_run_threads(4, plan_main, &plans[MANY]), 0);
+}
 
 /* Ungrouped blocking calls: rank 0 sends 5 MB to rank 1, which sends it back. */
 static int pingpong_main(int rank, int nranks, ncclUniqueId id, void* arg) {
@@ -164,7 +182,9 @@ static int pingpong_main(int rank, int nranks, ncclUniqueId id, void* arg) {
   MP_CHECK(ncclCommDestroy(comm));
   return bad;
 }
-TEST(ungrouped_pingpong_2) { CHECK_EQ(mp_run(2, pingpong_main, NULL), 0); }
+TEST(ungrouped_pingpong_2) {
+  CHECK_EQ(mp_run(2, pingpong_main, NULL), 0);
+}
 
 /* AlltoAllv: random counts (a quarter of them zero), displacements with gaps, every dtype size. */
 static int alltoallv_main(int rank, int n, ncclUniqueId id, void* arg) {
@@ -196,7 +216,8 @@ static int alltoallv_main(int rank, int n, ncclUniqueId id, void* arg) {
     char* sbuf = malloc(stot * es);
     char* rbuf = malloc(rtot * es);
     memset(rbuf, 0x5a, rtot * es);
-    for (int d = 0; d < n; d++) fill(sbuf + sd[rank * n + d] * es, rank, d, iter, sc[rank * n + d] * es);
+    for (int d = 0; d < n; d++)
+      fill(sbuf + sd[rank * n + d] * es, rank, d, iter, sc[rank * n + d] * es);
     MP_CHECK(ncclAlltoAllv(sbuf, sc, sd, rbuf, rc, rd, NULL, 0, dt, comm, NULL));
     memset(sc, 0xff, nn * sizeof *sc); /* the rows were copied at enqueue */
     for (int s = 0; s < n; s++)
@@ -207,12 +228,24 @@ static int alltoallv_main(int rank, int n, ncclUniqueId id, void* arg) {
   MP_CHECK(ncclCommDestroy(comm));
   return bad != 0;
 }
-TEST(alltoallv_1) { CHECK_EQ(mp_run(1, alltoallv_main, NULL), 0); }
-TEST(alltoallv_2) { CHECK_EQ(mp_run(2, alltoallv_main, NULL), 0); }
-TEST(alltoallv_3) { CHECK_EQ(mp_run(3, alltoallv_main, NULL), 0); }
-TEST(alltoallv_5) { CHECK_EQ(mp_run(5, alltoallv_main, NULL), 0); }
-TEST(alltoallv_8) { CHECK_EQ(mp_run(8, alltoallv_main, NULL), 0); }
-TEST(threads_alltoallv_4) { CHECK_EQ(mp_run_threads(4, alltoallv_main, NULL), 0); }
+TEST(alltoallv_1) {
+  CHECK_EQ(mp_run(1, alltoallv_main, NULL), 0);
+}
+TEST(alltoallv_2) {
+  CHECK_EQ(mp_run(2, alltoallv_main, NULL), 0);
+}
+TEST(alltoallv_3) {
+  CHECK_EQ(mp_run(3, alltoallv_main, NULL), 0);
+}
+TEST(alltoallv_5) {
+  CHECK_EQ(mp_run(5, alltoallv_main, NULL), 0);
+}
+TEST(alltoallv_8) {
+  CHECK_EQ(mp_run(8, alltoallv_main, NULL), 0);
+}
+TEST(threads_alltoallv_4) {
+  CHECK_EQ(mp_run_threads(4, alltoallv_main, NULL), 0);
+}
 
 static double now(void) {
   struct timespec t;
@@ -246,4 +279,6 @@ static int killed_main(int rank, int nranks, ncclUniqueId id, void* arg) {
   fprintf(stderr, "rank %d never saw an error\n", rank);
   return 1;
 }
-TEST(killed_rank_alltoall) { CHECK_EQ(mp_run(4, killed_main, NULL), 1); }
+TEST(killed_rank_alltoall) {
+  CHECK_EQ(mp_run(4, killed_main, NULL), 1);
+}

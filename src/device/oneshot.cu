@@ -1,0 +1,120 @@
+/* One-shot AllReduce for small messages, LL protocol: every rank pushes its input, 8 bytes per
+ * 16-byte line with the launch's flag beside each half (dev.h), straight into a buffer of every
+ * peer's GPU; then every rank polls its own buffer until each peer's lines carry this launch's
+ * flag and reduces the n inputs in rank order, so every rank computes the same bits. There is no
+ * fence and no step counter: a line is complete when both its flags match.
+ *
+ *   r0 --x0--> r1, r2, r3      (all ranks at once)      r1: out = x0 + x1 + x2 + x3
+ *
+ * Cost: one NVLink write latency plus a kernel launch, (n-1) * bytes sent by each rank: for
+ * messages up to DEV_LL_MAX_BYTES only.
+ *
+ * Reuse of the buffers: block b of launch k (its k-th launch, counted per block in device memory
+ * by every rank alike) uses parity k & 1 and flag k + 1. A rank starts launch k + 2 only after
+ * its launch k + 1 saw every peer's data of launch k + 1, which each peer wrote after its own
+ * launch k was over, so nothing is overwritten while it is read; stale lines carry an older flag. */
+#include "device/dev.h"
+#include "device/prims.cuh"
+
+__device__ static inline void st_line(char* p, uint32_t lo, uint32_t hi, uint32_t flag) {
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(lo), "r"(flag),
+               "r"(hi), "r"(flag)
+               : "memory");
+}
+
+__device__ static inline uint64_t ld_line(const char* p, uint32_t flag) {
+  uint32_t lo, f1, hi, f2;
+  do {
+    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(lo), "=r"(f1), "=r"(hi), "=r"(f2)
+                 : "l"(p)
+                 : "memory");
+  } while (f1 != flag || f2 != flag);
+  return (uint64_t)lo | (uint64_t)hi << 32;
+}
+
+/* The 8 bytes of line i of a buffer of `total` bytes (zeros past the end). */
+__device__ static inline uint64_t ld_bytes(const char* p, size_t i, size_t total) {
+  size_t at = i * 8, nb = total - at < 8 ? total - at : 8;
+  if (nb == 8 && ((uintptr_t)(p + at) & 7) == 0) return *(const uint64_t*)(p + at);
+  uint64_t v = 0;
+  for (size_t k = 0; k < nb; k++) v |= (uint64_t)(unsigned char)p[at + k] << (8 * k);
+  return v;
+}
+
+__device__ static inline void st_bytes(char* p, size_t i, size_t total, uint64_t v) {
+  size_t at = i * 8, nb = total - at < 8 ? total - at : 8;
+  if (nb == 8 && ((uintptr_t)(p + at) & 7) == 0) {
+    *(uint64_t*)(p + at) = v;
+    return;
+  }
+  for (size_t k = 0; k < nb; k++) p[at + k] = (char)(v >> (8 * k));
+}
+
+#define LINES_PER_THREAD (DEV_LL_LINES / DEV_LL_NTHREADS)
+
+template <typename T, int OP> __global__ void __launch_bounds__(DEV_LL_NTHREADS)
+oneshot_kernel(struct dev_oneshot_args a) {
+  __shared__ uint32_t flag_s;
+  const int b = blockIdx.x, n = a.nranks, me = a.rank, tid = threadIdx.x;
+  const int E = 8 / sizeof(T);
+  union line {
+    uint64_t u;
+    T e[8 / sizeof(T)];
+  };
+  if (tid == 0) flag_s = a.seq[b] + 1;
+  __syncthreads();
+  const uint32_t flag = flag_s;
+  const size_t total = a.count * sizeof(T);
+  const size_t lo = (size_t)b * DEV_LL_BLOCK_DATA;
+  const size_t bytes = total - lo < DEV_LL_BLOCK_DATA ? total - lo : DEV_LL_BLOCK_DATA;
+  const int nlines = (int)((bytes + 7) / 8);
+  const char* in = (const char*)a.in + lo;
+  char* out = (char*)a.out + lo;
+  const size_t region = (size_t)DEV_LL_LINES * DEV_LL_LINE;
+  const size_t par = ((size_t)b * 2 + (flag & 1)) * (size_t)n;
+  T s = load_scalar<T>(a.device_scalar, a.scalar);
+
+  uint64_t mine[LINES_PER_THREAD];
+#pragma unroll
+  for (int k = 0; k < LINES_PER_THREAD; k++) {
+    int i = tid + k * DEV_LL_NTHREADS;
+    mine[k] = i < nlines ? ld_bytes(in, i, bytes) : 0;
+  }
+  /* Push my lines to every peer, nearest first in ring order. */
+  for (int d = 1; d < n; d++) {
+    int peer = (me + d) % n;
+    char* dst = a.peer_ll[peer] + (par + me) * region;
+#pragma unroll
+    for (int k = 0; k < LINES_PER_THREAD; k++) {
+      int i = tid + k * DEV_LL_NTHREADS;
+      if (i < nlines) st_line(dst + (size_t)i * DEV_LL_LINE, (uint32_t)mine[k],
+                              (uint32_t)(mine[k] >> 32), flag);
+    }
+  }
+  /* Reduce in rank order, my own input from registers. */
+  const char* buf = a.peer_ll[me];
+#pragma unroll
+  for (int k = 0; k < LINES_PER_THREAD; k++) {
+    int i = tid + k * DEV_LL_NTHREADS;
+    if (i >= nlines) break;
+    union line acc, x;
+    for (int r = 0; r < n; r++) {
+      x.u = r == me ? mine[k] : ld_line(buf + (par + r) * region + (size_t)i * DEV_LL_LINE, flag);
+#pragma unroll
+      for (int e = 0; e < E; e++)
+        acc.e[e] = elem<T, OP>(acc.e[e], x.e[e], r > 0, true, r == n - 1, s, n);
+    }
+    st_bytes(out, i, bytes, acc.u);
+  }
+  __syncthreads();
+  if (tid == 0) a.seq[b] = flag;
+}
+
+#define ONESHOT_LAUNCH(T, OP)                                                                      \
+  oneshot_kernel<T, OP><<<a->nblocks, DEV_LL_NTHREADS, 0, stream>>>(*a);                           \
+  return cudaGetLastError();
+
+extern "C" cudaError_t dev_oneshot_launch(const struct dev_oneshot_args* a, cudaStream_t stream) {
+  DEV_SWITCH_TYPE(a->dtype, a->op, ONESHOT_LAUNCH)
+}

@@ -1,0 +1,118 @@
+/* The data primitives the ring kernels share: volatile counters, FIFO loads that bypass L1, and
+ * move(), which executes one verb of a schedule over a chunk (receive from a FIFO slot, reduce
+ * with my input, store to my output, send to the next FIFO slot; any of them optional). */
+#ifndef MONEL_DEVICE_PRIMS_CUH
+#define MONEL_DEVICE_PRIMS_CUH
+#include <string.h>
+#include "device/reduce.cuh"
+
+#define UNROLL 4
+
+__device__ static inline uint64_t ld_volatile(const uint64_t* p) {
+  return *(const volatile uint64_t*)p;
+}
+__device__ static inline void st_volatile(uint64_t* p, uint64_t v) { *(volatile uint64_t*)p = v; }
+
+template <typename T> __device__ static inline T ld_fifo(const T* p) {
+  T r;
+  if (sizeof(T) == 1) {
+    unsigned char v = __ldcg((const unsigned char*)p);
+    memcpy(&r, &v, 1);
+  } else if (sizeof(T) == 2) {
+    unsigned short v = __ldcg((const unsigned short*)p);
+    memcpy(&r, &v, 2);
+  } else if (sizeof(T) == 4) {
+    unsigned int v = __ldcg((const unsigned int*)p);
+    memcpy(&r, &v, 4);
+  } else {
+    unsigned long long v = __ldcg((const unsigned long long*)p);
+    memcpy(&r, &v, 8);
+  }
+  return r;
+}
+
+/* dst(s) = elem(rs, in) over n elements; any pointer may be NULL (unused). When in == out the
+ * element is read before it is written, by the same thread. */
+template <typename T, int OP>
+__device__ static void move(const T* rs, const T* in, T* out, T* ss, size_t n, bool post, T s,
+                            int nranks) {
+  const int P = 16 / sizeof(T);
+  union pack {
+    int4 q;
+    T e[16 / sizeof(T)];
+  };
+  uintptr_t bits = (uintptr_t)rs | (uintptr_t)in | (uintptr_t)out | (uintptr_t)ss;
+  size_t npk = (bits & 15) == 0 ? n / P : 0;
+  const int nt = blockDim.x, tid = threadIdx.x;
+  for (size_t base = tid; base < npk; base += (size_t)nt * UNROLL) {
+    pack r[UNROLL], x[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) {
+      size_t i = base + (size_t)u * nt;
+      r[u].q = make_int4(0, 0, 0, 0);
+      x[u].q = make_int4(0, 0, 0, 0);
+      if (i < npk) {
+        if (rs) r[u].q = __ldcg((const int4*)rs + i);
+        if (in) x[u].q = ((const int4*)in)[i];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) {
+      size_t i = base + (size_t)u * nt;
+      if (i >= npk) break;
+      pack v;
+#pragma unroll
+      for (int k = 0; k < P; k++)
+        v.e[k] = elem<T, OP>(r[u].e[k], x[u].e[k], rs != NULL, in != NULL, post, s, nranks);
+      if (out) ((int4*)out)[i] = v.q;
+      if (ss) ((int4*)ss)[i] = v.q;
+    }
+  }
+  for (size_t i = npk * P + tid; i < n; i += nt) {
+    T r = rs ? ld_fifo(rs + i) : T(), x = in ? in[i] : T();
+    T v = elem<T, OP>(r, x, rs != NULL, in != NULL, post, s, nranks);
+    if (out) out[i] = v;
+    if (ss) ss[i] = v;
+  }
+}
+
+/* The PREMULSUM factor of a launch: from device memory if given, else the host immediate. */
+template <typename T>
+__device__ static inline T load_scalar(const void* device_scalar, const unsigned char* host) {
+  T s;
+  if (device_scalar)
+    s = *(const T*)device_scalar;
+  else
+    memcpy(&s, host, sizeof(T));
+  return s;
+}
+
+/* Kernel launchers by data type and op: LAUNCH(T, OP) must be a statement returning the
+ * cudaError_t of launching the kernel instantiated for (T, OP). */
+#define DEV_SWITCH_OP(T, op, LAUNCH)                                                               \
+  switch (op) {                                                                                    \
+  case RED_SUM: LAUNCH(T, RED_SUM);                                                                \
+  case RED_PROD: LAUNCH(T, RED_PROD);                                                              \
+  case RED_MAX: LAUNCH(T, RED_MAX);                                                                \
+  case RED_MIN: LAUNCH(T, RED_MIN);                                                                \
+  case RED_AVG: LAUNCH(T, RED_AVG);                                                                \
+  case RED_PREMULSUM: LAUNCH(T, RED_PREMULSUM);                                                    \
+  default: return cudaErrorInvalidValue;                                                           \
+  }
+#define DEV_SWITCH_TYPE(dtype, op, LAUNCH)                                                         \
+  switch (dtype) {                                                                                 \
+  case ncclInt8: DEV_SWITCH_OP(int8_t, op, LAUNCH)                                                 \
+  case ncclUint8: DEV_SWITCH_OP(uint8_t, op, LAUNCH)                                               \
+  case ncclInt32: DEV_SWITCH_OP(int32_t, op, LAUNCH)                                               \
+  case ncclUint32: DEV_SWITCH_OP(uint32_t, op, LAUNCH)                                             \
+  case ncclInt64: DEV_SWITCH_OP(int64_t, op, LAUNCH)                                               \
+  case ncclUint64: DEV_SWITCH_OP(uint64_t, op, LAUNCH)                                             \
+  case ncclFloat16: DEV_SWITCH_OP(dev_f16, op, LAUNCH)                                             \
+  case ncclFloat32: DEV_SWITCH_OP(float, op, LAUNCH)                                               \
+  case ncclFloat64: DEV_SWITCH_OP(double, op, LAUNCH)                                              \
+  case ncclBfloat16: DEV_SWITCH_OP(dev_bf16, op, LAUNCH)                                           \
+  case ncclFloat8e4m3: DEV_SWITCH_OP(dev_e4m3, op, LAUNCH)                                         \
+  case ncclFloat8e5m2: DEV_SWITCH_OP(dev_e5m2, op, LAUNCH)                                         \
+  default: return cudaErrorInvalidValue;                                                           \
+  }
+#endif

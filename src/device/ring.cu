@@ -1,0 +1,176 @@
+/* Ring collectives, Simple protocol: AllReduce, Broadcast, Reduce, AllGather and ReduceScatter,
+ * each the schedule of its algo/ring*.h header executed by one thread block per channel. Each
+ * channel owns a contiguous part of the buffer and streams it block after block through its
+ * FIFOs (dev.h): a step moves one chunk of at most one slot.
+ *
+ * Per step, thread 0 waits (tail from the previous rank for a receive, a free slot at the next
+ * rank for a send), the block moves the data with 16-byte loads and stores where every pointer is
+ * aligned, each writer fences at system scope, and after a barrier thread 0 publishes the new tail
+ * to the next rank and the new head to the previous one. FIFO slots are read with ld.global.cg
+ * (L2, never a stale L1 line).
+ *
+ * Offsets: a step names a verb and a chunk; the kernel turns the chunk into an offset in the
+ * input and one in the output. AllReduce: both base + chunk*len. ReduceScatter: input
+ * chunk*count + base, output base. AllGather: input base, output chunk*count + base. Broadcast
+ * and Reduce: one verb for every step, both offsets base. */
+#include "algo/ring.h"
+#include "algo/ring_allgather.h"
+#include "algo/ring_broadcast.h"
+#include "algo/ring_reduce.h"
+#include "algo/ring_reducescatter.h"
+#include "device/dev.h"
+#include "device/prims.cuh"
+
+struct chan_state {
+  uint64_t sent, recvd;  /* steps so far on this channel's connections */
+  uint64_t head_seen;    /* last head read from the next rank */
+};
+
+struct ring_ctx {
+  const char* send_fifo; /* as char*: slots are computed from it */
+  char* recv_fifo;
+  int nslots;
+  size_t slot_bytes;
+};
+
+/* One step of a schedule: verb on len elements at in + in_off / out + out_off. Not inlined: one
+ * copy per kernel instantiation keeps the build short. */
+template <typename T, int OP>
+__device__ static __noinline__ void ring_step(struct chan_state* cs, const struct ring_ctx* rc,
+                                             enum verb verb, const T* in, T* out, size_t in_off,
+                                             size_t out_off, size_t len, T s, int nranks) {
+  const int tid = threadIdx.x;
+  bool do_recv = verb == VERB_RECV || verb == VERB_RECV_REDUCE_SEND ||
+                 verb == VERB_RECV_REDUCE_COPY_SEND || verb == VERB_RECV_COPY_SEND ||
+                 verb == VERB_RECV_REDUCE_COPY;
+  bool do_send = verb == VERB_SEND || verb == VERB_RECV_REDUCE_SEND ||
+                 verb == VERB_RECV_REDUCE_COPY_SEND || verb == VERB_RECV_COPY_SEND ||
+                 verb == VERB_COPY_SEND;
+  char* send_fifo = (char*)rc->send_fifo;
+  if (tid == 0) {
+    if (do_recv) {
+      const uint64_t* tail = (const uint64_t*)(rc->recv_fifo + DEV_FIFO_TAIL);
+      while (ld_volatile(tail) < cs->recvd + 1) {
+      }
+      __threadfence_system();
+    }
+    if (do_send) {
+      const uint64_t* head = (const uint64_t*)(send_fifo + DEV_FIFO_HEAD);
+      while (cs->sent + 1 > cs->head_seen + (uint64_t)rc->nslots) cs->head_seen = ld_volatile(head);
+    }
+  }
+  __syncthreads();
+  const T* rs = do_recv ? (const T*)(rc->recv_fifo + DEV_FIFO_HEADER +
+                                     (cs->recvd % rc->nslots) * rc->slot_bytes)
+                        : NULL;
+  T* ss = do_send ? (T*)(send_fifo + DEV_FIFO_HEADER + (cs->sent % rc->nslots) * rc->slot_bytes)
+                  : NULL;
+  const T* xin = NULL;
+  T* xout = NULL;
+  bool post = false;
+  switch (verb) {
+  case VERB_SEND: xin = in + in_off; break;
+  case VERB_RECV_REDUCE_SEND: xin = in + in_off; break;
+  case VERB_RECV_REDUCE_COPY_SEND: xin = in + in_off, xout = out + out_off, post = true; break;
+  case VERB_RECV_COPY_SEND: xout = out + out_off; break;
+  case VERB_RECV: xout = out + out_off; break;
+  case VERB_COPY: xin = in + in_off, xout = out + out_off, post = true; break;
+  case VERB_COPY_SEND: xin = in + in_off, xout = out + out_off; break;
+  case VERB_RECV_REDUCE_COPY: xin = in + in_off, xout = out + out_off, post = true; break;
+  default: break;
+  }
+  /* In place copies need no store (only collectives that do not reduce copy without post). */
+  if (xin != NULL && xin == xout && !post) xout = NULL;
+  if (xin != NULL || xout != NULL || rs != NULL || ss != NULL)
+    move<T, OP>(rs, xin, xout, ss, len, post, s, nranks);
+  if (do_send) __threadfence_system();
+  __syncthreads();
+  if (tid == 0) {
+    if (do_send) st_volatile((uint64_t*)(send_fifo + DEV_FIFO_TAIL), ++cs->sent);
+    if (do_recv) {
+      __threadfence();
+      st_volatile((uint64_t*)(rc->recv_fifo + DEV_FIFO_HEAD), ++cs->recvd);
+    }
+  }
+  __syncthreads();
+}
+
+template <typename T, int OP> __global__ void __launch_bounds__(DEV_NTHREADS, 1)
+ring_kernel(struct dev_ring_args a) {
+  __shared__ struct chan_state cs;
+  const int c = blockIdx.x, n = a.nranks, tid = threadIdx.x;
+  const size_t P = 16 / sizeof(T), slot_elems = a.slot_bytes / sizeof(T);
+  struct ring_ctx rc;
+  rc.send_fifo = a.ch[c].send_fifo;
+  rc.recv_fifo = a.ch[c].recv_fifo;
+  rc.nslots = a.nslots;
+  rc.slot_bytes = a.slot_bytes;
+  uint64_t* steps = a.steps + 2 * c;
+  T s = load_scalar<T>(a.device_scalar, a.scalar);
+  if (tid == 0) {
+    cs.sent = steps[0];
+    cs.recvd = steps[1];
+    cs.head_seen = n > 1 ? ld_volatile((const uint64_t*)(rc.send_fifo + DEV_FIFO_HEAD)) : 0;
+  }
+  __syncthreads();
+
+  /* This channel's part of the range, in whole 16-byte packs except at the very end. */
+  size_t per = (a.count + a.nchannels - 1) / a.nchannels;
+  per = (per + P - 1) / P * P;
+  size_t lo = (size_t)c * per < a.count ? (size_t)c * per : a.count;
+  size_t hi = lo + per < a.count ? lo + per : a.count;
+  const T* in = (const T*)a.in;
+  T* out = (T*)a.out;
+
+  for (size_t base = lo; base < hi;) {
+    size_t rem = hi - base;
+    if (a.coll == DEV_ALLREDUCE) {
+      size_t chunk = (rem + n - 1) / n;
+      chunk = (chunk + P - 1) / P * P;
+      if (chunk > slot_elems) chunk = slot_elems;
+      size_t block = chunk * (size_t)n < rem ? chunk * (size_t)n : rem;
+      int nsteps = ring_allreduce_nsteps(n);
+      for (int st = 0; st < nsteps; st++) {
+        struct step sp = ring_allreduce_step(a.rank, n, st);
+        size_t first = (size_t)sp.chunk * chunk, len = 0;
+        if (first < block) len = block - first < chunk ? block - first : chunk;
+        ring_step<T, OP>(&cs, &rc, sp.verb, in, out, base + first, base + first, len, s, n);
+      }
+      base += block;
+      continue;
+    }
+    size_t len = rem < slot_elems ? rem : slot_elems;
+    if (a.coll == DEV_BROADCAST || a.coll == DEV_REDUCE) {
+      enum verb v = a.coll == DEV_BROADCAST ? ring_broadcast_verb(a.rank, n, a.root)
+                                            : ring_reduce_verb(a.rank, n, a.root);
+      ring_step<T, OP>(&cs, &rc, v, in, out, base, base, len, s, n);
+    } else if (a.coll == DEV_ALLGATHER) {
+      int nsteps = ring_allgather_nsteps(n);
+      for (int st = 0; st < nsteps; st++) {
+        struct step sp = ring_allgather_step(a.rank, n, st);
+        size_t o = n > 1 ? (size_t)sp.chunk * a.count + base : base;
+        ring_step<T, OP>(&cs, &rc, sp.verb, in, out, base, o, len, s, n);
+      }
+    } else {
+      int nsteps = ring_reducescatter_nsteps(n);
+      for (int st = 0; st < nsteps; st++) {
+        struct step sp = ring_reducescatter_step(a.rank, n, st);
+        size_t i = n > 1 ? (size_t)sp.chunk * a.count + base : base;
+        ring_step<T, OP>(&cs, &rc, sp.verb, in, out, i, base, len, s, n);
+      }
+    }
+    base += len;
+  }
+  if (tid == 0) {
+    steps[0] = cs.sent;
+    steps[1] = cs.recvd;
+  }
+}
+
+#define RING_LAUNCH(T, OP)                                                                         \
+  ring_kernel<T, OP><<<a->nchannels, DEV_NTHREADS, 0, stream>>>(*a);                               \
+  return cudaGetLastError();
+
+extern "C" cudaError_t dev_ring_launch(const struct dev_ring_args* a, cudaStream_t stream) {
+  DEV_SWITCH_TYPE(a->dtype, a->op, RING_LAUNCH)
+}
