@@ -18,9 +18,12 @@ static const struct transport* pick_transport(const struct ncclComm* comm, int p
   return NULL;
 }
 
+/* -1: the peer is this process; 0: another host (its liveness shows on the connection); else
+ * the pid to watch. */
 static int peer_pid(const struct ncclComm* comm, int peer) {
   const struct peer_info *me = &comm->peers[comm->rank], *p = &comm->peers[peer];
-  return (me->host_hash == p->host_hash && me->pid == p->pid) ? -1 : p->pid;
+  if (me->host_hash != p->host_hash) return 0;
+  return me->pid == p->pid ? -1 : p->pid;
 }
 
 ncclResult_t cpu_conn_prepare(struct ncclComm* comm, int peer, struct conn* c) {

@@ -36,7 +36,8 @@ struct conn {
   size_t slot_size;
   uint32_t pos;     /* my counter: next slot to fill (sender) or to read (receiver) */
   int peer;         /* comm rank of the other side */
-  int peer_pid;     /* set by the engine before setup: the peer's pid, -1 if this process */
+  int peer_pid;     /* set by the engine before setup: the peer pid on this host, -1 if this
+                     * process, 0 on another host */
   void* map;        /* what free() releases */
   size_t map_len;
   char name[64];    /* shm name while it exists */
