@@ -1,8 +1,11 @@
 /* The bootstrap root: a thread that listens at the id's address, collects one hello per rank
  * (checking magic, secret, rank and size), and sends every rank the table of all ranks' listening
- * addresses. Bad connections are dropped with a WARN and the root keeps serving. When
- * MONEL_BOOT_TIMEOUT passes first it tells the waiting ranks which ranks never arrived. Either
- * way the thread exits after one job. */
+ * addresses. Hellos are read from all new connections at once (non-blocking), so a rank that is
+ * slow to speak after connecting (a loaded machine) neither stalls the others nor is dropped; a
+ * connection that stays silent for HELLO_WAIT_S is dropped. Bad connections are dropped with a
+ * WARN and the root keeps serving. When MONEL_BOOT_TIMEOUT passes first it tells the waiting
+ * ranks which ranks never arrived. Either way the thread exits after one job. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -15,8 +18,18 @@
 #include "core/log.h"
 #include "core/param.h"
 
-/* Longest wait for one connection's hello: a silent connection cannot stall the root longer. */
-#define HELLO_WAIT_S 2.0
+/* Longest wait for one connection's hello; silent connections do not stall the others. */
+#define HELLO_WAIT_S 30.0
+/* Connections whose hello is being read at once; more wait in the listen backlog. */
+#define PENDING_MAX 64
+
+/* A new connection whose length word and hello are still arriving. */
+struct pending {
+  int fd;
+  size_t got;
+  double since;
+  unsigned char bytes[sizeof(uint32_t) + sizeof(struct boot_hello)]; /* length word, hello */
+};
 
 struct boot_root {
   struct boot_root* next; /* registry */
@@ -67,54 +80,67 @@ static const char* hello_check(struct boot_root* r, const struct boot_hello* h, 
   return NULL;
 }
 
-/* Read one hello from a new connection; keep the connection or drop it with a WARN. */
-static ncclResult_t take_hello(struct boot_root* r, int fd) {
-  char from[SOCK_ADDR_STRLEN], me[SOCK_ADDR_STRLEN], why[128];
+static void drop(struct boot_root* r, int fd, const char* bad) {
+  char from[SOCK_ADDR_STRLEN], me[SOCK_ADDR_STRLEN];
   union sock_addr peer;
   socklen_t plen = sizeof(peer);
-  struct boot_hello h;
-  uint32_t len = 0;
-  enum sock_err err;
-  const char* bad = NULL;
   memset(&peer, 0, sizeof(peer));
   getpeername(fd, &peer.sa, &plen);
-  sock_addr_to_str(&peer, from, sizeof(from));
-  sock_addr_to_str(&r->addr, me, sizeof(me));
-  double dl = sock_time_now() + HELLO_WAIT_S;
-  if (sock_recv_all(fd, &len, sizeof(len), dl, NULL, &err) != ncclSuccess) {
-    bad = sock_err_str(err);
-  } else if (len != sizeof(h)) {
-    snprintf(why, sizeof(why), "it sent a %u-byte message where %zu were expected", len, sizeof(h));
-    bad = why;
-  } else if (sock_recv_all(fd, &h, sizeof(h), dl, NULL, &err) != ncclSuccess) {
-    bad = sock_err_str(err);
-  } else {
-    bad = hello_check(r, &h, why, sizeof(why));
-  }
+  WARN("bootstrap root %s: dropped a connection from %s: %s; check that every rank got the same "
+       "unique id and that nothing else connects to this port",
+       sock_addr_to_str(&r->addr, me, sizeof(me)), sock_addr_to_str(&peer, from, sizeof(from)), bad);
+  close(fd);
+}
+
+/* A complete hello arrived on fd: keep the connection as that rank's, or drop it with a WARN. */
+static ncclResult_t take_hello(struct boot_root* r, int fd, const struct boot_hello* h) {
+  char why[128];
+  const char* bad = hello_check(r, h, why, sizeof(why));
   if (bad != NULL) {
-    WARN("bootstrap root %s: dropped a connection from %s: %s; check that every rank got the same "
-         "unique id and that nothing else connects to this port",
-         me, from, bad);
-    close(fd);
+    drop(r, fd, bad);
     return ncclSuccess;
   }
   if (r->nranks == 0) {
-    r->fds = malloc(sizeof(int) * (size_t)h.nranks);
-    r->addrs = calloc((size_t)h.nranks, sizeof(*r->addrs));
+    r->fds = malloc(sizeof(int) * (size_t)h->nranks);
+    r->addrs = calloc((size_t)h->nranks, sizeof(*r->addrs));
     if (r->fds == NULL || r->addrs == NULL) {
-      WARN("bootstrap root: out of host memory for %d ranks", h.nranks);
+      WARN("bootstrap root: out of host memory for %d ranks", h->nranks);
       close(fd);
       return ncclSystemError;
     }
-    for (int i = 0; i < h.nranks; i++) r->fds[i] = -1;
-    r->nranks = h.nranks;
+    for (int i = 0; i < h->nranks; i++) r->fds[i] = -1;
+    r->nranks = h->nranks;
   }
-  r->fds[h.rank] = fd;
-  r->addrs[h.rank] = h.addr;
+  r->fds[h->rank] = fd;
+  r->addrs[h->rank] = h->addr;
   r->arrived++;
-  INFO(LOG_BOOTSTRAP, "bootstrap root %s: rank %d of %d arrived from %s (%d/%d)", me, h.rank,
-       h.nranks, from, r->arrived, h.nranks);
+  INFO(LOG_BOOTSTRAP, "bootstrap root: rank %d of %d arrived (%d/%d)", h->rank, h->nranks,
+       r->arrived, h->nranks);
   return ncclSuccess;
+}
+
+/* Read what has arrived on a pending connection. Returns 1 while the hello is incomplete, 0 when
+ * the connection was taken or dropped, -1 when the root must stop (out of memory). */
+static int pending_read(struct boot_root* r, struct pending* p) {
+  char why[96];
+  uint32_t len;
+  struct boot_hello h;
+  ssize_t k = recv(p->fd, p->bytes + p->got, sizeof(p->bytes) - p->got, MSG_DONTWAIT);
+  if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 1;
+  if (k <= 0) {
+    drop(r, p->fd, k == 0 ? sock_err_str(SOCK_EOF) : strerror(errno));
+    return 0;
+  }
+  p->got += (size_t)k;
+  memcpy(&len, p->bytes, sizeof(len));
+  if (p->got >= sizeof(len) && len != sizeof(h)) {
+    snprintf(why, sizeof(why), "it sent a %u-byte message where %zu were expected", len, sizeof(h));
+    drop(r, p->fd, why);
+    return 0;
+  }
+  if (p->got < sizeof(p->bytes)) return 1;
+  memcpy(&h, p->bytes + sizeof(len), sizeof(h));
+  return take_hello(r, p->fd, &h) == ncclSuccess ? 0 : -1;
 }
 
 static void answer_all(struct boot_root* r, uint32_t status, const char* text) {
@@ -155,22 +181,41 @@ static void report_timeout(struct boot_root* r) {
   answer_all(r, BOOT_REPLY_TIMEOUT, text);
 }
 
+/* pollfd entries: [0] listen (while a pending slot is free), then the pending connections. */
 static void* root_main(void* arg) {
   struct boot_root* r = arg;
+  struct pending pend[PENDING_MAX];
+  struct pollfd fds[1 + PENDING_MAX];
+  int npend = 0, stop = 0;
   double deadline = sock_time_now() + (double)r->timeout;
-  while (r->nranks == 0 || r->arrived < r->nranks) {
-    double left = deadline - sock_time_now();
+  while (!stop && (r->nranks == 0 || r->arrived < r->nranks)) {
+    double now = sock_time_now(), left = deadline - now;
     if (left <= 0) break;
-    struct pollfd p = {.fd = r->listen_fd, .events = POLLIN};
-    int rc = poll(&p, 1, left > 1.0 ? 1000 : (int)(left * 1000) + 1);
-    if (rc <= 0) continue;
-    int fd = -1;
-    if (sock_conn_accept(r->listen_fd, &fd, NULL) != ncclSuccess) continue;
-    int before = r->arrived;
-    if (take_hello(r, fd) != ncclSuccess) break;
+    fds[0] = (struct pollfd){.fd = npend < PENDING_MAX ? r->listen_fd : -1, .events = POLLIN};
+    for (int i = 0; i < npend; i++) fds[1 + i] = (struct pollfd){.fd = pend[i].fd, .events = POLLIN};
+    if (poll(fds, (nfds_t)(1 + npend), left > 1.0 ? 1000 : (int)(left * 1000) + 1) < 0) continue;
+    now = sock_time_now();
+    int before = r->arrived, kept = 0;
+    for (int i = 0; i < npend; i++) { /* compacts pend[] in place */
+      int more = 1;
+      if (fds[1 + i].revents) more = pending_read(r, &pend[i]);
+      if (more == 1 && now - pend[i].since > HELLO_WAIT_S) {
+        drop(r, pend[i].fd, "it sent no hello in time");
+        more = 0;
+      }
+      if (more < 0) stop = 1; /* its fd is closed already */
+      if (more == 1) pend[kept++] = pend[i];
+    }
+    npend = kept;
+    if (!stop && (fds[0].revents & POLLIN)) {
+      int fd = -1;
+      if (sock_conn_accept(r->listen_fd, &fd, NULL) == ncclSuccess)
+        pend[npend++] = (struct pending){.fd = fd, .got = 0, .since = now};
+    }
     /* the clock of the job starts when its first rank arrives */
-    if (before == 0 && r->arrived == 1) deadline = sock_time_now() + (double)r->timeout;
+    if (before == 0 && r->arrived >= 1) deadline = sock_time_now() + (double)r->timeout;
   }
+  for (int i = 0; i < npend; i++) sock_close(&pend[i].fd);
   if (r->nranks != 0 && r->arrived == r->nranks) {
     answer_all(r, BOOT_REPLY_OK, NULL);
     INFO(LOG_BOOTSTRAP, "bootstrap root: all %d ranks arrived; the root exits", r->nranks);
