@@ -239,10 +239,13 @@ def _from_dlpack(obj, name, stream):
     dev_type, dev_id = obj.__dlpack_device__()
     kwargs = {}
     if dev_type == _kDLCUDA and stream is not None:
-        kwargs["stream"] = stream if stream else 1  # 1 = the legacy default stream
+        handle = stream_handle(stream)
+        kwargs["stream"] = handle if handle else 1  # 1 = the legacy default stream
     try:
         capsule = obj.__dlpack__(**kwargs)
-    except TypeError:
+    except (TypeError, BufferError):
+        # No stream argument, or (torch) the buffer is not on the current device: the
+        # collective is ordered on the stream given to NCCL, so export without one.
         capsule = obj.__dlpack__()
     ptr = _capsule_get_pointer(capsule, b"dltensor")
     if not ptr:
@@ -277,6 +280,8 @@ def as_buffer(obj, name="buffer", stream=None):
         raise TypeError(f"{name} is None")
     if np is not None and isinstance(obj, np.ndarray):
         return _from_array_interface(obj, obj.__array_interface__, None, name)
+    if _is_torch_tensor(obj):
+        return _from_torch(obj, name)
     cai = None
     try:
         cai = getattr(obj, "__cuda_array_interface__", None)
@@ -284,7 +289,13 @@ def as_buffer(obj, name="buffer", stream=None):
         cai = None  # e.g. torch raises for bfloat16: use DLPack below
     if cai is not None:
         dev = _cuda_device_of(obj)
-        return _from_array_interface(obj, cai, dev, name)
+        try:
+            return _from_array_interface(obj, cai, dev, name)
+        except TypeError:
+            # The array interface has no bfloat16/fp8 type strings (torch says '<V2'):
+            # DLPack names them.
+            if not hasattr(obj, "__dlpack__"):
+                raise
     if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
         return _from_dlpack(obj, name, stream)
     ai = getattr(obj, "__array_interface__", None)
@@ -294,6 +305,27 @@ def as_buffer(obj, name="buffer", stream=None):
         f"{name} of type {type(obj).__name__} is not a buffer: pass a NumPy array, or an "
         "object with __cuda_array_interface__ or __dlpack__ (torch tensor, CuPy array)"
     )
+
+
+def _is_torch_tensor(obj):
+    t = type(obj)
+    return t.__module__.startswith("torch") and hasattr(obj, "data_ptr") and hasattr(obj, "numel")
+
+
+def _from_torch(obj, name):
+    """torch tensors directly: their DLPack export insists on the current device being
+    the tensor's, and their array interface has no bfloat16/fp8."""
+    dtype = nccl_dtype(str(obj.dtype))
+    if not obj.is_contiguous():
+        raise ValueError(f"{name} must be contiguous (C order); pass a contiguous copy")
+    dev = obj.device
+    if dev.type == "cuda":
+        device = int(dev.index if dev.index is not None else 0)
+    elif dev.type == "cpu":
+        device = None
+    else:
+        raise TypeError(f"{name} is on device '{dev}': only CUDA and CPU tensors are supported")
+    return Buffer(obj, int(obj.data_ptr()), int(obj.numel()), dtype, device, False)
 
 
 def _cuda_device_of(obj):

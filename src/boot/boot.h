@@ -26,6 +26,10 @@ struct boot;
  * random secret. */
 ncclResult_t boot_id_create(ncclUniqueId* id);
 
+/* Like boot_id_create but always with a root of its own in this process, ignoring NCCL_COMM_ID
+ * (for comms derived from another: split, shrink). */
+ncclResult_t boot_id_create_private(ncclUniqueId* id);
+
 /* Fill *id for a job whose ranks are threads of this process (nranks of them). */
 ncclResult_t boot_id_create_local(ncclUniqueId* id, int nranks);
 

@@ -5,9 +5,17 @@
  * header (secret, source rank, kind, tag, size) and a body of at most BOOT_MSG_MAX bytes. A
  * progress thread per rank accepts incoming connections and reads every incoming message into a
  * queue, so sends never wait for the matching receive and messages of tags not asked for yet wait
- * in the queue. The progress thread also watches outgoing connections: a peer that dies shows up
- * as EOF/reset on either, and receives from it then fail naming it. boot_abort shuts every socket
- * down, which wakes every blocked call. */
+ * in the queue. Hellos of new incoming connections are read without blocking, so a peer slow to
+ * speak after connecting (a loaded machine) is neither dropped nor stalls the others.
+ *
+ * Death: a receive that finds no message queued first opens this rank's outgoing connection to
+ * the peer (a dead peer refuses it), and the progress thread watches every outgoing connection: a
+ * peer that exits closes or resets it even when it never connected to us. A peer that closed or
+ * refused our connection is declared gone once its own connection to us (which may still hold
+ * messages it sent before exiting) reached EOF too, or, when it never connected to us, once no
+ * incoming connection is left unidentified (or SETTLE_S passed). Receives from a gone peer fail
+ * naming it; messages it sent before are still delivered. boot_abort shuts every socket down,
+ * which wakes every blocked call. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -23,9 +31,14 @@
 #include "core/log.h"
 #include "core/param.h"
 
-#define BOOT_MSG_MAX ((uint64_t)1 << 30)
+#define BOOT_MSG_MAX   ((uint64_t)1 << 30)
 #define PEER_CONNECT_S 5.0
-#define ABORTED(b) __atomic_load_n(&(b)->aborted, __ATOMIC_SEQ_CST)
+/* After a peer closed our connection: longest wait for an unidentified incoming connection that
+ * might be its own connection to us. */
+#define SETTLE_S 2.0
+/* Spare slots for incoming connections whose hello has not arrived yet (beyond one per rank). */
+#define INCOMING_SPARE 16
+#define ABORTED(b)     __atomic_load_n(&(b)->aborted, __ATOMIC_SEQ_CST)
 
 struct peer_hello {
   uint32_t magic;
@@ -53,9 +66,21 @@ struct peer {
   pthread_mutex_t send_mu; /* serializes connect + writes on out_fd */
   int out_fd;              /* written under send_mu and mu; read by the progress thread under mu */
   int in_fd;               /* owned by the progress thread; published under mu */
-  int out_eof;             /* progress thread: the peer closed our outgoing connection */
-  int dead;                /* under mu */
+  int out_eof;             /* progress thread: the peer closed our outgoing connection ... */
+  double out_eof_at;       /* ... at this time */
+  enum sock_err out_why;   /* ... this way */
+  int refused;             /* atomic: connecting to the peer failed (it is gone) ... */
+  enum sock_err refused_why; /* ... this way (written before refused) */
+  int dead;                  /* under mu */
   enum sock_err why;
+};
+
+/* An accepted connection whose hello is still arriving (progress thread only). */
+struct incoming {
+  int fd;
+  size_t got;
+  double since;
+  unsigned char bytes[sizeof(struct peer_hello)];
 };
 
 struct boot_sock {
@@ -66,6 +91,8 @@ struct boot_sock {
   int wake_fd;
   union sock_addr* addrs;
   struct peer* peers;
+  struct incoming* inc; /* progress thread only */
+  int ninc, inc_max;
   pthread_mutex_t mu;
   pthread_cond_t cv;
   struct sock_msg *head, *tail;
@@ -82,14 +109,14 @@ static uint64_t secret_of_string(const char* s) { /* FNV-1a: ranks that build th
   return h;
 }
 
-ncclResult_t boot_id_create(ncclUniqueId* id) {
+static ncclResult_t id_create(ncclUniqueId* id, int honour_comm_id) {
   struct boot_id b;
   struct boot_root* root = NULL;
   char str[SOCK_ADDR_STRLEN];
   memset(&b, 0, sizeof(b));
   b.magic = BOOT_MAGIC_TCP;
   boot_root_reap();
-  if (param_is_set(PARAM_COMM_ID)) {
+  if (honour_comm_id && param_is_set(PARAM_COMM_ID)) {
     NCCLCHECK(sock_addr_parse(param_str(PARAM_COMM_ID), &b.root));
     b.flags = BOOT_FLAG_COMM_ID;
     b.secret = secret_of_string(param_str(PARAM_COMM_ID));
@@ -107,6 +134,9 @@ ncclResult_t boot_id_create(ncclUniqueId* id) {
   memcpy(id, &b, sizeof(b));
   return ncclSuccess;
 }
+
+ncclResult_t boot_id_create(ncclUniqueId* id) { return id_create(id, 1); }
+ncclResult_t boot_id_create_private(ncclUniqueId* id) { return id_create(id, 0); }
 
 static void wake(struct boot_sock* b) {
   uint64_t one = 1;
@@ -132,31 +162,65 @@ static void enqueue(struct boot_sock* b, struct sock_msg* m) {
   pthread_mutex_unlock(&b->mu);
 }
 
-/* Accept one peer connection and read its hello. */
+/* Accept one pending connection; its hello is read by incoming_read. Call with a free slot. */
 static void accept_peer(struct boot_sock* b) {
   int fd = -1;
-  struct peer_hello h;
-  enum sock_err err;
   if (sock_conn_accept(b->listen_fd, &fd, NULL) != ncclSuccess) return;
-  if (sock_recv_all(fd, &h, sizeof(h), sock_time_now() + 5.0, &b->aborted, &err) != ncclSuccess ||
-      h.magic != BOOT_MAGIC_TCP || h.secret != b->secret || h.rank < 0 ||
-      h.rank >= b->base.nranks) {
-    WARN("bootstrap rank %d: dropped an incoming connection that is not a peer of this job (%s); "
-         "check that nothing else connects to the bootstrap ports",
-         b->base.rank, err != SOCK_OK ? sock_err_str(err) : "bad hello");
-    close(fd);
-    return;
+  b->inc[b->ninc++] = (struct incoming){.fd = fd, .got = 0, .since = sock_time_now()};
+}
+
+/* Read what has arrived of an incoming connection's hello. Returns 1 while it is incomplete, 0
+ * when the connection became its rank's in_fd or was dropped. */
+static int incoming_read(struct boot_sock* b, struct incoming* c) {
+  struct peer_hello h = {0};
+  const char* bad = NULL;
+  ssize_t k = recv(c->fd, c->bytes + c->got, sizeof(c->bytes) - c->got, MSG_DONTWAIT);
+  if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 1;
+  if (k <= 0) {
+    bad = k == 0 ? sock_err_str(SOCK_EOF) : sock_err_str(SOCK_RESET);
+  } else {
+    c->got += (size_t)k;
+    if (c->got < sizeof(c->bytes)) return 1;
+    memcpy(&h, c->bytes, sizeof(h));
+    if (h.magic != BOOT_MAGIC_TCP || h.secret != b->secret || h.rank < 0 ||
+        h.rank >= b->base.nranks)
+      bad = "bad hello";
   }
-  pthread_mutex_lock(&b->mu);
-  if (b->peers[h.rank].in_fd >= 0) {
+  if (bad == NULL) {
+    pthread_mutex_lock(&b->mu);
+    if (b->peers[h.rank].in_fd < 0) b->peers[h.rank].in_fd = c->fd, c->fd = -1;
     pthread_mutex_unlock(&b->mu);
-    WARN("bootstrap rank %d: rank %d connected twice; dropped the second connection", b->base.rank,
-         h.rank);
-    close(fd);
-    return;
+    if (c->fd >= 0) {
+      WARN("bootstrap rank %d: rank %d connected twice; dropped the second connection",
+           b->base.rank, h.rank);
+      sock_close(&c->fd);
+    }
+    return 0;
   }
-  b->peers[h.rank].in_fd = fd;
-  pthread_mutex_unlock(&b->mu);
+  WARN("bootstrap rank %d: dropped an incoming connection that is not a peer of this job (%s); "
+       "check that nothing else connects to the bootstrap ports",
+       b->base.rank, bad);
+  sock_close(&c->fd);
+  return 0;
+}
+
+/* Read the hellos that have arrived (all of them when `ready` is NULL, else those whose ready
+ * entry is set) and drop connections silent for longer than the bootstrap timeout. */
+static void incoming_progress(struct boot_sock* b, const struct pollfd* ready) {
+  int kept = 0;
+  double now = sock_time_now();
+  for (int i = 0; i < b->ninc; i++) {
+    struct incoming* c = &b->inc[i];
+    int more = ready == NULL || ready[i].revents ? incoming_read(b, c) : 1;
+    if (more && now - c->since > (double)b->timeout) {
+      WARN("bootstrap rank %d: dropped an incoming connection that sent no hello within %lld s",
+           b->base.rank, (long long)b->timeout);
+      sock_close(&c->fd);
+      more = 0;
+    }
+    if (more) b->inc[kept++] = *c;
+  }
+  b->ninc = kept;
 }
 
 /* Read one message from peer p's incoming connection into the queue. */
@@ -194,24 +258,44 @@ gone:
   mark_dead(b, p, err);
 }
 
-/* The peer closed our outgoing connection. Messages it sent before exiting may still be on its
- * own connection to us (perhaps not accepted yet): then its EOF there decides, after them. */
-static void out_closed(struct boot_sock* b, int p, int eof) {
-  struct pollfd l = {.fd = b->listen_fd, .events = POLLIN};
+/* The peer closed our outgoing connection, or refused to open one: it exited (or freed its
+ * bootstrap). Messages it sent before may still be on its own connection to us (perhaps not
+ * accepted yet): take those in now; settle() decides. */
+static void out_closed(struct boot_sock* b, int p, enum sock_err why) {
   b->peers[p].out_eof = 1;
-  while (b->peers[p].in_fd < 0 && poll(&l, 1, 0) > 0 && (l.revents & POLLIN)) accept_peer(b);
-  if (b->peers[p].in_fd < 0) mark_dead(b, p, eof ? SOCK_EOF : SOCK_RESET);
+  b->peers[p].out_eof_at = sock_time_now();
+  b->peers[p].out_why = why;
+  struct pollfd l = {.fd = b->listen_fd, .events = POLLIN};
+  while (b->ninc < b->inc_max && poll(&l, 1, 0) > 0 && (l.revents & POLLIN)) accept_peer(b);
+  incoming_progress(b, NULL);
 }
 
-/* pollfd entries: [0] wake, [1] listen, then per peer in_fd / out_fd. */
+/* Declare gone the peers that closed our connection and have no connection to us that could still
+ * deliver messages: when its own connection exists, its EOF decides (read_message). Returns 1
+ * while some peer is undecided (the caller polls again soon). */
+static int settle(struct boot_sock* b) {
+  int undecided = 0;
+  double now = sock_time_now();
+  for (int p = 0; p < b->base.nranks; p++) {
+    struct peer* q = &b->peers[p];
+    if (!q->out_eof || q->in_fd >= 0 || q->dead) continue;
+    if (b->ninc == 0 || now - q->out_eof_at > SETTLE_S)
+      mark_dead(b, p, q->out_why);
+    else
+      undecided = 1;
+  }
+  return undecided;
+}
+
+/* pollfd entries: [0] wake, [1] listen, then per peer in_fd / out_fd, then incoming. */
 static void* progress_main(void* arg) {
   struct boot_sock* b = arg;
-  int n = b->base.nranks;
-  struct pollfd* fds = calloc((size_t)(2 + 2 * n), sizeof(*fds));
+  int n = b->base.nranks, base = 2 + 2 * n, wait_ms = -1;
+  struct pollfd* fds = calloc((size_t)(base + b->inc_max), sizeof(*fds));
   if (fds == NULL) return NULL;
   while (!atomic_load(&b->stop) && !ABORTED(b)) {
     fds[0] = (struct pollfd){.fd = b->wake_fd, .events = POLLIN};
-    fds[1] = (struct pollfd){.fd = b->listen_fd, .events = POLLIN};
+    fds[1] = (struct pollfd){.fd = b->ninc < b->inc_max ? b->listen_fd : -1, .events = POLLIN};
     pthread_mutex_lock(&b->mu);
     for (int p = 0; p < n; p++) {
       fds[2 + 2 * p] = (struct pollfd){.fd = b->peers[p].in_fd, .events = POLLIN};
@@ -219,22 +303,31 @@ static void* progress_main(void* arg) {
       fds[3 + 2 * p] = (struct pollfd){.fd = watch ? b->peers[p].out_fd : -1, .events = POLLIN};
     }
     pthread_mutex_unlock(&b->mu);
-    if (poll(fds, (nfds_t)(2 + 2 * n), -1) < 0 && errno != EINTR) break;
+    int ninc = b->ninc;
+    for (int i = 0; i < ninc; i++)
+      fds[base + i] = (struct pollfd){.fd = b->inc[i].fd, .events = POLLIN};
+    if (ninc > 0 && wait_ms < 0) wait_ms = 1000; /* to drop silent connections */
+    if (poll(fds, (nfds_t)(base + ninc), wait_ms) < 0 && errno != EINTR) break;
     if (atomic_load(&b->stop) || ABORTED(b)) break;
     if (fds[0].revents) {
       uint64_t v;
       if (read(b->wake_fd, &v, sizeof(v)) < 0) { /* spurious: nothing to drain */
       }
     }
-    if (fds[1].revents & POLLIN) accept_peer(b);
+    incoming_progress(b, fds + base);
+    if ((fds[1].revents & POLLIN) && b->ninc < b->inc_max) accept_peer(b);
     for (int p = 0; p < n; p++) {
       if (fds[2 + 2 * p].revents) read_message(b, p);
       if (fds[3 + 2 * p].revents) { /* a peer never writes on our outgoing connection: EOF */
         char c;
         ssize_t k = recv(fds[3 + 2 * p].fd, &c, 1, MSG_DONTWAIT);
-        if (k <= 0 && !(k < 0 && (errno == EAGAIN || errno == EINTR))) out_closed(b, p, k == 0);
+        if (k <= 0 && !(k < 0 && (errno == EAGAIN || errno == EINTR)))
+          out_closed(b, p, k == 0 ? SOCK_EOF : SOCK_RESET);
       }
+      if (!b->peers[p].out_eof && __atomic_load_n(&b->peers[p].refused, __ATOMIC_ACQUIRE))
+        out_closed(b, p, b->peers[p].refused_why);
     }
+    wait_ms = settle(b) ? 100 : -1;
   }
   free(fds);
   return NULL;
@@ -244,34 +337,48 @@ static void peer_str(struct boot_sock* b, int p, char* buf, size_t len) {
   sock_addr_to_str(&b->addrs[p], buf, len);
 }
 
-/* Open the outgoing connection to peer p if needed; call with send_mu held. */
-static ncclResult_t connect_peer(struct boot_sock* b, int p) {
+/* Open the outgoing connection to peer p if needed; call with send_mu held. A peer that cannot be
+ * reached is gone: the failure is recorded for the progress thread, which declares the peer dead
+ * once the messages it may have sent before are in (settle). `quiet`: the caller reports. */
+static ncclResult_t connect_peer(struct boot_sock* b, int p, int quiet) {
   char where[SOCK_ADDR_STRLEN];
   enum sock_err err = SOCK_OK;
   int fd = -1;
   ncclResult_t res = ncclSuccess;
   if (b->peers[p].out_fd >= 0) return ncclSuccess;
+  if (__atomic_load_n(&b->peers[p].refused, __ATOMIC_ACQUIRE)) {
+    err = b->peers[p].refused_why;
+    res = ncclRemoteError;
+    goto fail;
+  }
   /* peers listen since before the rendezvous: a refusal that lasts means the peer is gone */
   double dl = sock_time_now() + (b->timeout < PEER_CONNECT_S ? (double)b->timeout : PEER_CONNECT_S);
   struct peer_hello h = {.magic = BOOT_MAGIC_TCP, .rank = b->base.rank, .secret = b->secret};
   res = sock_conn_open(&b->addrs[p], dl, &b->aborted, &fd, &err);
   if (res == ncclSuccess) res = sock_send_all(fd, &h, sizeof(h), dl, &b->aborted, &err);
   if (res != ncclSuccess) {
-    if (!ABORTED(b)) {
-      peer_str(b, p, where, sizeof(where));
-      WARN("bootstrap rank %d cannot connect to peer rank %d at %s: %s; the peer process exited or "
-           "the network blocks the port",
-           b->base.rank, p, where, err == SOCK_SYSERR ? strerror(errno) : sock_err_str(err));
-      mark_dead(b, p, err);
-    }
     sock_close(&fd);
-    return ABORTED(b) ? ncclRemoteError : res;
+    if (err != SOCK_SYSERR && !ABORTED(b)) {
+      b->peers[p].refused_why = err;
+      __atomic_store_n(&b->peers[p].refused, 1, __ATOMIC_RELEASE);
+      wake(b);
+    }
+    goto fail;
   }
   pthread_mutex_lock(&b->mu);
   b->peers[p].out_fd = fd;
   pthread_mutex_unlock(&b->mu);
   wake(b); /* let the progress thread watch it */
   return ncclSuccess;
+fail:
+  if (ABORTED(b)) return ncclRemoteError;
+  if (!quiet || err == SOCK_SYSERR) {
+    peer_str(b, p, where, sizeof(where));
+    WARN("bootstrap rank %d cannot connect to peer rank %d at %s: %s; the peer process exited or "
+         "the network blocks the port",
+         b->base.rank, p, where, err == SOCK_SYSERR ? strerror(errno) : sock_err_str(err));
+  }
+  return res;
 }
 
 static struct sock_msg* msg_new(int src, int kind, int tag, const void* data, size_t size) {
@@ -303,20 +410,20 @@ static ncclResult_t sock_boot_send(struct boot* base, int p, int kind, int tag, 
     enqueue(b, m);
     return ncclSuccess;
   }
-  struct msg_hdr h = {.secret = b->secret, .src = base->rank, .tag = tag, .kind = (uint32_t)kind,
-                      .size = size};
+  struct msg_hdr h = {
+      .secret = b->secret, .src = base->rank, .tag = tag, .kind = (uint32_t)kind, .size = size};
   pthread_mutex_lock(&b->peers[p].send_mu);
-  NCCLCHECKGOTO(connect_peer(b, p), res, out);
+  NCCLCHECKGOTO(connect_peer(b, p, 0), res, out);
   double dl = sock_time_now() + (double)b->timeout;
   res = sock_send_all(b->peers[p].out_fd, &h, sizeof(h), dl, &b->aborted, &err);
-  if (res == ncclSuccess) res = sock_send_all(b->peers[p].out_fd, data, size, dl, &b->aborted, &err);
+  if (res == ncclSuccess)
+    res = sock_send_all(b->peers[p].out_fd, data, size, dl, &b->aborted, &err);
   if (res != ncclSuccess && !ABORTED(b)) {
     peer_str(b, p, where, sizeof(where));
     WARN("bootstrap rank %d: sending %zu bytes (tag %d) to peer rank %d at %s failed: %s; the peer "
          "process exited or was killed",
          base->rank, size, tag, p, where, sock_err_str(err));
-    mark_dead(b, p, err);
-  }
+  } /* the progress thread sees the broken connection too and declares the peer gone */
   if (ABORTED(b)) res = ncclRemoteError;
 out:
   pthread_mutex_unlock(&b->peers[p].send_mu);
@@ -345,14 +452,20 @@ static ncclResult_t sock_boot_recv(struct boot* base, int p, int kind, int tag, 
   int dead = 0;
   enum sock_err why = SOCK_OK;
   char where[SOCK_ADDR_STRLEN];
-  if (p != base->rank) { /* an outgoing connection also tells us when the peer dies */
+  pthread_mutex_lock(&b->mu);
+  m = take(b, p, kind, tag);
+  pthread_mutex_unlock(&b->mu);
+  if (m == NULL && p != base->rank) { /* an outgoing connection tells us when the peer dies */
     pthread_mutex_lock(&b->peers[p].send_mu);
-    res = connect_peer(b, p);
+    res = connect_peer(b, p, 1);
     pthread_mutex_unlock(&b->peers[p].send_mu);
-    if (res != ncclSuccess) return res;
+    /* a peer that cannot be reached is declared dead by the progress thread, after the
+     * messages it sent before exiting are in */
+    if (res != ncclSuccess && res != ncclRemoteError) return res;
+    res = ncclSuccess;
   }
   pthread_mutex_lock(&b->mu);
-  while ((m = take(b, p, kind, tag)) == NULL && !ABORTED(b) && !b->peers[p].dead)
+  while (m == NULL && (m = take(b, p, kind, tag)) == NULL && !ABORTED(b) && !b->peers[p].dead)
     pthread_cond_wait(&b->cv, &b->mu);
   dead = b->peers[p].dead, why = b->peers[p].why;
   pthread_mutex_unlock(&b->mu);
@@ -403,6 +516,8 @@ static void sock_boot_free(struct boot* base) {
     sock_close(&b->peers[p].out_fd);
     pthread_mutex_destroy(&b->peers[p].send_mu);
   }
+  for (int i = 0; b->inc != NULL && i < b->ninc; i++) sock_close(&b->inc[i].fd);
+  free(b->inc);
   for (struct sock_msg *m = b->head, *nx; m != NULL; m = nx) {
     nx = m->next;
     free(m);
@@ -418,8 +533,10 @@ static void sock_boot_free(struct boot* base) {
   free(b);
 }
 
-static const struct boot_ops sock_ops = {
-    .send = sock_boot_send, .recv = sock_boot_recv, .abort = sock_boot_abort, .free = sock_boot_free};
+static const struct boot_ops sock_ops = {.send = sock_boot_send,
+                                         .recv = sock_boot_recv,
+                                         .abort = sock_boot_abort,
+                                         .free = sock_boot_free};
 
 static ncclResult_t sock_boot_alloc(int rank, int nranks, uint64_t secret, struct boot_sock** out) {
   struct boot_sock* b = calloc(1, sizeof(*b));
@@ -433,7 +550,9 @@ static ncclResult_t sock_boot_alloc(int rank, int nranks, uint64_t secret, struc
   b->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   b->peers = calloc((size_t)nranks, sizeof(*b->peers));
   b->addrs = calloc((size_t)nranks, sizeof(*b->addrs));
-  if (b->peers == NULL || b->addrs == NULL || b->wake_fd < 0) {
+  b->inc_max = nranks + INCOMING_SPARE;
+  b->inc = calloc((size_t)b->inc_max, sizeof(*b->inc));
+  if (b->peers == NULL || b->addrs == NULL || b->inc == NULL || b->wake_fd < 0) {
     b->base.nranks = 0; /* no per-peer state was initialized */
     sock_boot_free(&b->base);
     goto oom;
@@ -456,8 +575,8 @@ static ncclResult_t rendezvous(struct boot_sock* b, const struct boot_id* id,
   enum sock_err err = SOCK_OK;
   int fd = -1, r = b->base.rank, n = b->base.nranks;
   char root[SOCK_ADDR_STRLEN], text[BOOT_REPLY_TEXT_MAX + 1];
-  struct boot_hello h = {.magic = BOOT_MAGIC_TCP, .secret = b->secret, .rank = r, .nranks = n,
-                         .addr = *me};
+  struct boot_hello h = {
+      .magic = BOOT_MAGIC_TCP, .secret = b->secret, .rank = r, .nranks = n, .addr = *me};
   uint32_t len = sizeof(h);
   struct boot_reply rep;
   sock_addr_to_str(&id->root, root, sizeof(root));
@@ -465,7 +584,8 @@ static ncclResult_t rendezvous(struct boot_sock* b, const struct boot_id* id,
   if (sock_conn_open(&id->root, dl, NULL, &fd, &err) != ncclSuccess) {
     WARN("bootstrap rank %d of %d cannot reach the bootstrap root at %s within %lld s: %s; check "
          "that rank 0 / the process that made the unique id is running and reachable",
-         r, n, root, (long long)b->timeout, err == SOCK_SYSERR ? strerror(errno) : sock_err_str(err));
+         r, n, root, (long long)b->timeout,
+         err == SOCK_SYSERR ? strerror(errno) : sock_err_str(err));
     res = ncclSystemError;
     goto out;
   }

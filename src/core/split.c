@@ -26,7 +26,7 @@ static ncclResult_t join_new(struct ncclComm* parent, const int* members, int n,
   ncclUniqueId id;
   memset(&id, 0, sizeof id);
   if (me == 0) {
-    NCCLCHECK(parent->boot_local ? boot_id_create_local(&id, n) : boot_id_create(&id));
+    NCCLCHECK(parent->boot_local ? boot_id_create_local(&id, n) : boot_id_create_private(&id));
     for (int i = 1; i < n; i++)
       NCCLCHECK(boot_send(parent->boot, members[i], TAG_SPLIT_ID, &id, sizeof id));
   } else {

@@ -97,6 +97,10 @@ extern "C" {
 cudaError_t dev_ring_launch(const struct dev_ring_args* args, cudaStream_t stream);
 /* Launch a one-shot LL AllReduce: nblocks blocks of DEV_LL_NTHREADS threads. */
 cudaError_t dev_oneshot_launch(const struct dev_oneshot_args* args, cudaStream_t stream);
+/* Load the kernels of (dtype, op) (dtype an ncclDataType_t, op a RED_* kind) on the current
+ * device, so that no first launch pays for lazy module loading. */
+cudaError_t dev_ring_preload(int dtype, int op);
+cudaError_t dev_oneshot_preload(int dtype, int op);
 #ifdef __cplusplus
 }
 #endif

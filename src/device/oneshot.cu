@@ -118,3 +118,14 @@ oneshot_kernel(struct dev_oneshot_args a) {
 extern "C" cudaError_t dev_oneshot_launch(const struct dev_oneshot_args* a, cudaStream_t stream) {
   DEV_SWITCH_TYPE(a->dtype, a->op, ONESHOT_LAUNCH)
 }
+
+#define ONESHOT_PRELOAD(T, OP)                                                                     \
+  {                                                                                                \
+    cudaFuncAttributes fa;                                                                         \
+    return cudaFuncGetAttributes(&fa, (const void*)oneshot_kernel<T, OP>);                         \
+  }
+
+/* See dev_ring_preload. */
+extern "C" cudaError_t dev_oneshot_preload(int dtype, int op) {
+  DEV_SWITCH_TYPE(dtype, op, ONESHOT_PRELOAD)
+}

@@ -68,6 +68,11 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
     CUDACHECK(cudaMemset(g->ll_seq, 0, sizeof(uint32_t) * DEV_LL_MAX_BLOCKS));
   }
   CUDACHECK(cudaDeviceSynchronize());
+  for (int dt = 0; dt < ncclNumTypes; dt++)
+    for (int op = RED_SUM; op <= RED_PREMULSUM; op++) {
+      CUDACHECK(dev_ring_preload(dt, op));
+      if (use_ll) CUDACHECK(dev_oneshot_preload(dt, op));
+    }
   if (comm->nranks > 1) NCCLCHECK(gpu_connect_ring(comm, g));
   if (use_ll) NCCLCHECK(gpu_connect_ll(comm, g));
   return ncclSuccess;

@@ -222,16 +222,6 @@ def test_destroyed_comm_raises():
 # ---- split, shrink ------------------------------------------------------------
 
 
-# Library bug (src/core/split.c): each color's leader makes the child's id with
-# boot_id_create, which honours NCCL_COMM_ID, so under monelrun every color
-# rendezvouses at the same address: colors mix or time out after 60 s. Remove
-# this marker when children get ids of their own; MONEL_PYTEST_KNOWN_BUGS=1 runs it.
-@pytest.mark.xfail(
-    bool(os.environ.get("NCCL_COMM_ID")) and NRANKS > 1,
-    reason="ncclCommSplit with 2+ colors under NCCL_COMM_ID: children share one rendezvous",
-    run=os.environ.get("MONEL_PYTEST_KNOWN_BUGS") == "1",
-    strict=False,
-)
 def test_split_even_odd(comm):
     sub = comm.split(RANK % 2, RANK)
     try:
