@@ -11,18 +11,36 @@
 
 const char* mp_op_names[7] = {"sum", "prod", "max", "min", "avg", "premulsum", "premulsum_dev"};
 
+/* The ranks are forked before the id exists and get it through a pipe: ncclGetUniqueId starts
+ * the bootstrap root thread, and a process must not fork while another of its threads may hold
+ * a lock (the child could inherit it held and hang). */
 int mp_run(int nranks, rank_fn fn, void* arg) {
-  ncclUniqueId id;
-  if (ncclGetUniqueId(&id) != ncclSuccess) {
-    fprintf(stderr, "ncclGetUniqueId failed: %s\n", ncclGetLastError(NULL));
-    return nranks;
-  }
   pid_t pids[64];
+  int pipes[64][2];
   fflush(stdout);
   fflush(stderr);
   for (int r = 0; r < nranks; r++) {
+    if (pipe(pipes[r]) != 0) return nranks;
     pids[r] = fork();
-    if (pids[r] == 0) _exit(fn(r, nranks, id, arg));
+    if (pids[r] == 0) {
+      ncclUniqueId id;
+      close(pipes[r][1]);
+      size_t got = 0;
+      while (got < sizeof id) {
+        ssize_t n = read(pipes[r][0], (char*)&id + got, sizeof id - got);
+        if (n <= 0) _exit(99); /* the parent could not make an id */
+        got += (size_t)n;
+      }
+      _exit(fn(r, nranks, id, arg));
+    }
+    close(pipes[r][0]);
+  }
+  ncclUniqueId id;
+  int ok = ncclGetUniqueId(&id) == ncclSuccess;
+  if (!ok) fprintf(stderr, "ncclGetUniqueId failed: %s\n", ncclGetLastError(NULL));
+  for (int r = 0; r < nranks; r++) {
+    if (ok && write(pipes[r][1], &id, sizeof id) != (ssize_t)sizeof id) ok = 0;
+    close(pipes[r][1]);
   }
   int failed = 0;
   for (int r = 0; r < nranks; r++) {

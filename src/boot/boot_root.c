@@ -40,7 +40,7 @@ struct boot_root {
   int64_t timeout;
   int nranks; /* 0 until the first valid hello */
   int arrived;
-  int* fds;   /* per rank, -1 until it arrives */
+  int* fds; /* per rank, -1 until it arrives */
   union sock_addr* addrs;
   pthread_t thread;
   atomic_int done;
@@ -59,7 +59,8 @@ static void root_free(struct boot_root* r) {
 }
 
 /* Validate a hello; returns a reason to drop the connection, or NULL to accept it. */
-static const char* hello_check(struct boot_root* r, const struct boot_hello* h, char* why, size_t n) {
+static const char* hello_check(struct boot_root* r, const struct boot_hello* h, char* why,
+                               size_t n) {
   if (h->magic != BOOT_MAGIC_TCP) return "it is not a Monel bootstrap peer (bad magic)";
   if (h->secret != r->secret)
     return "it presented a wrong secret (a rank of another job, or a stale unique id)";
@@ -88,7 +89,8 @@ static void drop(struct boot_root* r, int fd, const char* bad) {
   getpeername(fd, &peer.sa, &plen);
   WARN("bootstrap root %s: dropped a connection from %s: %s; check that every rank got the same "
        "unique id and that nothing else connects to this port",
-       sock_addr_to_str(&r->addr, me, sizeof(me)), sock_addr_to_str(&peer, from, sizeof(from)), bad);
+       sock_addr_to_str(&r->addr, me, sizeof(me)), sock_addr_to_str(&peer, from, sizeof(from)),
+       bad);
   close(fd);
 }
 
@@ -144,7 +146,8 @@ static int pending_read(struct boot_root* r, struct pending* p) {
 }
 
 static void answer_all(struct boot_root* r, uint32_t status, const char* text) {
-  struct boot_reply rep = {.magic = BOOT_MAGIC_TCP, .status = status, .nranks = (uint32_t)r->nranks};
+  struct boot_reply rep = {
+      .magic = BOOT_MAGIC_TCP, .status = status, .nranks = (uint32_t)r->nranks};
   enum sock_err err;
   rep.text_len = text ? (uint32_t)strlen(text) : 0;
   for (int i = 0; i < r->nranks; i++) {
@@ -174,7 +177,8 @@ static void report_timeout(struct boot_root* r) {
   }
   text[0] = '\0';
   for (int i = 0; i < r->nranks && used + 16 < sizeof(text); i++)
-    if (r->fds[i] < 0) used += (size_t)snprintf(text + used, sizeof(text) - used, "%s%d", used ? " " : "", i);
+    if (r->fds[i] < 0)
+      used += (size_t)snprintf(text + used, sizeof(text) - used, "%s%d", used ? " " : "", i);
   WARN("bootstrap root %s: rendezvous timed out after %lld s: rank(s) %s of %d never arrived; "
        "start every rank or raise MONEL_BOOT_TIMEOUT",
        me, (long long)r->timeout, text, r->nranks);
@@ -192,7 +196,8 @@ static void* root_main(void* arg) {
     double now = sock_time_now(), left = deadline - now;
     if (left <= 0) break;
     fds[0] = (struct pollfd){.fd = npend < PENDING_MAX ? r->listen_fd : -1, .events = POLLIN};
-    for (int i = 0; i < npend; i++) fds[1 + i] = (struct pollfd){.fd = pend[i].fd, .events = POLLIN};
+    for (int i = 0; i < npend; i++)
+      fds[1 + i] = (struct pollfd){.fd = pend[i].fd, .events = POLLIN};
     if (poll(fds, (nfds_t)(1 + npend), left > 1.0 ? 1000 : (int)(left * 1000) + 1) < 0) continue;
     now = sock_time_now();
     int before = r->arrived, kept = 0;
@@ -294,5 +299,9 @@ static void release_where(int by_secret, uint64_t secret) {
   }
 }
 
-void boot_root_release(uint64_t secret) { release_where(1, secret); }
-void boot_root_reap(void) { release_where(0, 0); }
+void boot_root_release(uint64_t secret) {
+  release_where(1, secret);
+}
+void boot_root_reap(void) {
+  release_where(0, 0);
+}

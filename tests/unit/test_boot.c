@@ -1,5 +1,6 @@
 /* Bootstrap tests: TCP rendezvous (threads and processes), NCCL_COMM_ID on IPv4 and IPv6, bad
- * connections to the root, rendezvous timeout, dead peer, abort, and the in-process bootstrap. */
+ * connections to the root, rendezvous timeout, dead peers (with and without a connection, and
+ * a peer that exits right after sending), abort, and the in-process bootstrap. */
 #include <arpa/inet.h>
 #include <pthread.h>
 #include <signal.h>
@@ -108,31 +109,59 @@ TEST(tcp_threads_2) { tcp_threads(2); }
 TEST(tcp_threads_5) { tcp_threads(5); }
 TEST(tcp_threads_8) { tcp_threads(8); }
 
-static void tcp_procs(int nranks) {
-  ncclUniqueId id;
-  pid_t pids[16];
-  CHECK_RES(boot_id_create(&id), ncclSuccess);
+/* Fork nranks rank processes, then make a TCP id and hand it to them through pipes. The forks
+ * come first because the id starts the root thread here: a child forked from a multi-threaded
+ * process can inherit a lock held by another thread (malloc, sanitizer runtimes) and hang. Each
+ * child runs body(b) on its bootstrap and exits with its result (100: init failed). */
+static void fork_ranks(int nranks, pid_t* pids, ncclUniqueId* id, int (*body)(struct boot* b)) {
+  int pipes[16][2];
   for (int i = 0; i < nranks; i++) {
+    CHECK(pipe(pipes[i]) == 0);
     pids[i] = fork();
     CHECK(pids[i] >= 0);
     if (pids[i] == 0) {
       struct boot* b = NULL;
-      if (boot_init(&id, i, nranks, &b) != ncclSuccess) _exit(100);
-      int fail = workload(b);
-      boot_free(b);
-      if (fail) fprintf(stderr, "rank %d failed at test_boot.c:%d\n", i, fail);
-      _exit(fail ? 101 : 0);
+      ncclUniqueId cid;
+      for (int j = 0; j <= i; j++) close(pipes[j][1]);
+      if (read(pipes[i][0], &cid, sizeof(cid)) != (ssize_t)sizeof(cid)) _exit(99);
+      if (boot_init(&cid, i, nranks, &b) != ncclSuccess) _exit(100);
+      _exit(body(b));
     }
+    close(pipes[i][0]);
   }
+  CHECK_RES(boot_id_create(id), ncclSuccess);
+  for (int i = 0; i < nranks; i++) {
+    CHECK(write(pipes[i][1], id, sizeof(*id)) == (ssize_t)sizeof(*id));
+    close(pipes[i][1]);
+  }
+}
+
+/* Join the root thread that boot_id_create started here (no rank runs in this process). */
+static void release_root(const ncclUniqueId* id) {
+  struct boot_id raw;
+  memcpy(&raw, id, sizeof(raw));
+  boot_root_release(raw.secret);
+}
+
+static int procs_body(struct boot* b) {
+  int fail = workload(b);
+  if (fail) fprintf(stderr, "rank %d failed at test_boot.c:%d\n", boot_rank(b), fail);
+  boot_free(b);
+  return fail ? 101 : 0;
+}
+
+static void tcp_procs(int nranks) {
+  ncclUniqueId id;
+  pid_t pids[16];
+  fork_ranks(nranks, pids, &id, procs_body);
   for (int i = 0; i < nranks; i++) {
     int st = 0;
     CHECK(waitpid(pids[i], &st, 0) == pids[i]);
     CHECK(WIFEXITED(st));
+    if (WEXITSTATUS(st) != 0) fprintf(stderr, "rank %d exited with %d\n", i, WEXITSTATUS(st));
     CHECK_EQ(WEXITSTATUS(st), 0);
   }
-  struct boot_id raw;
-  memcpy(&raw, &id, sizeof(raw));
-  boot_root_release(raw.secret); /* no rank runs here: join the root thread ourselves */
+  release_root(&id);
 }
 
 TEST(tcp_procs_1) { tcp_procs(1); }
@@ -277,34 +306,80 @@ TEST(unreachable_root_reported) {
   CHECK(strstr(log_last_error(), "cannot reach the bootstrap root") != NULL);
 }
 
-TEST(peer_killed_recv_fails) {
-  ncclUniqueId id;
-  pid_t pids[2];
-  CHECK_RES(boot_id_create(&id), ncclSuccess);
-  for (int i = 0; i < 2; i++) {
-    pids[i] = fork();
-    CHECK(pids[i] >= 0);
-    if (pids[i] == 0) {
-      struct boot* b = NULL;
-      if (boot_init(&id, i, 2, &b) != ncclSuccess) _exit(100);
-      if (boot_barrier(b) != ncclSuccess) _exit(101);
-      if (i == 1) raise(SIGKILL);
-      int v;
-      ncclResult_t r = boot_recv(b, 1, 5, &v, sizeof(v));
-      int named = strstr(log_last_error(), "peer rank 1") != NULL;
-      _exit(r == ncclRemoteError && named ? 0 : 102);
-    }
-  }
-  int st = 0;
-  CHECK(waitpid(pids[0], &st, 0) == pids[0]);
-  CHECK(WIFEXITED(st));
-  CHECK_EQ(WEXITSTATUS(st), 0);
-  CHECK(waitpid(pids[1], &st, 0) == pids[1]);
-  CHECK(WIFSIGNALED(st));
-  struct boot_id raw;
-  memcpy(&raw, &id, sizeof(raw));
-  boot_root_release(raw.secret);
+/* Rank 1 dies after a barrier; rank 0's receive from it must fail naming it. */
+static int killed_after_barrier(struct boot* b) {
+  int v;
+  if (boot_barrier(b) != ncclSuccess) return 101;
+  if (boot_rank(b) == 1) raise(SIGKILL);
+  ncclResult_t r = boot_recv(b, 1, 5, &v, sizeof(v));
+  int named = strstr(log_last_error(), "peer rank 1") != NULL;
+  return r == ncclRemoteError && named ? 0 : 102;
 }
+
+/* Ranks 1 and 2 die without ever talking to rank 0: rank 1 at once (rank 0 finds nobody to
+ * connect to, or its connection is reset), rank 2 a little later (rank 0 is likely waiting on its
+ * connection by then). Both receives must fail, not hang. */
+static int killed_silent(struct boot* b) {
+  int v;
+  if (boot_rank(b) == 1) raise(SIGKILL);
+  if (boot_rank(b) == 2) {
+    usleep(300 * 1000);
+    raise(SIGKILL);
+  }
+  for (int p = 1; p <= 2; p++) {
+    char want[32];
+    snprintf(want, sizeof(want), "peer rank %d", p);
+    if (boot_recv(b, p, 5, &v, sizeof(v)) != ncclRemoteError) return 102;
+    if (strstr(log_last_error(), want) == NULL) return 103;
+  }
+  return 0;
+}
+
+/* Rank 1 sends and exits at once (freeing its bootstrap) without waiting for anybody: rank 0
+ * still receives what it sent, and only then finds it gone. */
+static int finished_sender(struct boot* b) {
+  int v = 42, n = 1 << 20;
+  char* big = calloc((size_t)n, 1);
+  if (big == NULL) return 104;
+  if (boot_rank(b) == 1) {
+    memset(big, 7, (size_t)n);
+    int bad = boot_send(b, 0, 1, &v, sizeof(v)) != ncclSuccess ||
+              boot_send(b, 0, 2, big, (size_t)n) != ncclSuccess;
+    boot_free(b);
+    free(big);
+    return bad ? 101 : 0;
+  }
+  usleep(200 * 1000);
+  v = 0;
+  int fail = boot_recv(b, 1, 2, big, (size_t)n) != ncclSuccess || big[0] != 7 || big[n - 1] != 7;
+  fail = fail || boot_recv(b, 1, 1, &v, sizeof(v)) != ncclSuccess || v != 42;
+  fail = fail || boot_recv(b, 1, 3, &v, sizeof(v)) != ncclRemoteError;
+  free(big);
+  return fail ? 102 : 0;
+}
+
+/* Rank 0 must exit 0; the others die by SIGKILL (killed) or exit 0. */
+static void run_death_job(int nranks, int (*body)(struct boot* b), int killed) {
+  ncclUniqueId id;
+  pid_t pids[16];
+  fork_ranks(nranks, pids, &id, body);
+  for (int i = 0; i < nranks; i++) {
+    int st = 0;
+    CHECK(waitpid(pids[i], &st, 0) == pids[i]);
+    if (i > 0 && killed) {
+      CHECK(WIFSIGNALED(st));
+      continue;
+    }
+    CHECK(WIFEXITED(st));
+    if (WEXITSTATUS(st) != 0) fprintf(stderr, "rank %d exited with %d\n", i, WEXITSTATUS(st));
+    CHECK_EQ(WEXITSTATUS(st), 0);
+  }
+  release_root(&id);
+}
+
+TEST(peer_killed_recv_fails) { run_death_job(2, killed_after_barrier, 1); }
+TEST(peer_killed_before_contact) { run_death_job(3, killed_silent, 1); }
+TEST(finished_peer_messages_delivered) { run_death_job(2, finished_sender, 0); }
 
 struct abort_arg {
   struct boot* b;
