@@ -13,6 +13,8 @@ struct cpu_comm {
   /* Point-to-point FIFOs, one per (peer, direction), created when a group first needs them. */
   struct conn *p2p_send, *p2p_recv;               /* nranks each */
   unsigned char *p2p_send_ready, *p2p_recv_ready; /* nranks each */
+  struct cpu_tree* tree; /* tree.c's connections, NULL until an operation runs on a tree */
+  int oneshot_ready;     /* the point-to-point FIFOs to and from every peer exist */
 };
 
 ncclResult_t cpu_connect_pair(struct ncclComm* comm, int send_peer, struct conn* send,
@@ -24,6 +26,15 @@ ncclResult_t cpu_ring_allreduce(struct ncclComm* comm, const struct task* t);
 ncclResult_t cpu_ring_chain(struct ncclComm* comm, const struct task* t);
 /* AllGather, ReduceScatter. */
 ncclResult_t cpu_ring_gather_scatter(struct ncclComm* comm, const struct task* t);
+/* AllReduce, Broadcast, Reduce on the double binary tree (algo/tree.h). */
+ncclResult_t cpu_tree_run(struct ncclComm* comm, const struct task* t);
+/* AllReduce of small buffers in one step (algo/oneshot.h), over the point-to-point FIFOs. */
+ncclResult_t cpu_oneshot_allreduce(struct ncclComm* comm, const struct task* t);
+/* Create those FIFOs now (collective: every rank calls it at the same operation). */
+ncclResult_t cpu_oneshot_connect(struct ncclComm* comm);
+/* Close the tree connections (peers waiting on them stop), and free them. */
+void cpu_tree_close(struct ncclComm* comm);
+void cpu_tree_free(struct ncclComm* comm);
 /* Send/Recv, AlltoAll(v), Gather, Scatter: all messages of the tasks progress together. */
 ncclResult_t cpu_p2p_run(struct ncclComm* comm, struct task* const* tasks, int ntasks);
 

@@ -5,16 +5,23 @@
 #include <string.h>
 #include <unistd.h>
 #include "boot/boot.h"
+#include "core/algo.h"
 #include "core/check.h"
 #include "core/comm.h"
 #include "core/param.h"
 #include "cpu/cpu.h"
+#include "proxy/proxy.h"
 
-#define TAG_CONN 0x434f4e00 /* + 0: descriptor, + 1: ack */
+#define TAG_CONN            0x434f4e00 /* + 0: descriptor, + 1: ack */
+#define ONESHOT_EAGER_RANKS 8          /* see run_task */
 
+/* Shared memory within a host unless NCCL_SHM_DISABLE=1; TCP otherwise (its progress thread
+ * is held by the comm until cpu_comm_free). */
 static const struct transport* pick_transport(const struct ncclComm* comm, int peer) {
   const struct peer_info *me = &comm->peers[comm->rank], *p = &comm->peers[peer];
-  if (shm_transport.can_connect(me, p)) return &shm_transport;
+  if (param_int(PARAM_SHM_DISABLE) != 1 && shm_transport.can_connect(me, p)) return &shm_transport;
+  if (net_socket_transport.can_connect(me, p) && proxy_acquire(comm) == ncclSuccess)
+    return &net_socket_transport;
   return NULL;
 }
 
@@ -96,16 +103,26 @@ static ncclResult_t cpu_comm_init(struct ncclComm* comm) {
 static ncclResult_t run_task(struct ncclComm* comm, struct task* t) {
   switch (t->coll) {
   case COLL_ALLREDUCE:
-    NCCLCHECK(ensure_ring(comm));
-    return cpu_ring_allreduce(comm, t);
   case COLL_BROADCAST:
-  case COLL_REDUCE:
+  case COLL_REDUCE: {
+    enum algo_id algo;
+    NCCLCHECK(algo_choose(comm, t, &algo));
+    /* Small comms connect the one-shot mesh at their first AllReduce, whatever it runs, so that
+     * the first small one does not pay for the setup. */
+    if (t->coll == COLL_ALLREDUCE && comm->nranks <= ONESHOT_EAGER_RANKS)
+      NCCLCHECK(cpu_oneshot_connect(comm));
+    if (algo == ALGO_TREE) return cpu_tree_run(comm, t);
+    if (algo == ALGO_ONESHOT) return cpu_oneshot_allreduce(comm, t);
     NCCLCHECK(ensure_ring(comm));
-    return cpu_ring_chain(comm, t);
+    return t->coll == COLL_ALLREDUCE ? cpu_ring_allreduce(comm, t) : cpu_ring_chain(comm, t);
+  }
   case COLL_ALLGATHER:
-  case COLL_REDUCESCATTER:
+  case COLL_REDUCESCATTER: {
+    enum algo_id algo;
+    NCCLCHECK(algo_choose(comm, t, &algo)); /* fails if NCCL_ALGO excludes Ring */
     NCCLCHECK(ensure_ring(comm));
     return cpu_ring_gather_scatter(comm, t);
+  }
   case COLL_ALLTOALL:
   case COLL_ALLTOALLV:
   case COLL_GATHER:
@@ -126,6 +143,7 @@ static void close_all(struct ncclComm* comm) {
   if (cc == NULL) return;
   fifo_close(&cc->ring_send);
   fifo_close(&cc->ring_recv);
+  cpu_tree_close(comm);
   for (int p = 0; cc->p2p_send && cc->p2p_recv && p < comm->nranks; p++) {
     fifo_close(&cc->p2p_send[p]);
     fifo_close(&cc->p2p_recv[p]);
@@ -178,6 +196,7 @@ static void cpu_comm_free(struct ncclComm* comm) {
   if (cc == NULL) return;
   if (cc->ring_send.tr) cc->ring_send.tr->free(&cc->ring_send);
   if (cc->ring_recv.tr) cc->ring_recv.tr->free(&cc->ring_recv);
+  cpu_tree_free(comm);
   for (int p = 0; cc->p2p_send && p < comm->nranks; p++)
     if (cc->p2p_send[p].tr) cc->p2p_send[p].tr->free(&cc->p2p_send[p]);
   for (int p = 0; cc->p2p_recv && p < comm->nranks; p++)
@@ -188,6 +207,7 @@ static void cpu_comm_free(struct ncclComm* comm) {
   free(cc->p2p_recv_ready);
   free(cc);
   comm->engine_state = NULL;
+  proxy_release(comm); /* after the TCP connections are gone */
 }
 
 const struct engine cpu_engine = {

@@ -43,9 +43,22 @@ ncclResult_t fifo_check(const struct conn* c, const struct wait_ctx* w) {
          coll_name(w->task->coll), (unsigned long long)w->task->seq, w->comm->rank, c->peer);
     return ncclRemoteError;
   }
-  if (__atomic_load_n(&c->ctrl->closed, __ATOMIC_ACQUIRE)) {
-    WARN("%s #%llu on rank %d: peer rank %d stopped this operation after an error of its own",
-         coll_name(w->task->coll), (unsigned long long)w->task->seq, w->comm->rank, c->peer);
+  uint32_t closed = __atomic_load_n(&c->ctrl->closed, __ATOMIC_ACQUIRE);
+  if (closed) {
+    const char* host = w->comm->peers[c->peer].host;
+    if (closed == FIFO_CLOSED_LOST)
+      WARN("%s #%llu on rank %d: the connection with peer rank %d (host %s) broke: the process "
+           "exited or was killed, or the network failed",
+           coll_name(w->task->coll), (unsigned long long)w->task->seq, w->comm->rank, c->peer,
+           host);
+    else if (closed == FIFO_CLOSED_GONE)
+      WARN("%s #%llu on rank %d: peer rank %d (host %s) destroyed its communicator while this "
+           "rank still waits on it: do all ranks call the same operations?",
+           coll_name(w->task->coll), (unsigned long long)w->task->seq, w->comm->rank, c->peer,
+           host);
+    else
+      WARN("%s #%llu on rank %d: peer rank %d stopped this operation after an error of its own",
+           coll_name(w->task->coll), (unsigned long long)w->task->seq, w->comm->rank, c->peer);
     return ncclRemoteError;
   }
   if (c->peer_pid > 0 && process_dead(c->peer_pid)) {

@@ -1,0 +1,150 @@
+/* One-shot AllReduce on the CPU engine (algo/oneshot.h): the input goes to every peer in one
+ * message per round, and each rank folds the n inputs in rank order as they arrive.
+ *
+ * Connections: the point-to-point FIFOs of p2p.c (one per peer and direction), created for all
+ * peers the first time; every rank runs the same operations in the same order, so all take part.
+ * A collective drains every message it posts before it returns, so sharing them with Send/Recv
+ * keeps both in order. Setup in three phases, as in p2p.c, cannot deadlock.
+ * Rounds: a buffer larger than a FIFO slot goes in rounds of one slot. A round's sends never
+ * wait long: a peer that finished round k has read my message of round k-1, and a FIFO has at
+ * least two slots. */
+#include <stdlib.h>
+#include <string.h>
+#include "algo/oneshot.h"
+#include "boot/boot.h"
+#include "core/check.h"
+#include "cpu/cpu.h"
+#include "util/dtype.h"
+
+#define TAG_ONESHOT 0x4f534800 /* + 0: descriptor, + 1: ack */
+
+static ncclResult_t connect_all(struct ncclComm* comm) {
+  struct cpu_comm* cc = comm->engine_state;
+  int n = comm->nranks, rank = comm->rank;
+  char desc[CONN_DESC_BYTES], ack = 1;
+  for (int phase = 1; phase <= 3; phase++)
+    for (int s = 1; s < n; s++) {
+      int to = oneshot_send_peer(rank, n, s), from = oneshot_send_peer(rank, n, n - s);
+      struct conn *sc = &cc->p2p_send[to], *rc = &cc->p2p_recv[from];
+      if (phase == 1 && !cc->p2p_recv_ready[from]) {
+        NCCLCHECK(cpu_conn_prepare(comm, from, rc));
+        memset(desc, 0, sizeof desc);
+        NCCLCHECK(rc->tr->setup(rc, cc->nslots, cc->slot_size, desc));
+        NCCLCHECK(boot_send(comm->boot, from, TAG_ONESHOT, desc, sizeof desc));
+      } else if (phase == 2 && !cc->p2p_send_ready[to]) {
+        NCCLCHECK(cpu_conn_prepare(comm, to, sc));
+        NCCLCHECK(boot_recv(comm->boot, to, TAG_ONESHOT, desc, sizeof desc));
+        NCCLCHECK(sc->tr->connect(sc, desc));
+        NCCLCHECK(boot_send(comm->boot, to, TAG_ONESHOT + 1, &ack, 1));
+        cc->p2p_send_ready[to] = 1;
+      } else if (phase == 3 && !cc->p2p_recv_ready[from]) {
+        NCCLCHECK(boot_recv(comm->boot, from, TAG_ONESHOT + 1, &ack, 1));
+        NCCLCHECK(rc->tr->connected(rc));
+        cc->p2p_recv_ready[from] = 1;
+      }
+    }
+  return ncclSuccess;
+}
+
+/* One round: `len` bytes of my input at `in` to everyone; the folded result to `out`. */
+static ncclResult_t round_run(struct ncclComm* comm, const struct task* t, const char* in,
+                              char* out, size_t len, unsigned char* sent) {
+  struct cpu_comm* cc = comm->engine_state;
+  int n = comm->nranks, rank = comm->rank, nsent = 0, next = 0;
+  size_t es = dtype_size(t->dtype), count = len / es;
+  struct wait_ctx w = {comm, t};
+  struct fifo_idle idle = {0, 0};
+  memset(sent, 0, (size_t)n);
+  while (nsent < n - 1 || next < n) {
+    int moved = 0;
+    struct conn* waiting = NULL;
+    for (int s = 1; s < n; s++) {
+      int to = oneshot_send_peer(rank, n, s);
+      void* slot;
+      if (sent[to]) continue;
+      if (!fifo_send_try(&cc->p2p_send[to], &slot)) {
+        waiting = waiting ? waiting : &cc->p2p_send[to];
+        continue;
+      }
+      memcpy(slot, in, len);
+      fifo_send_post(&cc->p2p_send[to], len);
+      sent[to] = 1, nsent++, moved++;
+    }
+    while (next < n) {
+      int r = oneshot_fold_rank(next);
+      int flags = (next == 0 ? RED_FIRST : 0) | (next == n - 1 ? RED_LAST : 0);
+      const void* src = in;
+      size_t got = len;
+      if (r != rank && !fifo_recv_try(&cc->p2p_recv[r], &src, &got)) {
+        waiting = &cc->p2p_recv[r];
+        break;
+      }
+      if (got != len) {
+        WARN("%s #%llu on rank %d: received %zu bytes from rank %d where %zu were expected: the "
+             "ranks were not given the same count and datatype",
+             coll_name(t->coll), (unsigned long long)t->seq, rank, got, r, len);
+        return ncclInvalidUsage;
+      }
+      red_apply(out, next == 0 ? NULL : out, src, count, t->dtype, &t->op, flags);
+      if (r != rank) fifo_recv_release(&cc->p2p_recv[r]);
+      next++, moved++;
+    }
+    if (moved) {
+      fifo_idle_reset(&idle);
+      continue;
+    }
+    if (waiting == NULL) continue;
+    if (fifo_idle(&idle, waiting, waiting == &cc->p2p_send[waiting->peer])) {
+      for (int p = 0; p < n; p++)
+        if (p != rank) {
+          NCCLCHECK(fifo_check(&cc->p2p_send[p], &w));
+          NCCLCHECK(fifo_check(&cc->p2p_recv[p], &w));
+        }
+    }
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t cpu_oneshot_connect(struct ncclComm* comm) {
+  struct cpu_comm* cc = comm->engine_state;
+  if (cc->oneshot_ready || comm->nranks == 1) return ncclSuccess;
+  NCCLCHECK(connect_all(comm));
+  cc->oneshot_ready = 1;
+  return ncclSuccess;
+}
+
+ncclResult_t cpu_oneshot_allreduce(struct ncclComm* comm, const struct task* t) {
+  struct cpu_comm* cc = comm->engine_state;
+  int n = comm->nranks;
+  size_t es = dtype_size(t->dtype), bytes = t->count * es;
+  const char* in = t->sendbuff;
+  char* out = t->recvbuff;
+  if (n == 1) {
+    red_apply(out, NULL, in, t->count, t->dtype, &t->op, RED_FIRST | RED_LAST);
+    return ncclSuccess;
+  }
+  NCCLCHECK(cpu_oneshot_connect(comm));
+  size_t piece = cc->slot_size / es * es;
+  ncclResult_t res = ncclSuccess;
+  unsigned char sent_small[64], *sent = n <= 64 ? sent_small : malloc((size_t)n);
+  /* Folding into the output overwrites an in-place input before its own turn: keep a copy. */
+  size_t copy_len = bytes < piece ? bytes : piece;
+  char copy_small[4096], *copy = NULL;
+  if (in == out && bytes) copy = copy_len <= sizeof copy_small ? copy_small : malloc(copy_len);
+  if (sent == NULL || (in == out && bytes && copy == NULL)) {
+    WARN("%s #%llu on rank %d: out of host memory", coll_name(t->coll), (unsigned long long)t->seq,
+         comm->rank);
+    res = ncclSystemError;
+    goto out;
+  }
+  for (size_t off = 0; off < bytes; off += piece) {
+    size_t len = bytes - off < piece ? bytes - off : piece;
+    const char* src = in + off;
+    if (copy) src = memcpy(copy, in + off, len);
+    NCCLCHECKGOTO(round_run(comm, t, src, out + off, len, sent), res, out);
+  }
+out:
+  if (copy != copy_small) free(copy);
+  if (sent != sent_small) free(sent);
+  return res;
+}

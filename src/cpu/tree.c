@@ -1,0 +1,313 @@
+/* Tree algorithms on the CPU engine: the double binary tree of algo/tree.h for AllReduce,
+ * Broadcast and Reduce. Each tree has an up stream (children -> parent) and a down stream
+ * (parent -> children) of chunk steps; one progress loop moves whichever step of the (up to)
+ * four streams has all its FIFO slots ready, so no stream waits behind another.
+ *
+ * Connections: one FIFO per (tree, peer, direction), created the first time an operation needs
+ * it; every rank runs the same operations in the same order and derives the same links, so both
+ * ends of a link take part in its setup. Setup is done in three phases, so that it cannot
+ * deadlock (the bootstrap buffers sends):
+ *   1. for every link I receive on: allocate the FIFO, send its descriptor to the peer;
+ *   2. for every link I send on: receive its descriptor, map the FIFO, acknowledge;
+ *   3. for every link I receive on: wait for the acknowledgement.
+ * A phase only waits for an earlier phase of a peer, which never waits.
+ *
+ * Splitting: buffers below SPLIT_MIN_BYTES go through tree 0 only (one message per link is
+ * cheaper than two); larger ones are cut in two halves. Each half moves in chunks of at most a
+ * FIFO slot, small enough that a half makes about PIPELINE_CHUNKS steps (at least
+ * CHUNK_MIN_BYTES each), so the levels of the tree work at the same time. */
+#include <stdlib.h>
+#include <string.h>
+#include "algo/tree.h"
+#include "boot/boot.h"
+#include "core/check.h"
+#include "cpu/cpu.h"
+#include "util/dtype.h"
+
+#define TAG_TREE        0x54524500 /* + 2 * tree + 0: descriptor, + 1: ack */
+#define SPLIT_MIN_BYTES 8192
+#define CHUNK_MIN_BYTES 16384
+#define PIPELINE_CHUNKS 8
+
+struct cpu_tree {
+  struct conn* send[TREE_COUNT]; /* nranks each, by peer */
+  struct conn* recv[TREE_COUNT];
+  unsigned char* send_ready[TREE_COUNT];
+  unsigned char* recv_ready[TREE_COUNT];
+};
+
+/* The links of one operation in one tree. */
+struct links {
+  int nsend, nrecv;
+  int send[3], recv[3];
+};
+
+/* One stream of chunk steps: the same verb on consecutive chunks of [next, hi). */
+struct stream {
+  enum verb verb;
+  int nrecv, nsend;
+  struct conn *recv[2], *send[2];
+  size_t next, hi, chunk; /* elements */
+  struct conn* blocked;   /* the FIFO that stopped the last attempt */
+  int blocked_send;
+};
+
+struct exec {
+  struct wait_ctx w;
+  const char* in;
+  char* out;
+  size_t esize;
+  ncclDataType_t dt;
+  const struct red_op* op;
+  struct red_op comb; /* combines two partial results: no pre step */
+};
+
+static ncclResult_t tree_state(struct ncclComm* comm, struct cpu_tree** out) {
+  struct cpu_comm* cc = comm->engine_state;
+  if (cc->tree == NULL) {
+    struct cpu_tree* tr = NULL;
+    NCCLCALLOC(tr, 1);
+    cc->tree = tr;
+    for (int t = 0; t < TREE_COUNT; t++) {
+      NCCLCALLOC(tr->send[t], comm->nranks);
+      NCCLCALLOC(tr->recv[t], comm->nranks);
+      NCCLCALLOC(tr->send_ready[t], comm->nranks);
+      NCCLCALLOC(tr->recv_ready[t], comm->nranks);
+    }
+  }
+  *out = cc->tree;
+  return ncclSuccess;
+}
+
+static struct links op_links(const struct tree_node* nd, enum coll_kind coll) {
+  struct links l = {0, 0, {0}, {0}};
+  int up = coll != COLL_BROADCAST, down = coll != COLL_REDUCE;
+  if (nd->parent >= 0 && up) l.send[l.nsend++] = nd->parent;
+  if (nd->parent >= 0 && down) l.recv[l.nrecv++] = nd->parent;
+  for (int i = 0; i < nd->nchild; i++) {
+    if (up) l.recv[l.nrecv++] = nd->child[i];
+    if (down) l.send[l.nsend++] = nd->child[i];
+  }
+  return l;
+}
+
+/* Create the links this operation needs and does not have yet (see the top of the file). */
+static ncclResult_t connect_links(struct ncclComm* comm, struct cpu_tree* tr,
+                                  const struct links l[TREE_COUNT]) {
+  struct cpu_comm* cc = comm->engine_state;
+  char desc[CONN_DESC_BYTES], ack = 1;
+  for (int phase = 1; phase <= 3; phase++) {
+    for (int t = 0; t < TREE_COUNT; t++) {
+      int tag = TAG_TREE + 2 * t;
+      for (int i = 0; phase != 2 && i < l[t].nrecv; i++) {
+        int p = l[t].recv[i];
+        struct conn* c = &tr->recv[t][p];
+        if (tr->recv_ready[t][p]) continue;
+        if (phase == 1) {
+          NCCLCHECK(cpu_conn_prepare(comm, p, c));
+          memset(desc, 0, sizeof desc);
+          NCCLCHECK(c->tr->setup(c, cc->nslots, cc->slot_size, desc));
+          NCCLCHECK(boot_send(comm->boot, p, tag, desc, sizeof desc));
+        } else {
+          NCCLCHECK(boot_recv(comm->boot, p, tag + 1, &ack, 1));
+          NCCLCHECK(c->tr->connected(c));
+          tr->recv_ready[t][p] = 1;
+        }
+      }
+      for (int i = 0; phase == 2 && i < l[t].nsend; i++) {
+        int p = l[t].send[i];
+        struct conn* c = &tr->send[t][p];
+        if (tr->send_ready[t][p]) continue;
+        NCCLCHECK(cpu_conn_prepare(comm, p, c));
+        NCCLCHECK(boot_recv(comm->boot, p, tag, desc, sizeof desc));
+        NCCLCHECK(c->tr->connect(c, desc));
+        NCCLCHECK(boot_send(comm->boot, p, tag + 1, &ack, 1));
+        tr->send_ready[t][p] = 1;
+      }
+    }
+  }
+  return ncclSuccess;
+}
+
+static void copy_bytes(void* dst, const void* src, size_t len) {
+  if (dst != src && len) memcpy(dst, src, len);
+}
+
+/* Run one step of s if all its slots are ready: 1 if it ran, 0 if a FIFO is not ready. */
+static int try_step(struct exec* x, struct stream* s, ncclResult_t* res) {
+  const void* r[2] = {NULL, NULL};
+  void* w[2] = {NULL, NULL};
+  size_t got[2] = {0, 0};
+  for (int i = 0; i < s->nrecv; i++)
+    if (!fifo_recv_try(s->recv[i], &r[i], &got[i])) {
+      s->blocked = s->recv[i], s->blocked_send = 0;
+      return 0;
+    }
+  for (int i = 0; i < s->nsend; i++)
+    if (!fifo_send_try(s->send[i], &w[i])) {
+      s->blocked = s->send[i], s->blocked_send = 1;
+      return 0;
+    }
+  size_t n = s->hi - s->next < s->chunk ? s->hi - s->next : s->chunk, len = n * x->esize;
+  for (int i = 0; i < s->nrecv; i++)
+    if (got[i] != len) {
+      WARN("%s #%llu on rank %d: received %zu bytes from rank %d where %zu were expected: the "
+           "ranks were not given the same count and datatype",
+           coll_name(x->w.task->coll), (unsigned long long)x->w.task->seq, x->w.comm->rank, got[i],
+           s->recv[i]->peer, len);
+      *res = ncclInvalidUsage;
+      return 0;
+    }
+  const char* in = x->in ? x->in + s->next * x->esize : NULL;
+  char* out = x->out ? x->out + s->next * x->esize : NULL;
+  int last;
+  switch (s->verb) {
+  case VERB_SEND:
+    red_apply(w[0], NULL, in, n, x->dt, x->op, RED_FIRST);
+    break;
+  case VERB_RECV_REDUCE_SEND:
+    red_apply(w[0], r[0], in, n, x->dt, x->op, 0);
+    for (int i = 1; i < s->nrecv; i++) red_apply(w[0], w[0], r[i], n, x->dt, &x->comb, 0);
+    break;
+  case VERB_RECV_REDUCE_COPY:
+  case VERB_RECV_REDUCE_COPY_SEND:
+    last = s->nrecv == 1 ? RED_LAST : 0;
+    red_apply(out, r[0], in, n, x->dt, x->op, last);
+    for (int i = 1; i < s->nrecv; i++)
+      red_apply(out, out, r[i], n, x->dt, &x->comb, i == s->nrecv - 1 ? RED_LAST : 0);
+    for (int i = 0; i < s->nsend; i++) copy_bytes(w[i], out, len);
+    break;
+  case VERB_COPY_SEND:
+    copy_bytes(out, in, len);
+    for (int i = 0; i < s->nsend; i++) copy_bytes(w[i], in, len);
+    break;
+  case VERB_RECV_COPY_SEND:
+  case VERB_RECV:
+    copy_bytes(out, r[0], len);
+    for (int i = 0; i < s->nsend; i++) copy_bytes(w[i], r[0], len);
+    break;
+  default:
+    *res = ncclInternalError;
+    return 0;
+  }
+  for (int i = 0; i < s->nrecv; i++) fifo_recv_release(s->recv[i]);
+  for (int i = 0; i < s->nsend; i++) fifo_send_post(s->send[i], len);
+  s->next += n;
+  return 1;
+}
+
+/* Move every stream to its end, never blocking on one FIFO while another could move. */
+static ncclResult_t progress(struct exec* x, struct stream* s, int ns) {
+  struct fifo_idle idle = {0, 0};
+  ncclResult_t res = ncclSuccess;
+  for (;;) {
+    int moved = 0;
+    struct stream* pending = NULL;
+    for (int i = 0; i < ns; i++) {
+      int nslots = 0;
+      while (s[i].next < s[i].hi && nslots < 8 && try_step(x, &s[i], &res)) moved++, nslots++;
+      if (res != ncclSuccess) return res;
+      if (s[i].next < s[i].hi && pending == NULL) pending = &s[i];
+    }
+    if (pending == NULL) return ncclSuccess;
+    if (moved) {
+      fifo_idle_reset(&idle);
+      continue;
+    }
+    if (!fifo_idle(&idle, pending->blocked, pending->blocked_send)) continue;
+    for (int i = 0; i < ns; i++)
+      if (s[i].next < s[i].hi && s[i].blocked) NCCLCHECK(fifo_check(s[i].blocked, &x->w));
+  }
+}
+
+/* A stream of tree t's node with verb v, moving [lo, hi) in chunks. */
+static struct stream make_stream(struct cpu_tree* tr, int t, const struct tree_node* nd,
+                                 enum verb v, size_t lo, size_t hi, size_t chunk) {
+  struct stream s = {v, 0, 0, {NULL, NULL}, {NULL, NULL}, lo, hi, chunk, NULL, 0};
+  int from_children =
+      v == VERB_RECV_REDUCE_SEND || v == VERB_RECV_REDUCE_COPY || v == VERB_RECV_REDUCE_COPY_SEND;
+  int to_children =
+      v == VERB_RECV_REDUCE_COPY_SEND || v == VERB_COPY_SEND || v == VERB_RECV_COPY_SEND;
+  if (from_children)
+    for (int i = 0; i < nd->nchild; i++) s.recv[s.nrecv++] = &tr->recv[t][nd->child[i]];
+  if (v == VERB_RECV_COPY_SEND || v == VERB_RECV) s.recv[s.nrecv++] = &tr->recv[t][nd->parent];
+  if (to_children)
+    for (int i = 0; i < nd->nchild; i++) s.send[s.nsend++] = &tr->send[t][nd->child[i]];
+  if (v == VERB_SEND || v == VERB_RECV_REDUCE_SEND) s.send[s.nsend++] = &tr->send[t][nd->parent];
+  return s;
+}
+
+/* Elements per step for a tree carrying `elems` elements. */
+static size_t chunk_elems(size_t elems, size_t esize, size_t slot_size) {
+  size_t bytes = elems * esize / PIPELINE_CHUNKS;
+  if (bytes < CHUNK_MIN_BYTES) bytes = CHUNK_MIN_BYTES;
+  if (bytes > slot_size) bytes = slot_size;
+  size_t n = bytes / esize;
+  return n ? n : 1;
+}
+
+ncclResult_t cpu_tree_run(struct ncclComm* comm, const struct task* t) {
+  struct cpu_comm* cc = comm->engine_state;
+  int n = comm->nranks, rank = comm->rank, ar = t->coll == COLL_ALLREDUCE;
+  int root = ar ? 0 : t->root;
+  struct exec x = {{comm, t}, t->sendbuff, t->recvbuff, dtype_size(t->dtype),
+                   t->dtype,  &t->op,      t->op};
+  if (x.comb.kind == RED_PREMULSUM) x.comb.kind = RED_SUM;
+  if (n == 1) {
+    if (t->coll == COLL_BROADCAST)
+      copy_bytes(x.out, x.in, t->count * x.esize);
+    else
+      red_apply(x.out, NULL, x.in, t->count, x.dt, x.op, RED_FIRST | RED_LAST);
+    return ncclSuccess;
+  }
+  struct cpu_tree* tr = NULL;
+  struct tree_node nd[TREE_COUNT];
+  struct links l[TREE_COUNT];
+  NCCLCHECK(tree_state(comm, &tr));
+  for (int k = 0; k < TREE_COUNT; k++) {
+    nd[k] = tree_node_of(rank, n, root, k);
+    l[k] = op_links(&nd[k], t->coll);
+  }
+  NCCLCHECK(connect_links(comm, tr, l));
+  size_t count = t->count, half = count * x.esize < SPLIT_MIN_BYTES ? count : (count + 1) / 2;
+  struct stream s[2 * TREE_COUNT];
+  int ns = 0;
+  for (int k = 0; k < TREE_COUNT; k++) {
+    size_t lo = k == 0 ? 0 : half, hi = k == 0 ? half : count;
+    if (lo == hi) continue;
+    size_t chunk = chunk_elems(hi - lo, x.esize, cc->slot_size);
+    enum verb up = tree_up_verb(&nd[k], ar), down = tree_down_verb(&nd[k], ar);
+    if (t->coll != COLL_BROADCAST) s[ns++] = make_stream(tr, k, &nd[k], up, lo, hi, chunk);
+    if (t->coll != COLL_REDUCE && down != VERB_NONE)
+      s[ns++] = make_stream(tr, k, &nd[k], down, lo, hi, chunk);
+  }
+  return progress(&x, s, ns);
+}
+
+void cpu_tree_close(struct ncclComm* comm) {
+  struct cpu_comm* cc = comm->engine_state;
+  if (cc == NULL || cc->tree == NULL) return;
+  for (int t = 0; t < TREE_COUNT; t++)
+    for (int p = 0; p < comm->nranks; p++) {
+      if (cc->tree->send[t]) fifo_close(&cc->tree->send[t][p]);
+      if (cc->tree->recv[t]) fifo_close(&cc->tree->recv[t][p]);
+    }
+}
+
+void cpu_tree_free(struct ncclComm* comm) {
+  struct cpu_comm* cc = comm->engine_state;
+  if (cc == NULL || cc->tree == NULL) return;
+  struct cpu_tree* tr = cc->tree;
+  for (int t = 0; t < TREE_COUNT; t++) {
+    for (int p = 0; p < comm->nranks; p++) {
+      if (tr->send[t] && tr->send[t][p].tr) tr->send[t][p].tr->free(&tr->send[t][p]);
+      if (tr->recv[t] && tr->recv[t][p].tr) tr->recv[t][p].tr->free(&tr->recv[t][p]);
+    }
+    free(tr->send[t]);
+    free(tr->recv[t]);
+    free(tr->send_ready[t]);
+    free(tr->recv_ready[t]);
+  }
+  free(tr);
+  cc->tree = NULL;
+}

@@ -1,0 +1,115 @@
+/* algo/tree.h and core/algo.c: the two trees are trees (every rank but the root has one parent
+ * that lists it as a child, the root is the operation's root, depth within tree_height) for
+ * every rank count to 300 and every root; the trees are complementary (at most one rank is a
+ * leaf of both); the verbs per role; NCCL_ALGO parsing, accepted and rejected forms. */
+#include <string.h>
+#include "algo/tree.h"
+#include "core/algo.h"
+#include "harness.h"
+
+static int depth_of(int rank, int n, int root, int t) {
+  int d = 0;
+  for (int r = rank; tree_node_of(r, n, root, t).parent >= 0 && d <= n; d++)
+    r = tree_node_of(r, n, root, t).parent;
+  return d;
+}
+
+TEST(trees_are_trees) {
+  for (int n = 1; n <= 300; n++)
+    for (int root = 0; root < n; root += (n > 40 ? 7 : 1))
+      for (int t = 0; t < TREE_COUNT; t++) {
+        int parents[300] = {0};
+        for (int r = 0; r < n; r++) {
+          struct tree_node nd = tree_node_of(r, n, root, t);
+          CHECK_EQ(tree_rank_at(tree_pos_of(r, n, root, t), n, root, t), r);
+          CHECK_EQ(nd.parent < 0, r == root);
+          CHECK(nd.nchild >= 0 && nd.nchild <= 2);
+          for (int i = 0; i < nd.nchild; i++) {
+            CHECK_EQ(tree_node_of(nd.child[i], n, root, t).parent, r);
+            parents[nd.child[i]]++;
+          }
+          CHECK(depth_of(r, n, root, t) <= tree_height(n));
+        }
+        for (int r = 0; r < n; r++) CHECK_EQ(parents[r], r != root);
+      }
+}
+
+TEST(trees_are_complementary) {
+  for (int n = 3; n <= 300; n++) {
+    int both = 0;
+    for (int r = 1; r < n; r++)
+      both += tree_node_of(r, n, 0, 0).nchild == 0 && tree_node_of(r, n, 0, 1).nchild == 0;
+    CHECK(both <= (n % 2 == 0 ? 1 : 0));
+  }
+}
+
+TEST(tree_height_is_logarithmic) {
+  CHECK_EQ(tree_height(1), 0);
+  CHECK_EQ(tree_height(2), 1);
+  CHECK_EQ(tree_height(3), 2);
+  CHECK_EQ(tree_height(4), 2);
+  CHECK_EQ(tree_height(8), 3);
+  CHECK_EQ(tree_height(9), 4);
+  CHECK_EQ(tree_height(1024), 10);
+}
+
+TEST(verbs_by_role) {
+  struct tree_node root = {-1, 1, {3, -1}}, mid = {0, 2, {1, 2}}, leaf = {2, 0, {-1, -1}};
+  struct tree_node alone = {-1, 0, {-1, -1}};
+  CHECK_EQ(tree_up_verb(&root, 1), VERB_RECV_REDUCE_COPY_SEND);
+  CHECK_EQ(tree_up_verb(&root, 0), VERB_RECV_REDUCE_COPY);
+  CHECK_EQ(tree_up_verb(&mid, 1), VERB_RECV_REDUCE_SEND);
+  CHECK_EQ(tree_up_verb(&leaf, 1), VERB_SEND);
+  CHECK_EQ(tree_up_verb(&alone, 1), VERB_COPY);
+  CHECK_EQ(tree_down_verb(&root, 1), VERB_NONE);
+  CHECK_EQ(tree_down_verb(&root, 0), VERB_COPY_SEND);
+  CHECK_EQ(tree_down_verb(&mid, 0), VERB_RECV_COPY_SEND);
+  CHECK_EQ(tree_down_verb(&leaf, 0), VERB_RECV);
+}
+
+static unsigned bit(enum algo_id a) {
+  return 1u << a;
+}
+
+TEST(parse_accepts_nccl_forms) {
+  unsigned m[COLL_COUNT];
+  char err[256];
+  unsigned all = (1u << ALGO_COUNT) - 1;
+  CHECK_RES(algo_parse("", m, err, sizeof err), ncclSuccess);
+  CHECK_EQ(m[COLL_ALLREDUCE], all);
+  CHECK_RES(algo_parse("Ring,Tree", m, err, sizeof err), ncclSuccess);
+  CHECK_EQ(m[COLL_BROADCAST], bit(ALGO_RING) | bit(ALGO_TREE));
+  CHECK_RES(algo_parse(" ring , TREE ,oneshot", m, err, sizeof err), ncclSuccess);
+  CHECK_EQ(m[COLL_ALLREDUCE], bit(ALGO_RING) | bit(ALGO_TREE) | bit(ALGO_ONESHOT));
+  CHECK_EQ(m[COLL_REDUCE], bit(ALGO_RING) | bit(ALGO_TREE) | bit(ALGO_ONESHOT));
+  CHECK_RES(algo_parse("^Tree", m, err, sizeof err), ncclSuccess);
+  CHECK_EQ(m[COLL_ALLREDUCE], all & ~bit(ALGO_TREE));
+  CHECK_RES(algo_parse("allreduce:tree;Broadcast:ring", m, err, sizeof err), ncclSuccess);
+  CHECK_EQ(m[COLL_ALLREDUCE], bit(ALGO_TREE));
+  CHECK_EQ(m[COLL_BROADCAST], bit(ALGO_RING));
+  CHECK_EQ(m[COLL_ALLGATHER], all);
+  CHECK_RES(algo_parse("ring;allreduce:^ring", m, err, sizeof err), ncclSuccess);
+  CHECK_EQ(m[COLL_ALLREDUCE], all & ~bit(ALGO_RING));
+  CHECK_EQ(m[COLL_REDUCE], bit(ALGO_RING));
+  CHECK_RES(algo_parse("NVLS,nvlstree,PAT,CollnetDirect,collnetchain", m, err, sizeof err),
+            ncclSuccess);
+  CHECK_EQ(m[COLL_ALLREDUCE] & (bit(ALGO_RING) | bit(ALGO_TREE)), 0);
+}
+
+TEST(parse_rejects_unknown_names) {
+  unsigned m[COLL_COUNT];
+  char err[256] = "";
+  CHECK_RES(algo_parse("Ring,Hypercube", m, err, sizeof err), ncclInvalidUsage);
+  CHECK(strstr(err, "\"Hypercube\" is not an algorithm") != NULL);
+  CHECK_RES(algo_parse("alltoall:ring", m, err, sizeof err), ncclInvalidUsage);
+  CHECK(strstr(err, "\"alltoall\" is not a collective") != NULL);
+  CHECK_RES(algo_parse("allreduce:tree;bogus", m, err, sizeof err), ncclInvalidUsage);
+}
+
+TEST(available_algorithms) {
+  CHECK_EQ(algo_available(COLL_ALLREDUCE), bit(ALGO_RING) | bit(ALGO_TREE) | bit(ALGO_ONESHOT));
+  CHECK_EQ(algo_available(COLL_BROADCAST), bit(ALGO_RING) | bit(ALGO_TREE));
+  CHECK_EQ(algo_available(COLL_REDUCE), bit(ALGO_RING) | bit(ALGO_TREE));
+  CHECK_EQ(algo_available(COLL_ALLGATHER), bit(ALGO_RING));
+  CHECK_EQ(algo_available(COLL_SEND), 0);
+}
