@@ -1,6 +1,8 @@
 /* Transports connect two ranks with a FIFO of `nslots` slots of `slot_size` bytes and two
  * counters: `tail` (slots the sender has filled) and `head` (slots the receiver has emptied).
- * The receiver owns the FIFO memory; the sender maps it. Counters only grow (mod 2^32).
+ * With shm the receiver owns the FIFO memory and the sender maps it; with net_socket each side
+ * has a FIFO of its own and the proxy thread copies slots (and head credits back) over TCP, so
+ * the engines see the same FIFO either way. Counters only grow (mod 2^32).
  *
  * Setup, for the pair (sender S -> receiver R), both sides taking part:
  *   R: setup()   allocates the FIFO and fills a descriptor;   R --desc--> S over the bootstrap
@@ -14,6 +16,7 @@
 #include "nccl.h"
 
 #define FIFO_MAX_SLOTS 64
+#define FIFO_SIZE_BYTES ((((uint64_t)1) << 48) - 1) /* the byte count in a sizes[] word */
 #define CONN_DESC_BYTES 128
 
 struct fifo_ctrl {
@@ -22,9 +25,15 @@ struct fifo_ctrl {
   _Alignas(64) uint32_t head;  /* written by the receiver */
   uint32_t head_waiting;       /* the sender sleeps on head */
   _Alignas(64) uint32_t refs;  /* mappings of one process sharing this memory */
-  uint32_t closed;             /* set by a side that failed: the other side stops waiting */
-  uint64_t sizes[FIFO_MAX_SLOTS]; /* bytes in each filled slot */
+  uint32_t closed;             /* FIFO_CLOSED_*: the side that waits stops with an error */
+  uint64_t sizes[FIFO_MAX_SLOTS]; /* bytes in each filled slot; bits above FIFO_SIZE_BYTES
+                                   * are flags of the engine that transports pass through */
 };
+
+/* Values of fifo_ctrl.closed (0: open). */
+#define FIFO_CLOSED_PEER 1 /* a side failed (or aborted) and stopped using the FIFO */
+#define FIFO_CLOSED_LOST 2 /* net: the connection broke without a goodbye (process or host gone) */
+#define FIFO_CLOSED_GONE 3 /* net: the peer freed its side (destroyed its communicator) */
 
 struct peer_info;
 
@@ -38,7 +47,7 @@ struct conn {
   int peer;         /* comm rank of the other side */
   int peer_pid;     /* set by the engine before setup: the peer pid on this host, -1 if this
                      * process, 0 on another host */
-  void* map;        /* what free() releases */
+  void* map;        /* what free() releases (net: the link, which holds the FIFO memory) */
   size_t map_len;
   char name[64];    /* shm name while it exists */
   int owner;        /* 1 on the receiver side */
@@ -59,5 +68,8 @@ struct transport {
 };
 
 extern const struct transport shm_transport;
+/* TCP: each side keeps its FIFO in local memory; the proxy thread (proxy/) moves filled slots
+ * and credits between them through transport/net_socket.h. */
+extern const struct transport net_socket_transport;
 
 #endif

@@ -1,0 +1,95 @@
+/* The host progress thread: see proxy.h. It passes over the live TCP links without sleeping
+ * while data moves, yields for a while when nothing did, then sleeps on the sockets 1 ms at a
+ * time (a local counter moved by an executor is noticed at the next pass). */
+#include "proxy/proxy.h"
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/check.h"
+#include "transport/net_socket.h"
+
+#define IDLE_YIELDS 64 /* passes that yield before the thread sleeps on the sockets */
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static const void** holders;
+static int nholders, cap;
+static pthread_t thread;
+static int running, stop;
+
+static void* proxy_main(void* arg) {
+  (void)arg;
+  int idle = 0;
+  while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
+    if (net_socket_progress()) {
+      idle = 0;
+    } else if (++idle < IDLE_YIELDS) {
+      sched_yield();
+    } else {
+      net_socket_wait(1);
+    }
+  }
+  return NULL;
+}
+
+/* A child of fork() has no progress thread and none of the parent's communicators. */
+static void after_fork_child(void) {
+  pthread_mutex_init(&lock, NULL);
+  holders = NULL, nholders = cap = 0; /* the parent's array stays with the parent */
+  running = 0;
+  net_socket_forget();
+}
+
+static void register_fork_handler(void) {
+  pthread_atfork(NULL, NULL, after_fork_child);
+}
+
+ncclResult_t proxy_acquire(const void* holder) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  ncclResult_t res = ncclSuccess;
+  pthread_once(&once, register_fork_handler);
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < nholders; i++)
+    if (holders[i] == holder) goto out;
+  if (nholders == cap) {
+    int want = cap ? 2 * cap : 8;
+    const void** bigger = realloc(holders, sizeof *holders * (size_t)want);
+    if (bigger == NULL) {
+      WARN("out of host memory registering a communicator with the progress thread");
+      res = ncclSystemError;
+      goto out;
+    }
+    holders = bigger;
+    cap = want;
+  }
+  if (!running) {
+    __atomic_store_n(&stop, 0, __ATOMIC_RELEASE);
+    int err = pthread_create(&thread, NULL, proxy_main, NULL);
+    if (err != 0) {
+      WARN("could not start the progress thread for TCP connections: %s", strerror(err));
+      res = ncclSystemError;
+      goto out;
+    }
+    pthread_setname_np(thread, "monel-proxy");
+    running = 1;
+  }
+  holders[nholders++] = holder;
+out:
+  pthread_mutex_unlock(&lock);
+  return res;
+}
+
+void proxy_release(const void* holder) {
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < nholders; i++)
+    if (holders[i] == holder) {
+      holders[i] = holders[--nholders];
+      break;
+    }
+  if (nholders == 0 && running) {
+    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+    pthread_join(thread, NULL);
+    running = 0;
+  }
+  pthread_mutex_unlock(&lock);
+}

@@ -1,0 +1,16 @@
+/* The host progress thread. One per process, shared by every communicator that has a TCP
+ * (net_socket) connection: it moves slots and credits between the local FIFOs and the sockets
+ * so that the engines wait on local memory only. A communicator takes the thread with
+ * proxy_acquire() before its first TCP connection and gives it back with proxy_release() after
+ * freeing its connections; the thread stops when no communicator holds it.
+ * Who may call: the engines (cpu/, gpu/). */
+#ifndef MONEL_PROXY_PROXY_H
+#define MONEL_PROXY_PROXY_H
+#include "nccl.h"
+
+/* Idempotent per holder (a communicator): starts the thread if needed. */
+ncclResult_t proxy_acquire(const void* holder);
+/* No-op for a holder that never acquired; stops and joins the thread after the last one. */
+void proxy_release(const void* holder);
+
+#endif
