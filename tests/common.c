@@ -84,8 +84,12 @@ int mp_run_threads(int nranks, rank_fn fn, void* arg) {
   return failed;
 }
 
-size_t mp_size(ncclDataType_t dt) { return dtype_size(dt); }
-const char* mp_type_name(ncclDataType_t dt) { return dtype_name(dt); }
+size_t mp_size(ncclDataType_t dt) {
+  return dtype_size(dt);
+}
+const char* mp_type_name(ncclDataType_t dt) {
+  return dtype_name(dt);
+}
 
 static int is_unsigned(ncclDataType_t dt) {
   return dt == ncclUint8 || dt == ncclUint32 || dt == ncclUint64;
@@ -93,44 +97,83 @@ static int is_unsigned(ncclDataType_t dt) {
 
 double mp_value(ncclDataType_t dt, int op, int r, size_t i) {
   if (op == ncclProd) return ((size_t)r == i % 11) ? 2 : 1; /* product 1 or 2 */
-  if (op == ncclMax || op == ncclMin) return (double)((r * 5 + i * 3) % 7) - (is_unsigned(dt) ? 0 : 3);
+  if (op == ncclMax || op == ncclMin)
+    return (double)((r * 5 + i * 3) % 7) - (is_unsigned(dt) ? 0 : 3);
   if (is_unsigned(dt)) return (double)((r + i) % 3);
   return (double)((r + i) % 3) - 1; /* -1, 0, 1: partial sums of 8 ranks stay exact */
 }
 
 void mp_store(void* buf, size_t i, ncclDataType_t dt, double v) {
   switch (dt) {
-  case ncclInt8: ((int8_t*)buf)[i] = (int8_t)v; break;
-  case ncclUint8: ((uint8_t*)buf)[i] = (uint8_t)v; break;
-  case ncclInt32: ((int32_t*)buf)[i] = (int32_t)v; break;
-  case ncclUint32: ((uint32_t*)buf)[i] = (uint32_t)v; break;
-  case ncclInt64: ((int64_t*)buf)[i] = (int64_t)v; break;
-  case ncclUint64: ((uint64_t*)buf)[i] = (uint64_t)v; break;
-  case ncclFloat16: ((uint16_t*)buf)[i] = dtype_float_to_half((float)v); break;
-  case ncclFloat32: ((float*)buf)[i] = (float)v; break;
-  case ncclFloat64: ((double*)buf)[i] = v; break;
-  case ncclBfloat16: ((uint16_t*)buf)[i] = dtype_float_to_bf16((float)v); break;
-  case ncclFloat8e4m3: ((uint8_t*)buf)[i] = dtype_float_to_e4m3((float)v); break;
-  case ncclFloat8e5m2: ((uint8_t*)buf)[i] = dtype_float_to_e5m2((float)v); break;
-  default: break;
+  case ncclInt8:
+    ((int8_t*)buf)[i] = (int8_t)v;
+    break;
+  case ncclUint8:
+    ((uint8_t*)buf)[i] = (uint8_t)v;
+    break;
+  case ncclInt32:
+    ((int32_t*)buf)[i] = (int32_t)v;
+    break;
+  case ncclUint32:
+    ((uint32_t*)buf)[i] = (uint32_t)v;
+    break;
+  case ncclInt64:
+    ((int64_t*)buf)[i] = (int64_t)v;
+    break;
+  case ncclUint64:
+    ((uint64_t*)buf)[i] = (uint64_t)v;
+    break;
+  case ncclFloat16:
+    ((uint16_t*)buf)[i] = dtype_float_to_half((float)v);
+    break;
+  case ncclFloat32:
+    ((float*)buf)[i] = (float)v;
+    break;
+  case ncclFloat64:
+    ((double*)buf)[i] = v;
+    break;
+  case ncclBfloat16:
+    ((uint16_t*)buf)[i] = dtype_float_to_bf16((float)v);
+    break;
+  case ncclFloat8e4m3:
+    ((uint8_t*)buf)[i] = dtype_float_to_e4m3((float)v);
+    break;
+  case ncclFloat8e5m2:
+    ((uint8_t*)buf)[i] = dtype_float_to_e5m2((float)v);
+    break;
+  default:
+    break;
   }
 }
 
 double mp_load(const void* buf, size_t i, ncclDataType_t dt) {
   switch (dt) {
-  case ncclInt8: return ((const int8_t*)buf)[i];
-  case ncclUint8: return ((const uint8_t*)buf)[i];
-  case ncclInt32: return ((const int32_t*)buf)[i];
-  case ncclUint32: return ((const uint32_t*)buf)[i];
-  case ncclInt64: return (double)((const int64_t*)buf)[i];
-  case ncclUint64: return (double)((const uint64_t*)buf)[i];
-  case ncclFloat16: return dtype_half_to_float(((const uint16_t*)buf)[i]);
-  case ncclFloat32: return ((const float*)buf)[i];
-  case ncclFloat64: return ((const double*)buf)[i];
-  case ncclBfloat16: return dtype_bf16_to_float(((const uint16_t*)buf)[i]);
-  case ncclFloat8e4m3: return dtype_e4m3_to_float(((const uint8_t*)buf)[i]);
-  case ncclFloat8e5m2: return dtype_e5m2_to_float(((const uint8_t*)buf)[i]);
-  default: return NAN;
+  case ncclInt8:
+    return ((const int8_t*)buf)[i];
+  case ncclUint8:
+    return ((const uint8_t*)buf)[i];
+  case ncclInt32:
+    return ((const int32_t*)buf)[i];
+  case ncclUint32:
+    return ((const uint32_t*)buf)[i];
+  case ncclInt64:
+    return (double)((const int64_t*)buf)[i];
+  case ncclUint64:
+    return (double)((const uint64_t*)buf)[i];
+  case ncclFloat16:
+    return dtype_half_to_float(((const uint16_t*)buf)[i]);
+  case ncclFloat32:
+    return ((const float*)buf)[i];
+  case ncclFloat64:
+    return ((const double*)buf)[i];
+  case ncclBfloat16:
+    return dtype_bf16_to_float(((const uint16_t*)buf)[i]);
+  case ncclFloat8e4m3:
+    return dtype_e4m3_to_float(((const uint8_t*)buf)[i]);
+  case ncclFloat8e5m2:
+    return dtype_e5m2_to_float(((const uint8_t*)buf)[i]);
+  default:
+    return NAN;
   }
 }
 
@@ -138,10 +181,14 @@ double mp_expected(ncclDataType_t dt, int op, int nranks, size_t i, double scala
   double acc = mp_value(dt, op, 0, i) * (op >= 5 ? scalar : 1);
   for (int r = 1; r < nranks; r++) {
     double v = mp_value(dt, op, r, i) * (op >= 5 ? scalar : 1);
-    if (op == ncclProd) acc *= v;
-    else if (op == ncclMax) acc = v > acc ? v : acc;
-    else if (op == ncclMin) acc = v < acc ? v : acc;
-    else acc += v;
+    if (op == ncclProd)
+      acc *= v;
+    else if (op == ncclMax)
+      acc = v > acc ? v : acc;
+    else if (op == ncclMin)
+      acc = v < acc ? v : acc;
+    else
+      acc += v;
   }
   if (op == ncclAvg) acc = dtype_is_float(dt) ? acc / nranks : trunc(acc / nranks);
   /* Round through the type, as the library stores it. */
@@ -154,8 +201,12 @@ int mp_equal(ncclDataType_t dt, int op, double got, double want) {
   if (got == want) return 1;
   if (op != ncclAvg || !dtype_is_float(dt)) return 0;
   /* 2 ulp of the type at want's magnitude */
-  int mant = dt == ncclFloat64 ? 52 : dt == ncclFloat32 ? 23 : dt == ncclFloat16 ? 10
-           : dt == ncclBfloat16 ? 7 : dt == ncclFloat8e4m3 ? 3 : 2;
+  int mant = dt == ncclFloat64      ? 52
+             : dt == ncclFloat32    ? 23
+             : dt == ncclFloat16    ? 10
+             : dt == ncclBfloat16   ? 7
+             : dt == ncclFloat8e4m3 ? 3
+                                    : 2;
   double ulp = ldexp(1.0, (want == 0 ? -24 : ilogb(want)) - mant);
   return fabs(got - want) <= 2 * ulp;
 }

@@ -19,7 +19,10 @@
 #define TEST_MAX 256
 
 typedef void (*test_fn)(void);
-static struct { const char* name; test_fn fn; } test_list[TEST_MAX];
+static struct {
+  const char* name;
+  test_fn fn;
+} test_list[TEST_MAX];
 static int test_count;
 
 #define TEST(tname)                                                                                \

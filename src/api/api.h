@@ -6,8 +6,8 @@
 #include "monel.h"
 
 #define NCCL_API(ret, name, ...)                                                                   \
-  __attribute__((visibility("default"))) ret p##name(__VA_ARGS__);                                \
-  extern __typeof__(p##name) name __attribute__((weak, alias("p" #name), visibility("default"))); \
+  __attribute__((visibility("default"))) ret p##name(__VA_ARGS__);                                 \
+  extern __typeof__(p##name) name __attribute__((weak, alias("p" #name), visibility("default")));  \
   __attribute__((visibility("default"))) ret p##name(__VA_ARGS__)
 
 /* Argument checks shared by the api files: each WARNs with a sentence naming `fn`. */

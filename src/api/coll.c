@@ -62,10 +62,11 @@ static ncclResult_t enqueue(enum coll_kind coll, const void* sendbuff, void* rec
   int gathers = coll == COLL_ALLGATHER || coll == COLL_REDUCESCATTER || coll == COLL_ALLTOALL ||
                 coll == COLL_GATHER || coll == COLL_SCATTER;
   NCCLCHECK(api_check_count(count, dt, gathers ? (size_t)comm->nranks : 1, fn));
-  int rooted = coll == COLL_BROADCAST || coll == COLL_REDUCE || coll == COLL_GATHER ||
-               coll == COLL_SCATTER;
+  int rooted =
+      coll == COLL_BROADCAST || coll == COLL_REDUCE || coll == COLL_GATHER || coll == COLL_SCATTER;
   if (rooted) NCCLCHECK(api_check_rank(root, comm->nranks, "root", fn));
-  if (coll == COLL_SEND || coll == COLL_RECV) NCCLCHECK(api_check_rank(root, comm->nranks, "peer", fn));
+  if (coll == COLL_SEND || coll == COLL_RECV)
+    NCCLCHECK(api_check_rank(root, comm->nranks, "peer", fn));
   int reduces = coll == COLL_ALLREDUCE || coll == COLL_REDUCE || coll == COLL_REDUCESCATTER;
   if (reduces) NCCLCHECK(redop_resolve(comm, op, dt, &t.op, fn));
   if (count > 0) {
@@ -89,7 +90,7 @@ static ncclResult_t enqueue(enum coll_kind coll, const void* sendbuff, void* rec
   return group_enqueue(comm, &t);
 }
 
-#define NO_OP ncclSum
+#define NO_OP   ncclSum
 #define NO_ROOT 0
 
 NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count,
@@ -112,7 +113,8 @@ NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size
 
 NCCL_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root,
          ncclComm_t comm, cudaStream_t stream) {
-  return enqueue(COLL_BROADCAST, buff, buff, count, datatype, NO_OP, root, comm, stream, "ncclBcast");
+  return enqueue(COLL_BROADCAST, buff, buff, count, datatype, NO_OP, root, comm, stream,
+                 "ncclBcast");
 }
 
 NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
@@ -212,13 +214,17 @@ NCCL_API(ncclResult_t, ncclAlltoAllv, const void* sendbuff, const size_t* sendco
   t.dtype = datatype;
   t.stream = stream;
   t.seq = ++comm->seq;
-  TRACE(LOG_COLL, "%s #%llu comm %p sends %zu receives %zu dtype %d", fn,
-        (unsigned long long)t.seq, (void*)comm, sent, received, (int)datatype);
+  TRACE(LOG_COLL, "%s #%llu comm %p sends %zu receives %zu dtype %d", fn, (unsigned long long)t.seq,
+        (void*)comm, sent, received, (int)datatype);
   return group_enqueue(comm, &t);
 out:
   task_release(&t);
   return res;
 }
 
-NCCL_API(ncclResult_t, ncclGroupStart, void) { return group_start(); }
-NCCL_API(ncclResult_t, ncclGroupEnd, void) { return group_end(); }
+NCCL_API(ncclResult_t, ncclGroupStart, void) {
+  return group_start();
+}
+NCCL_API(ncclResult_t, ncclGroupEnd, void) {
+  return group_end();
+}

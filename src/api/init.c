@@ -176,15 +176,24 @@ NCCL_API(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int* rank) {
 
 NCCL_API(const char*, ncclGetErrorString, ncclResult_t result) {
   switch (result) {
-  case ncclSuccess: return "no error";
-  case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
-  case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
-  case ncclInternalError: return "internal error - please report this issue to the Monel developers";
-  case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
-  case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
-  case ncclRemoteError: return "remote process exited or there was a network error";
-  case ncclInProgress: return "NCCL operation in progress";
-  default: return "unknown result code";
+  case ncclSuccess:
+    return "no error";
+  case ncclUnhandledCudaError:
+    return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+  case ncclSystemError:
+    return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+  case ncclInternalError:
+    return "internal error - please report this issue to the Monel developers";
+  case ncclInvalidArgument:
+    return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+  case ncclInvalidUsage:
+    return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+  case ncclRemoteError:
+    return "remote process exited or there was a network error";
+  case ncclInProgress:
+    return "NCCL operation in progress";
+  default:
+    return "unknown result code";
   }
 }
 
@@ -195,7 +204,9 @@ NCCL_API(const char*, ncclGetLastError, ncclComm_t comm) {
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-NCCL_API(void, ncclResetDebugInit, void) { log_reset(); }
+NCCL_API(void, ncclResetDebugInit, void) {
+  log_reset();
+}
 #pragma GCC diagnostic pop
 
 NCCL_API(ncclResult_t, ncclMonelGetVersionString, const char** version) {

@@ -139,9 +139,15 @@ static ncclTeam_t team(ncclComm_t comm, int stride_world) {
 }
 
 /* Every rank of a comm is in its world team; Monel reports one load/store domain. */
-NCCL_API(ncclTeam_t, ncclTeamWorld, ncclComm_t comm) { return team(comm, 0); }
-NCCL_API(ncclTeam_t, ncclTeamLsa, ncclComm_t comm) { return team(comm, 0); }
-NCCL_API(ncclTeam_t, ncclTeamRail, ncclComm_t comm) { return team(comm, 1); }
+NCCL_API(ncclTeam_t, ncclTeamWorld, ncclComm_t comm) {
+  return team(comm, 0);
+}
+NCCL_API(ncclTeam_t, ncclTeamLsa, ncclComm_t comm) {
+  return team(comm, 0);
+}
+NCCL_API(ncclTeam_t, ncclTeamRail, ncclComm_t comm) {
+  return team(comm, 1);
+}
 
 NCCL_API(int, ncclTeamRankToWorld, ncclComm_t comm, ncclTeam_t t, int rank) {
   if (comm_check(comm, "ncclTeamRankToWorld", 0) != ncclSuccess) return -1;

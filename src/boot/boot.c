@@ -29,8 +29,12 @@ ncclResult_t boot_init(const ncclUniqueId* id, int rank, int nranks, struct boot
   return ncclInvalidArgument;
 }
 
-int boot_rank(const struct boot* b) { return b->rank; }
-int boot_nranks(const struct boot* b) { return b->nranks; }
+int boot_rank(const struct boot* b) {
+  return b->rank;
+}
+int boot_nranks(const struct boot* b) {
+  return b->nranks;
+}
 
 static ncclResult_t check_peer(const struct boot* b, int peer, const void* data, size_t size) {
   if (peer < 0 || peer >= b->nranks || (data == NULL && size > 0)) {

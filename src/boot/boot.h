@@ -11,7 +11,8 @@
  * All calls are blocking, thread-safe per handle for distinct (peer, tag) pairs, and return an
  * error (never hang forever) when a peer dies or boot_abort() is called. Messages between a pair
  * of ranks with the same tag arrive in order; messages with other tags may be received in any
- * order (they are queued until asked for). Who may call: core/ (comm init, split, connection setup).
+ * order (they are queued until asked for). Who may call: core/ (comm init, split, connection
+ * setup).
  */
 #ifndef MONEL_BOOT_BOOT_H
 #define MONEL_BOOT_BOOT_H

@@ -7,9 +7,9 @@
 #include "boot/boot.h"
 #include "os/socket.h"
 
-#define BOOT_MAGIC_TCP 0x4d4e4c42u   /* "MNLB" */
-#define BOOT_MAGIC_LOCAL 0x4d4e4c4cu /* "MNLL" */
-#define BOOT_FLAG_COMM_ID 0x1u       /* address came from NCCL_COMM_ID: rank 0 runs the root */
+#define BOOT_MAGIC_TCP    0x4d4e4c42u /* "MNLB" */
+#define BOOT_MAGIC_LOCAL  0x4d4e4c4cu /* "MNLL" */
+#define BOOT_FLAG_COMM_ID 0x1u        /* address came from NCCL_COMM_ID: rank 0 runs the root */
 
 /* Message kinds: user point-to-point messages and the bootstrap's own collectives never match. */
 enum boot_kind { BOOT_KIND_USER = 0, BOOT_KIND_ALLGATHER = 1 };

@@ -22,7 +22,7 @@ struct local_shared {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   int nranks;
-  int refs;    /* one per rank; the last boot_free releases the object */
+  int refs; /* one per rank; the last boot_free releases the object */
   int joined;
   char* present;
   struct local_msg** head; /* mailbox per destination rank, FIFO */
@@ -182,7 +182,8 @@ static void missing_list(const struct local_shared* sh, char* buf, size_t len) {
   size_t used = 0;
   buf[0] = '\0';
   for (int r = 0; r < sh->nranks && used + 12 < len; r++)
-    if (!sh->present[r]) used += (size_t)snprintf(buf + used, len - used, "%s%d", used ? " " : "", r);
+    if (!sh->present[r])
+      used += (size_t)snprintf(buf + used, len - used, "%s%d", used ? " " : "", r);
 }
 
 ncclResult_t boot_local_init(const struct boot_id* id, int rank, int nranks, struct boot** out) {
@@ -209,7 +210,8 @@ ncclResult_t boot_local_init(const struct boot_id* id, int rank, int nranks, str
   sh->joined++;
   pthread_cond_broadcast(&sh->cv);
   int rc = 0;
-  while (sh->joined < sh->nranks && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&sh->cv, &sh->mu, &dl);
+  while (sh->joined < sh->nranks && rc != ETIMEDOUT)
+    rc = pthread_cond_timedwait(&sh->cv, &sh->mu, &dl);
   if (sh->joined < sh->nranks) {
     char miss[512];
     missing_list(sh, miss, sizeof(miss));

@@ -135,8 +135,12 @@ static ncclResult_t id_create(ncclUniqueId* id, int honour_comm_id) {
   return ncclSuccess;
 }
 
-ncclResult_t boot_id_create(ncclUniqueId* id) { return id_create(id, 1); }
-ncclResult_t boot_id_create_private(ncclUniqueId* id) { return id_create(id, 0); }
+ncclResult_t boot_id_create(ncclUniqueId* id) {
+  return id_create(id, 1);
+}
+ncclResult_t boot_id_create_private(ncclUniqueId* id) {
+  return id_create(id, 0);
+}
 
 static void wake(struct boot_sock* b) {
   uint64_t one = 1;

@@ -1,4 +1,5 @@
-/* Error-check macros shared by all host code. WARN once where an error starts; propagate quietly. */
+/* Error-check macros shared by all host code. WARN once where an error starts; propagate quietly.
+ */
 #ifndef MONEL_CORE_CHECK_H
 #define MONEL_CORE_CHECK_H
 #include <errno.h>

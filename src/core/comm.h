@@ -8,7 +8,7 @@
 #include "core/engine.h"
 #include "core/task.h"
 
-#define COMM_MAGIC 0x4d6f6e656c436f6dULL /* "MonelCom" */
+#define COMM_MAGIC      0x4d6f6e656c436f6dULL /* "MonelCom" */
 #define COMM_MAX_REDOPS 64
 
 /* What every rank learns about every other rank at init. */
@@ -31,13 +31,13 @@ struct ncclComm {
   uint64_t magic;
   int rank, nranks, cuda_dev;
   int blocking;
-  int boot_local;             /* the bootstrap is in-process (threads of one process) */
-  int abort_flag;            /* atomic: set by ncclCommAbort */
-  ncclResult_t async_error;  /* atomic: ncclInProgress while a nonblocking init runs */
-  uint64_t seq;              /* operations enqueued so far */
-  uint64_t comm_hash;        /* names the comm in logs */
+  int boot_local;           /* the bootstrap is in-process (threads of one process) */
+  int abort_flag;           /* atomic: set by ncclCommAbort */
+  ncclResult_t async_error; /* atomic: ncclInProgress while a nonblocking init runs */
+  uint64_t seq;             /* operations enqueued so far */
+  uint64_t comm_hash;       /* names the comm in logs */
   struct boot* boot;
-  struct peer_info* peers;   /* nranks entries */
+  struct peer_info* peers; /* nranks entries */
   const struct engine* engine;
   void* engine_state;
   ncclConfig_t config;
@@ -67,8 +67,8 @@ ncclResult_t comm_create(struct ncclComm** out, int nranks, const ncclUniqueId* 
                          const ncclConfig_t* config, int cuda_dev);
 ncclResult_t comm_split(struct ncclComm* parent, int color, int key, struct ncclComm** out,
                         const ncclConfig_t* config);
-ncclResult_t comm_split_deferred(struct ncclComm* parent, int color, int key,
-                                 struct ncclComm** out, const ncclConfig_t* config);
+ncclResult_t comm_split_deferred(struct ncclComm* parent, int color, int key, struct ncclComm** out,
+                                 const ncclConfig_t* config);
 ncclResult_t comm_shrink(struct ncclComm* parent, const int* exclude, int nexclude,
                          struct ncclComm** out, const ncclConfig_t* config, int flags);
 ncclResult_t comm_finalize(struct ncclComm* comm);

@@ -9,7 +9,9 @@
 
 #define CONFIG_MAGIC 0xcafebeefu
 
-static int undef(int v) { return v == NCCL_CONFIG_UNDEF_INT; }
+static int undef(int v) {
+  return v == NCCL_CONFIG_UNDEF_INT;
+}
 
 ncclResult_t comm_config_parse(const ncclConfig_t* user, ncclConfig_t* out) {
   ncclConfig_t def = NCCL_CONFIG_INITIALIZER;

@@ -9,16 +9,18 @@
 
 struct group {
   int depth;
-  int ncomms;                /* comms with queued tasks */
+  int ncomms; /* comms with queued tasks */
   struct ncclComm** comms;
-  int ninits;                /* deferred setup work (grouped init, split) */
+  int ninits; /* deferred setup work (grouped init, split) */
   struct group_job* inits;
-  ncclResult_t error;        /* first error seen while enqueueing */
+  ncclResult_t error; /* first error seen while enqueueing */
 };
 
 static __thread struct group grp;
 
-int group_depth(void) { return grp.depth; }
+int group_depth(void) {
+  return grp.depth;
+}
 
 ncclResult_t group_start(void) {
   grp.depth++;
@@ -75,7 +77,8 @@ ncclResult_t group_add_job(ncclResult_t (*fn)(void*), void* arg) {
   if (grp.ninits == GROUP_MAX_COMMS) {
     WARN("more than %d communicator creations in one group", GROUP_MAX_COMMS);
     res = ncclInvalidUsage;
-  } else if (grp.inits == NULL && (grp.inits = calloc(GROUP_MAX_COMMS, sizeof *grp.inits)) == NULL) {
+  } else if (grp.inits == NULL &&
+             (grp.inits = calloc(GROUP_MAX_COMMS, sizeof *grp.inits)) == NULL) {
     res = ncclSystemError;
   } else {
     grp.inits[grp.ninits++] = (struct group_job){fn, arg};
@@ -84,9 +87,13 @@ ncclResult_t group_add_job(ncclResult_t (*fn)(void*), void* arg) {
   return res;
 }
 
-static ncclResult_t connect_job(void* comm) { return comm_connect(comm); }
+static ncclResult_t connect_job(void* comm) {
+  return comm_connect(comm);
+}
 
-ncclResult_t group_add_init(struct ncclComm* comm) { return group_add_job(connect_job, comm); }
+ncclResult_t group_add_init(struct ncclComm* comm) {
+  return group_add_job(connect_job, comm);
+}
 
 void group_drop_comm(struct ncclComm* comm) {
   for (int i = 0; i < grp.ncomms; i++)
@@ -97,7 +104,7 @@ void group_drop_comm(struct ncclComm* comm) {
 }
 
 struct job {
-  struct ncclComm* comm; /* run the comm's tasks, or */
+  struct ncclComm* comm;  /* run the comm's tasks, or */
   struct group_job setup; /* setup work when setup.fn is set */
   int is_init;
   ncclResult_t res;
@@ -157,7 +164,8 @@ ncclResult_t group_end(void) {
   if (n && !jobs) res = ncclSystemError;
   if (res == ncclSuccess && n) {
     /* Inits first: a comm created in this group may also have tasks in it. */
-    for (int i = 0; i < grp.ninits; i++) jobs[i] = (struct job){.setup = grp.inits[i], .is_init = 1};
+    for (int i = 0; i < grp.ninits; i++)
+      jobs[i] = (struct job){.setup = grp.inits[i], .is_init = 1};
     if (grp.ninits) res = run_jobs(jobs, grp.ninits);
     int k = 0;
     for (int i = 0; i < grp.ncomms; i++)

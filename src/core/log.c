@@ -20,12 +20,26 @@ static __thread int thread_dev = -1;
 static __thread char last_error[1024];
 static char global_error[1024];
 
-static const struct { const char* name; unsigned long bit; } subsys_names[] = {
-    {"INIT", LOG_INIT},   {"COLL", LOG_COLL},   {"P2P", LOG_P2P},         {"SHM", LOG_SHM},
-    {"NET", LOG_NET},     {"GRAPH", LOG_GRAPH}, {"TUNING", LOG_TUNING},   {"ENV", LOG_ENV},
-    {"ALLOC", LOG_ALLOC}, {"CALL", LOG_CALL},   {"PROXY", LOG_PROXY},     {"NVLS", LOG_NVLS},
-    {"BOOTSTRAP", LOG_BOOTSTRAP}, {"REG", LOG_REG}, {"PROFILE", LOG_PROFILE}, {"RAS", LOG_RAS},
-    {"ALL", (unsigned long)LOG_ALL}};
+static const struct {
+  const char* name;
+  unsigned long bit;
+} subsys_names[] = {{"INIT", LOG_INIT},
+                    {"COLL", LOG_COLL},
+                    {"P2P", LOG_P2P},
+                    {"SHM", LOG_SHM},
+                    {"NET", LOG_NET},
+                    {"GRAPH", LOG_GRAPH},
+                    {"TUNING", LOG_TUNING},
+                    {"ENV", LOG_ENV},
+                    {"ALLOC", LOG_ALLOC},
+                    {"CALL", LOG_CALL},
+                    {"PROXY", LOG_PROXY},
+                    {"NVLS", LOG_NVLS},
+                    {"BOOTSTRAP", LOG_BOOTSTRAP},
+                    {"REG", LOG_REG},
+                    {"PROFILE", LOG_PROFILE},
+                    {"RAS", LOG_RAS},
+                    {"ALL", (unsigned long)LOG_ALL}};
 
 static int parse_level(const char* s) {
   if (!s[0]) return LOG_NONE;
@@ -53,9 +67,12 @@ static FILE* open_file(const char* pattern) {
   char path[512];
   size_t o = 0;
   for (const char* p = pattern; *p && o + 64 < sizeof path; p++) {
-    if (p[0] == '%' && p[1] == 'h') o += snprintf(path + o, sizeof path - o, "%s", host), p++;
-    else if (p[0] == '%' && p[1] == 'p') o += snprintf(path + o, sizeof path - o, "%d", getpid()), p++;
-    else path[o++] = *p;
+    if (p[0] == '%' && p[1] == 'h')
+      o += snprintf(path + o, sizeof path - o, "%s", host), p++;
+    else if (p[0] == '%' && p[1] == 'p')
+      o += snprintf(path + o, sizeof path - o, "%d", getpid()), p++;
+    else
+      path[o++] = *p;
   }
   path[o] = '\0';
   FILE* f = fopen(path, "w");
@@ -87,7 +104,9 @@ void log_reset(void) {
   pthread_mutex_unlock(&lock);
 }
 
-void log_set_device(int dev) { thread_dev = dev; }
+void log_set_device(int dev) {
+  thread_dev = dev;
+}
 
 void log_set_last_error(const char* fmt, ...) {
   va_list ap;
@@ -99,7 +118,9 @@ void log_set_last_error(const char* fmt, ...) {
   pthread_mutex_unlock(&lock);
 }
 
-const char* log_last_error(void) { return last_error[0] ? last_error : global_error; }
+const char* log_last_error(void) {
+  return last_error[0] ? last_error : global_error;
+}
 
 void log_emit(int level, unsigned long subsys, const char* file, int line, const char* fmt, ...) {
   char msg[1024];

@@ -11,7 +11,8 @@
 #define STR_DEFS(def) (def)
 
 static const struct param_info table[PARAM_COUNT] = {
-#define PARAM(id, name, kind, def, doc) {name, PARAM_##kind, kind##_DEFI(def), kind##_DEFS(def), doc},
+#define PARAM(id, name, kind, def, doc)                                                            \
+  {name, PARAM_##kind, kind##_DEFI(def), kind##_DEFS(def), doc},
 #include "core/params.def"
 #undef PARAM
 };
@@ -29,8 +30,8 @@ static void load(void) {
   for (int id = 0; id < PARAM_COUNT; id++) {
     const struct param_info* p = &table[id];
     const char* env = getenv(p->name);
-    struct value v = {.set = env != NULL && env[0] != '\0', .i = p->def_int,
-                      .s = p->def_str ? p->def_str : ""};
+    struct value v = {
+        .set = env != NULL && env[0] != '\0', .i = p->def_int, .s = p->def_str ? p->def_str : ""};
     if (v.set) {
       if (p->kind == PARAM_INT) {
         char* end = NULL;
@@ -48,7 +49,9 @@ static void load(void) {
   }
 }
 
-static void ensure(void) { pthread_once(&once, load); }
+static void ensure(void) {
+  pthread_once(&once, load);
+}
 
 int64_t param_int(enum param_id id) {
   ensure();
@@ -62,7 +65,9 @@ int param_is_set(enum param_id id) {
   ensure();
   return values[id].set;
 }
-const struct param_info* param_info(enum param_id id) { return &table[id]; }
+const struct param_info* param_info(enum param_id id) {
+  return &table[id];
+}
 
 void param_reload(void) {
   ensure();

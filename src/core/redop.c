@@ -11,12 +11,23 @@ ncclResult_t redop_resolve(struct ncclComm* comm, ncclRedOp_t op, ncclDataType_t
   memset(out, 0, sizeof *out);
   out->nranks = comm->nranks;
   switch ((int)op) {
-  case ncclSum: out->kind = RED_SUM; return ncclSuccess;
-  case ncclProd: out->kind = RED_PROD; return ncclSuccess;
-  case ncclMax: out->kind = RED_MAX; return ncclSuccess;
-  case ncclMin: out->kind = RED_MIN; return ncclSuccess;
-  case ncclAvg: out->kind = RED_AVG; return ncclSuccess;
-  default: break;
+  case ncclSum:
+    out->kind = RED_SUM;
+    return ncclSuccess;
+  case ncclProd:
+    out->kind = RED_PROD;
+    return ncclSuccess;
+  case ncclMax:
+    out->kind = RED_MAX;
+    return ncclSuccess;
+  case ncclMin:
+    out->kind = RED_MIN;
+    return ncclSuccess;
+  case ncclAvg:
+    out->kind = RED_AVG;
+    return ncclSuccess;
+  default:
+    break;
   }
   int slot = (int)op - ncclNumOps;
   ncclResult_t res = ncclSuccess;

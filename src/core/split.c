@@ -135,8 +135,8 @@ static ncclResult_t split_job_run(void* arg) {
   return res;
 }
 
-ncclResult_t comm_split_deferred(struct ncclComm* parent, int color, int key,
-                                 struct ncclComm** out, const ncclConfig_t* config) {
+ncclResult_t comm_split_deferred(struct ncclComm* parent, int color, int key, struct ncclComm** out,
+                                 const ncclConfig_t* config) {
   struct split_job* j = NULL;
   NCCLCALLOC(j, 1);
   *j = (struct split_job){parent, color, key, out, {0}, config != NULL};

@@ -8,7 +8,7 @@
 #include "nccl.h"
 
 #define STR2(x) #x
-#define STR(x) STR2(x)
+#define STR(x)  STR2(x)
 
 #ifdef MONEL_HAVE_CUDA
 #define BUILD_DESC "build " MONEL_BUILD_TYPE ", CUDA engine: yes"
@@ -18,8 +18,9 @@
 
 const char* version_string(void) {
   return "Monel " STR(MONEL_VERSION_MAJOR) "." STR(MONEL_VERSION_MINOR) "." STR(
-      MONEL_VERSION_PATCH) " (NCCL API " STR(NCCL_MAJOR) "." STR(NCCL_MINOR) "." STR(
-      NCCL_PATCH) "; " BUILD_DESC ")";
+      MONEL_VERSION_PATCH) " (NCCL API " STR(NCCL_MAJOR) "." STR(NCCL_MINOR) "." STR(NCCL_PATCH) ";"
+                                                                                                 " " BUILD_DESC
+                                                                                                 ")";
 }
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -32,4 +33,6 @@ static void banner(void) {
     fflush(stdout);
   }
 }
-void version_banner(void) { pthread_once(&once, banner); }
+void version_banner(void) {
+  pthread_once(&once, banner);
+}

@@ -261,8 +261,8 @@ static ncclResult_t snapshot_overlaps(struct batch* b, char** stash) {
     if (pass == 0) {
       if (total == 0) return ncclSuccess;
       if ((*stash = malloc(total)) == NULL) {
-        WARN("rank %d: out of host memory copying %zu bytes of in-place sends aside",
-             b->comm->rank, total);
+        WARN("rank %d: out of host memory copying %zu bytes of in-place sends aside", b->comm->rank,
+             total);
         return ncclSystemError;
       }
     }

@@ -29,9 +29,9 @@ enum { RED_SUM = 0, RED_PROD = 1, RED_MAX = 2, RED_MIN = 3, RED_AVG = 4, RED_PRE
 #define RED_LAST  2 /* apply post (AVG: divide by nranks) to the result */
 
 struct red_op {
-  int kind;                /* RED_* */
-  int nranks;              /* divisor of RED_AVG (> 0) */
-  unsigned char scalar[8]; /* PREMULSUM factor, stored in the op's data type */
+  int kind;                  /* RED_* */
+  int nranks;                /* divisor of RED_AVG (> 0) */
+  unsigned char scalar[8];   /* PREMULSUM factor, stored in the op's data type */
   const void* device_scalar; /* PREMULSUM factor the CUDA engine reads when the op runs, or NULL */
 };
 

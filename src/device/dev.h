@@ -24,18 +24,18 @@
 #include <cuda_runtime_api.h>
 
 #define DEV_MAX_CHANNELS 32
-#define DEV_NTHREADS 512
-#define DEV_FIFO_HEADER 256 /* bytes before slot 0: tail at 0, head at 128 */
-#define DEV_FIFO_TAIL 0
-#define DEV_FIFO_HEAD 128
-#define DEV_MAX_PEERS 16
+#define DEV_NTHREADS     512
+#define DEV_FIFO_HEADER  256 /* bytes before slot 0: tail at 0, head at 128 */
+#define DEV_FIFO_TAIL    0
+#define DEV_FIFO_HEAD    128
+#define DEV_MAX_PEERS    16
 
 #define DEV_LL_MAX_BLOCKS 8
-#define DEV_LL_LINES 1024 /* lines per block per source rank: 8 KiB of data */
-#define DEV_LL_LINE 16
+#define DEV_LL_LINES      1024 /* lines per block per source rank: 8 KiB of data */
+#define DEV_LL_LINE       16
 #define DEV_LL_BLOCK_DATA ((size_t)DEV_LL_LINES * 8)
-#define DEV_LL_MAX_BYTES ((size_t)DEV_LL_MAX_BLOCKS * DEV_LL_BLOCK_DATA) /* 64 KiB */
-#define DEV_LL_NTHREADS 256
+#define DEV_LL_MAX_BYTES  ((size_t)DEV_LL_MAX_BLOCKS * DEV_LL_BLOCK_DATA) /* 64 KiB */
+#define DEV_LL_NTHREADS   256
 
 /* Bytes of one rank's one-shot LL buffer for nranks ranks. */
 static inline size_t dev_ll_buffer_bytes(int nranks) {
@@ -43,13 +43,7 @@ static inline size_t dev_ll_buffer_bytes(int nranks) {
 }
 
 /* Collectives the ring kernel runs (values of dev_ring_args.coll). */
-enum dev_coll {
-  DEV_ALLREDUCE,
-  DEV_BROADCAST,
-  DEV_REDUCE,
-  DEV_ALLGATHER,
-  DEV_REDUCESCATTER
-};
+enum dev_coll { DEV_ALLREDUCE, DEV_BROADCAST, DEV_REDUCE, DEV_ALLGATHER, DEV_REDUCESCATTER };
 
 struct dev_channel {
   char* send_fifo; /* the next rank's FIFO (peer memory): slots and tail written, head read */
@@ -63,16 +57,16 @@ struct dev_ring_args {
   const void* in;
   void* out;
   size_t count;
-  int coll;                   /* enum dev_coll */
-  int root;                   /* Broadcast, Reduce */
+  int coll; /* enum dev_coll */
+  int root; /* Broadcast, Reduce */
   int rank, nranks;
   int nchannels, nslots;
   size_t slot_bytes;
-  int dtype;                  /* ncclDataType_t */
-  int op;                     /* RED_* of cpu/reduce.h */
-  unsigned char scalar[8];    /* PREMULSUM factor in the data type (host scalar) */
-  const void* device_scalar;  /* PREMULSUM factor read by the kernel, or NULL */
-  uint64_t* steps;            /* 2 per channel: steps sent, steps received */
+  int dtype;                 /* ncclDataType_t */
+  int op;                    /* RED_* of cpu/reduce.h */
+  unsigned char scalar[8];   /* PREMULSUM factor in the data type (host scalar) */
+  const void* device_scalar; /* PREMULSUM factor read by the kernel, or NULL */
+  uint64_t* steps;           /* 2 per channel: steps sent, steps received */
   struct dev_channel ch[DEV_MAX_CHANNELS];
 };
 
@@ -86,7 +80,7 @@ struct dev_oneshot_args {
   int dtype, op;
   unsigned char scalar[8];
   const void* device_scalar;
-  uint32_t* seq;              /* device: launches so far, one counter per block */
+  uint32_t* seq;                /* device: launches so far, one counter per block */
   char* peer_ll[DEV_MAX_PEERS]; /* every rank's LL buffer as I address it (mine at [rank]) */
 };
 

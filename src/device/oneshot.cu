@@ -12,7 +12,8 @@
  * Reuse of the buffers: block b of launch k (its k-th launch, counted per block in device memory
  * by every rank alike) uses parity k & 1 and flag k + 1. A rank starts launch k + 2 only after
  * its launch k + 1 saw every peer's data of launch k + 1, which each peer wrote after its own
- * launch k was over, so nothing is overwritten while it is read; stale lines carry an older flag. */
+ * launch k was over, so nothing is overwritten while it is read; stale lines carry an older flag.
+ */
 #include "device/dev.h"
 #include "device/prims.cuh"
 
@@ -53,8 +54,8 @@ __device__ static inline void st_bytes(char* p, size_t i, size_t total, uint64_t
 
 #define LINES_PER_THREAD (DEV_LL_LINES / DEV_LL_NTHREADS)
 
-template <typename T, int OP> __global__ void __launch_bounds__(DEV_LL_NTHREADS)
-oneshot_kernel(struct dev_oneshot_args a) {
+template <typename T, int OP>
+__global__ void __launch_bounds__(DEV_LL_NTHREADS) oneshot_kernel(struct dev_oneshot_args a) {
   __shared__ uint32_t flag_s;
   const int b = blockIdx.x, n = a.nranks, me = a.rank, tid = threadIdx.x;
   const int E = 8 / sizeof(T);
@@ -88,8 +89,8 @@ oneshot_kernel(struct dev_oneshot_args a) {
 #pragma unroll
     for (int k = 0; k < LINES_PER_THREAD; k++) {
       int i = tid + k * DEV_LL_NTHREADS;
-      if (i < nlines) st_line(dst + (size_t)i * DEV_LL_LINE, (uint32_t)mine[k],
-                              (uint32_t)(mine[k] >> 32), flag);
+      if (i < nlines)
+        st_line(dst + (size_t)i * DEV_LL_LINE, (uint32_t)mine[k], (uint32_t)(mine[k] >> 32), flag);
     }
   }
   /* Reduce in rank order, my own input from registers. */

@@ -11,7 +11,9 @@
 __device__ static inline uint64_t ld_volatile(const uint64_t* p) {
   return *(const volatile uint64_t*)p;
 }
-__device__ static inline void st_volatile(uint64_t* p, uint64_t v) { *(volatile uint64_t*)p = v; }
+__device__ static inline void st_volatile(uint64_t* p, uint64_t v) {
+  *(volatile uint64_t*)p = v;
+}
 
 template <typename T> __device__ static inline T ld_fifo(const T* p) {
   T r;
@@ -91,28 +93,48 @@ __device__ static inline T load_scalar(const void* device_scalar, const unsigned
  * cudaError_t of launching the kernel instantiated for (T, OP). */
 #define DEV_SWITCH_OP(T, op, LAUNCH)                                                               \
   switch (op) {                                                                                    \
-  case RED_SUM: LAUNCH(T, RED_SUM);                                                                \
-  case RED_PROD: LAUNCH(T, RED_PROD);                                                              \
-  case RED_MAX: LAUNCH(T, RED_MAX);                                                                \
-  case RED_MIN: LAUNCH(T, RED_MIN);                                                                \
-  case RED_AVG: LAUNCH(T, RED_AVG);                                                                \
-  case RED_PREMULSUM: LAUNCH(T, RED_PREMULSUM);                                                    \
-  default: return cudaErrorInvalidValue;                                                           \
+  case RED_SUM:                                                                                    \
+    LAUNCH(T, RED_SUM);                                                                            \
+  case RED_PROD:                                                                                   \
+    LAUNCH(T, RED_PROD);                                                                           \
+  case RED_MAX:                                                                                    \
+    LAUNCH(T, RED_MAX);                                                                            \
+  case RED_MIN:                                                                                    \
+    LAUNCH(T, RED_MIN);                                                                            \
+  case RED_AVG:                                                                                    \
+    LAUNCH(T, RED_AVG);                                                                            \
+  case RED_PREMULSUM:                                                                              \
+    LAUNCH(T, RED_PREMULSUM);                                                                      \
+  default:                                                                                         \
+    return cudaErrorInvalidValue;                                                                  \
   }
 #define DEV_SWITCH_TYPE(dtype, op, LAUNCH)                                                         \
   switch (dtype) {                                                                                 \
-  case ncclInt8: DEV_SWITCH_OP(int8_t, op, LAUNCH)                                                 \
-  case ncclUint8: DEV_SWITCH_OP(uint8_t, op, LAUNCH)                                               \
-  case ncclInt32: DEV_SWITCH_OP(int32_t, op, LAUNCH)                                               \
-  case ncclUint32: DEV_SWITCH_OP(uint32_t, op, LAUNCH)                                             \
-  case ncclInt64: DEV_SWITCH_OP(int64_t, op, LAUNCH)                                               \
-  case ncclUint64: DEV_SWITCH_OP(uint64_t, op, LAUNCH)                                             \
-  case ncclFloat16: DEV_SWITCH_OP(dev_f16, op, LAUNCH)                                             \
-  case ncclFloat32: DEV_SWITCH_OP(float, op, LAUNCH)                                               \
-  case ncclFloat64: DEV_SWITCH_OP(double, op, LAUNCH)                                              \
-  case ncclBfloat16: DEV_SWITCH_OP(dev_bf16, op, LAUNCH)                                           \
-  case ncclFloat8e4m3: DEV_SWITCH_OP(dev_e4m3, op, LAUNCH)                                         \
-  case ncclFloat8e5m2: DEV_SWITCH_OP(dev_e5m2, op, LAUNCH)                                         \
-  default: return cudaErrorInvalidValue;                                                           \
+  case ncclInt8:                                                                                   \
+    DEV_SWITCH_OP(int8_t, op, LAUNCH)                                                              \
+  case ncclUint8:                                                                                  \
+    DEV_SWITCH_OP(uint8_t, op, LAUNCH)                                                             \
+  case ncclInt32:                                                                                  \
+    DEV_SWITCH_OP(int32_t, op, LAUNCH)                                                             \
+  case ncclUint32:                                                                                 \
+    DEV_SWITCH_OP(uint32_t, op, LAUNCH)                                                            \
+  case ncclInt64:                                                                                  \
+    DEV_SWITCH_OP(int64_t, op, LAUNCH)                                                             \
+  case ncclUint64:                                                                                 \
+    DEV_SWITCH_OP(uint64_t, op, LAUNCH)                                                            \
+  case ncclFloat16:                                                                                \
+    DEV_SWITCH_OP(dev_f16, op, LAUNCH)                                                             \
+  case ncclFloat32:                                                                                \
+    DEV_SWITCH_OP(float, op, LAUNCH)                                                               \
+  case ncclFloat64:                                                                                \
+    DEV_SWITCH_OP(double, op, LAUNCH)                                                              \
+  case ncclBfloat16:                                                                               \
+    DEV_SWITCH_OP(dev_bf16, op, LAUNCH)                                                            \
+  case ncclFloat8e4m3:                                                                             \
+    DEV_SWITCH_OP(dev_e4m3, op, LAUNCH)                                                            \
+  case ncclFloat8e5m2:                                                                             \
+    DEV_SWITCH_OP(dev_e5m2, op, LAUNCH)                                                            \
+  default:                                                                                         \
+    return cudaErrorInvalidValue;                                                                  \
   }
 #endif

@@ -11,10 +11,18 @@
 #include "util/dtype.h"
 
 /* Storage types of the narrow floating formats (the bits, as the API passes them). */
-struct dev_f16 { uint16_t v; };
-struct dev_bf16 { uint16_t v; };
-struct dev_e4m3 { uint8_t v; };
-struct dev_e5m2 { uint8_t v; };
+struct dev_f16 {
+  uint16_t v;
+};
+struct dev_bf16 {
+  uint16_t v;
+};
+struct dev_e4m3 {
+  uint8_t v;
+};
+struct dev_e5m2 {
+  uint8_t v;
+};
 
 __device__ static inline float max_nan(float a, float b) {
   if (a != a) return a;
@@ -55,12 +63,24 @@ __device__ static inline float div_to_odd(float x, int n) {
 }
 
 #define DEV_INT_OPS(T, U, W)                                                                       \
-  __device__ static inline T red_sum(T a, T b) { return (T)(U)((U)a + (U)b); }                     \
-  __device__ static inline T red_prod(T a, T b) { return (T)(U)((U)a * (U)b); }                    \
-  __device__ static inline T red_max(T a, T b) { return a > b ? a : b; }                           \
-  __device__ static inline T red_min(T a, T b) { return a < b ? a : b; }                           \
-  __device__ static inline T red_mul(T x, T s) { return (T)(U)((U)x * (U)s); }                     \
-  __device__ static inline T red_div(T x, int n) { return (T)((W)x / (W)n); }
+  __device__ static inline T red_sum(T a, T b) {                                                   \
+    return (T)(U)((U)a + (U)b);                                                                    \
+  }                                                                                                \
+  __device__ static inline T red_prod(T a, T b) {                                                  \
+    return (T)(U)((U)a * (U)b);                                                                    \
+  }                                                                                                \
+  __device__ static inline T red_max(T a, T b) {                                                   \
+    return a > b ? a : b;                                                                          \
+  }                                                                                                \
+  __device__ static inline T red_min(T a, T b) {                                                   \
+    return a < b ? a : b;                                                                          \
+  }                                                                                                \
+  __device__ static inline T red_mul(T x, T s) {                                                   \
+    return (T)(U)((U)x * (U)s);                                                                    \
+  }                                                                                                \
+  __device__ static inline T red_div(T x, int n) {                                                 \
+    return (T)((W)x / (W)n);                                                                       \
+  }
 
 DEV_INT_OPS(int8_t, uint8_t, int64_t)
 DEV_INT_OPS(uint8_t, uint8_t, uint64_t)
@@ -69,32 +89,68 @@ DEV_INT_OPS(uint32_t, uint32_t, uint64_t)
 DEV_INT_OPS(int64_t, uint64_t, int64_t)
 DEV_INT_OPS(uint64_t, uint64_t, uint64_t)
 
-__device__ static inline float red_sum(float a, float b) { return __fadd_rn(a, b); }
-__device__ static inline float red_prod(float a, float b) { return __fmul_rn(a, b); }
-__device__ static inline float red_max(float a, float b) { return max_nan(a, b); }
-__device__ static inline float red_min(float a, float b) { return min_nan(a, b); }
-__device__ static inline float red_mul(float x, float s) { return __fmul_rn(x, s); }
-__device__ static inline float red_div(float x, int n) { return (float)((double)x / (double)n); }
+__device__ static inline float red_sum(float a, float b) {
+  return __fadd_rn(a, b);
+}
+__device__ static inline float red_prod(float a, float b) {
+  return __fmul_rn(a, b);
+}
+__device__ static inline float red_max(float a, float b) {
+  return max_nan(a, b);
+}
+__device__ static inline float red_min(float a, float b) {
+  return min_nan(a, b);
+}
+__device__ static inline float red_mul(float x, float s) {
+  return __fmul_rn(x, s);
+}
+__device__ static inline float red_div(float x, int n) {
+  return (float)((double)x / (double)n);
+}
 
-__device__ static inline double red_sum(double a, double b) { return __dadd_rn(a, b); }
-__device__ static inline double red_prod(double a, double b) { return __dmul_rn(a, b); }
-__device__ static inline double red_max(double a, double b) { return max_nan(a, b); }
-__device__ static inline double red_min(double a, double b) { return min_nan(a, b); }
-__device__ static inline double red_mul(double x, double s) { return __dmul_rn(x, s); }
-__device__ static inline double red_div(double x, int n) { return __ddiv_rn(x, (double)n); }
+__device__ static inline double red_sum(double a, double b) {
+  return __dadd_rn(a, b);
+}
+__device__ static inline double red_prod(double a, double b) {
+  return __dmul_rn(a, b);
+}
+__device__ static inline double red_max(double a, double b) {
+  return max_nan(a, b);
+}
+__device__ static inline double red_min(double a, double b) {
+  return min_nan(a, b);
+}
+__device__ static inline double red_mul(double x, double s) {
+  return __dmul_rn(x, s);
+}
+__device__ static inline double red_div(double x, int n) {
+  return __ddiv_rn(x, (double)n);
+}
 
 #define DEV_NARROW_OPS(T, TO_F, FROM_F)                                                            \
-  __device__ static inline T narrow_##T(float f) {                                                     \
+  __device__ static inline T narrow_##T(float f) {                                                 \
     T r;                                                                                           \
     r.v = FROM_F(f);                                                                               \
     return r;                                                                                      \
   }                                                                                                \
-  __device__ static inline T red_sum(T a, T b) { return narrow_##T(__fadd_rn(TO_F(a.v), TO_F(b.v))); } \
-  __device__ static inline T red_prod(T a, T b) { return narrow_##T(__fmul_rn(TO_F(a.v), TO_F(b.v))); } \
-  __device__ static inline T red_max(T a, T b) { return narrow_##T(max_nan(TO_F(a.v), TO_F(b.v))); } \
-  __device__ static inline T red_min(T a, T b) { return narrow_##T(min_nan(TO_F(a.v), TO_F(b.v))); } \
-  __device__ static inline T red_mul(T x, T s) { return narrow_##T(__fmul_rn(TO_F(x.v), TO_F(s.v))); } \
-  __device__ static inline T red_div(T x, int n) { return narrow_##T(div_to_odd(TO_F(x.v), n)); }
+  __device__ static inline T red_sum(T a, T b) {                                                   \
+    return narrow_##T(__fadd_rn(TO_F(a.v), TO_F(b.v)));                                            \
+  }                                                                                                \
+  __device__ static inline T red_prod(T a, T b) {                                                  \
+    return narrow_##T(__fmul_rn(TO_F(a.v), TO_F(b.v)));                                            \
+  }                                                                                                \
+  __device__ static inline T red_max(T a, T b) {                                                   \
+    return narrow_##T(max_nan(TO_F(a.v), TO_F(b.v)));                                              \
+  }                                                                                                \
+  __device__ static inline T red_min(T a, T b) {                                                   \
+    return narrow_##T(min_nan(TO_F(a.v), TO_F(b.v)));                                              \
+  }                                                                                                \
+  __device__ static inline T red_mul(T x, T s) {                                                   \
+    return narrow_##T(__fmul_rn(TO_F(x.v), TO_F(s.v)));                                            \
+  }                                                                                                \
+  __device__ static inline T red_div(T x, int n) {                                                 \
+    return narrow_##T(div_to_odd(TO_F(x.v), n));                                                   \
+  }
 
 DEV_NARROW_OPS(dev_f16, dtype_half_to_float, dtype_float_to_half)
 DEV_NARROW_OPS(dev_bf16, dtype_bf16_to_float, dtype_float_to_bf16)
@@ -108,7 +164,8 @@ template <typename T, int OP> __device__ static inline T combine(T a, T b) {
   return red_sum(a, b); /* SUM, AVG, PREMULSUM */
 }
 
-/* One element of a verb: r from the FIFO (if has_r), x my input (if has_x); post divides for AVG. */
+/* One element of a verb: r from the FIFO (if has_r), x my input (if has_x); post divides for AVG.
+ */
 template <typename T, int OP>
 __device__ static inline T elem(T r, T x, bool has_r, bool has_x, bool post, T s, int nranks) {
   T v = r;

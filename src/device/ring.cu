@@ -22,8 +22,8 @@
 #include "device/prims.cuh"
 
 struct chan_state {
-  uint64_t sent, recvd;  /* steps so far on this channel's connections */
-  uint64_t head_seen;    /* last head read from the next rank */
+  uint64_t sent, recvd; /* steps so far on this channel's connections */
+  uint64_t head_seen;   /* last head read from the next rank */
 };
 
 struct ring_ctx {
@@ -37,8 +37,8 @@ struct ring_ctx {
  * copy per kernel instantiation keeps the build short. */
 template <typename T, int OP>
 __device__ static __noinline__ void ring_step(struct chan_state* cs, const struct ring_ctx* rc,
-                                             enum verb verb, const T* in, T* out, size_t in_off,
-                                             size_t out_off, size_t len, T s, int nranks) {
+                                              enum verb verb, const T* in, T* out, size_t in_off,
+                                              size_t out_off, size_t len, T s, int nranks) {
   const int tid = threadIdx.x;
   bool do_recv = verb == VERB_RECV || verb == VERB_RECV_REDUCE_SEND ||
                  verb == VERB_RECV_REDUCE_COPY_SEND || verb == VERB_RECV_COPY_SEND ||
@@ -60,24 +60,42 @@ __device__ static __noinline__ void ring_step(struct chan_state* cs, const struc
     }
   }
   __syncthreads();
-  const T* rs = do_recv ? (const T*)(rc->recv_fifo + DEV_FIFO_HEADER +
-                                     (cs->recvd % rc->nslots) * rc->slot_bytes)
-                        : NULL;
-  T* ss = do_send ? (T*)(send_fifo + DEV_FIFO_HEADER + (cs->sent % rc->nslots) * rc->slot_bytes)
-                  : NULL;
+  const T* rs =
+      do_recv
+          ? (const T*)(rc->recv_fifo + DEV_FIFO_HEADER + (cs->recvd % rc->nslots) * rc->slot_bytes)
+          : NULL;
+  T* ss =
+      do_send ? (T*)(send_fifo + DEV_FIFO_HEADER + (cs->sent % rc->nslots) * rc->slot_bytes) : NULL;
   const T* xin = NULL;
   T* xout = NULL;
   bool post = false;
   switch (verb) {
-  case VERB_SEND: xin = in + in_off; break;
-  case VERB_RECV_REDUCE_SEND: xin = in + in_off; break;
-  case VERB_RECV_REDUCE_COPY_SEND: xin = in + in_off, xout = out + out_off, post = true; break;
-  case VERB_RECV_COPY_SEND: xout = out + out_off; break;
-  case VERB_RECV: xout = out + out_off; break;
-  case VERB_COPY: xin = in + in_off, xout = out + out_off, post = true; break;
-  case VERB_COPY_SEND: xin = in + in_off, xout = out + out_off; break;
-  case VERB_RECV_REDUCE_COPY: xin = in + in_off, xout = out + out_off, post = true; break;
-  default: break;
+  case VERB_SEND:
+    xin = in + in_off;
+    break;
+  case VERB_RECV_REDUCE_SEND:
+    xin = in + in_off;
+    break;
+  case VERB_RECV_REDUCE_COPY_SEND:
+    xin = in + in_off, xout = out + out_off, post = true;
+    break;
+  case VERB_RECV_COPY_SEND:
+    xout = out + out_off;
+    break;
+  case VERB_RECV:
+    xout = out + out_off;
+    break;
+  case VERB_COPY:
+    xin = in + in_off, xout = out + out_off, post = true;
+    break;
+  case VERB_COPY_SEND:
+    xin = in + in_off, xout = out + out_off;
+    break;
+  case VERB_RECV_REDUCE_COPY:
+    xin = in + in_off, xout = out + out_off, post = true;
+    break;
+  default:
+    break;
   }
   /* In place copies need no store (only collectives that do not reduce copy without post). */
   if (xin != NULL && xin == xout && !post) xout = NULL;
@@ -95,8 +113,8 @@ __device__ static __noinline__ void ring_step(struct chan_state* cs, const struc
   __syncthreads();
 }
 
-template <typename T, int OP> __global__ void __launch_bounds__(DEV_NTHREADS, 1)
-ring_kernel(struct dev_ring_args a) {
+template <typename T, int OP>
+__global__ void __launch_bounds__(DEV_NTHREADS, 1) ring_kernel(struct dev_ring_args a) {
   __shared__ struct chan_state cs;
   const int c = blockIdx.x, n = a.nranks, tid = threadIdx.x;
   const size_t P = 16 / sizeof(T), slot_elems = a.slot_bytes / sizeof(T);

@@ -14,9 +14,9 @@
 struct mem_desc {
   int pid;
   int dev;
-  void* ptr;                /* valid in the same process */
-  cudaIpcMemHandle_t ipc;   /* valid in another process */
-  int ok;                   /* LL: this rank mapped every peer's buffer */
+  void* ptr;              /* valid in the same process */
+  cudaIpcMemHandle_t ipc; /* valid in another process */
+  int ok;                 /* LL: this rank mapped every peer's buffer */
 };
 
 static int same_process(const struct ncclComm* comm, int peer) {
@@ -97,9 +97,11 @@ ncclResult_t gpu_connect_ring(struct ncclComm* comm, struct gpu_comm* g) {
          cudaGetErrorString(e));
     return ncclUnhandledCudaError;
   }
-  INFO(LOG_INIT | LOG_P2P, "comm %p rank %d GPU ring: send to rank %d (GPU %d) via %s, %d channels x "
-       "%d slots x %zu bytes", (void*)comm, comm->rank, next, theirs.dev,
-       g->next_ipc ? "CUDA IPC" : "peer access", g->nchannels_max, g->nslots, g->slot_bytes);
+  INFO(LOG_INIT | LOG_P2P,
+       "comm %p rank %d GPU ring: send to rank %d (GPU %d) via %s, %d channels x "
+       "%d slots x %zu bytes",
+       (void*)comm, comm->rank, next, theirs.dev, g->next_ipc ? "CUDA IPC" : "peer access",
+       g->nchannels_max, g->nslots, g->slot_bytes);
   return ncclSuccess;
 }
 

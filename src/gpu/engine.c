@@ -15,7 +15,7 @@
 #include "gpu/gpu.h"
 #include "util/dtype.h"
 
-#define NSLOTS 8
+#define NSLOTS            8
 #define BYTES_PER_CHANNEL (128 << 10) /* a message gets one more channel per this many bytes */
 
 /* NCCL_PROTO: a comma list of Simple, LL, LL128 (case-insensitive); a leading ^ excludes them. */
@@ -139,11 +139,21 @@ static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struc
   a.rank = comm->rank;
   a.nranks = n;
   switch (t->coll) {
-  case COLL_ALLREDUCE: a.coll = DEV_ALLREDUCE; break;
-  case COLL_BROADCAST: a.coll = DEV_BROADCAST; break;
-  case COLL_REDUCE: a.coll = DEV_REDUCE; break;
-  case COLL_ALLGATHER: a.coll = DEV_ALLGATHER, total *= (size_t)n; break;
-  default: a.coll = DEV_REDUCESCATTER, total *= (size_t)n; break;
+  case COLL_ALLREDUCE:
+    a.coll = DEV_ALLREDUCE;
+    break;
+  case COLL_BROADCAST:
+    a.coll = DEV_BROADCAST;
+    break;
+  case COLL_REDUCE:
+    a.coll = DEV_REDUCE;
+    break;
+  case COLL_ALLGATHER:
+    a.coll = DEV_ALLGATHER, total *= (size_t)n;
+    break;
+  default:
+    a.coll = DEV_REDUCESCATTER, total *= (size_t)n;
+    break;
   }
   if (reduces(t->coll)) {
     a.dtype = (int)t->dtype;
@@ -188,10 +198,13 @@ static ncclResult_t gpu_run(struct ncclComm* comm, struct task* tasks, int ntask
     case COLL_BROADCAST:
     case COLL_REDUCE:
     case COLL_ALLGATHER:
-    case COLL_REDUCESCATTER: res = launch_task(comm, g, t); break;
+    case COLL_REDUCESCATTER:
+      res = launch_task(comm, g, t);
+      break;
     default:
       WARN("%s #%llu: the GPU engine does not support %s yet (set MONEL_ENGINE=cpu for host "
-           "buffers)", coll_name(t->coll), (unsigned long long)t->seq, coll_name(t->coll));
+           "buffers)",
+           coll_name(t->coll), (unsigned long long)t->seq, coll_name(t->coll));
       res = ncclInvalidUsage;
     }
   }

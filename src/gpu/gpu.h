@@ -5,7 +5,8 @@
 #include "core/comm.h"
 #include "device/dev.h"
 
-/* A failing CUDA runtime call: WARN with its name and CUDA's message, return ncclUnhandledCudaError. */
+/* A failing CUDA runtime call: WARN with its name and CUDA's message, return
+ * ncclUnhandledCudaError. */
 #define CUDACHECK(call)                                                                            \
   do {                                                                                             \
     cudaError_t e_ = (call);                                                                       \
@@ -16,21 +17,21 @@
   } while (0)
 
 struct gpu_comm {
-  int nchannels_max;  /* channels with FIFOs */
+  int nchannels_max; /* channels with FIFOs */
   int nslots;
   size_t slot_bytes;
-  size_t fifo_bytes;  /* one channel's FIFO: header + slots */
-  char* fifo;         /* my FIFOs (receive side), nchannels_max x fifo_bytes, on my GPU */
-  char* next_fifo;    /* the next rank's FIFOs as I address them */
-  int next_ipc;       /* next_fifo was opened with cudaIpcOpenMemHandle */
-  uint64_t* steps;    /* device: 2 counters per channel */
+  size_t fifo_bytes; /* one channel's FIFO: header + slots */
+  char* fifo;        /* my FIFOs (receive side), nchannels_max x fifo_bytes, on my GPU */
+  char* next_fifo;   /* the next rank's FIFOs as I address them */
+  int next_ipc;      /* next_fifo was opened with cudaIpcOpenMemHandle */
+  uint64_t* steps;   /* device: 2 counters per channel */
   /* One-shot LL AllReduce (dev.h): usable when every rank mapped every peer's buffer. */
   int ll_ok;
-  int proto_ll, proto_simple;  /* allowed by NCCL_PROTO */
-  char* ll;                      /* my LL buffer, on my GPU */
-  uint32_t* ll_seq;              /* device: launches so far, per block */
-  char* peer_ll[DEV_MAX_PEERS];  /* every rank's LL buffer as I address it */
-  unsigned peer_ll_ipc;          /* bit r: peer_ll[r] was opened with cudaIpcOpenMemHandle */
+  int proto_ll, proto_simple;   /* allowed by NCCL_PROTO */
+  char* ll;                     /* my LL buffer, on my GPU */
+  uint32_t* ll_seq;             /* device: launches so far, per block */
+  char* peer_ll[DEV_MAX_PEERS]; /* every rank's LL buffer as I address it */
+  unsigned peer_ll_ipc;         /* bit r: peer_ll[r] was opened with cudaIpcOpenMemHandle */
 };
 
 /* connect.c: the ring FIFOs (fails with a reason when the next GPU cannot be reached) and the

@@ -50,13 +50,20 @@ const char* sock_addr_to_str(const union sock_addr* a, char* buf, size_t len) {
 
 const char* sock_err_str(enum sock_err e) {
   switch (e) {
-  case SOCK_OK: return "no error";
-  case SOCK_EOF: return "the peer closed the connection";
-  case SOCK_RESET: return "the connection was reset (the peer died)";
-  case SOCK_TIMEOUT: return "the deadline passed";
-  case SOCK_ABORTED: return "the operation was aborted";
-  case SOCK_REFUSED: return "nobody accepted the connection";
-  default: return "a system call failed";
+  case SOCK_OK:
+    return "no error";
+  case SOCK_EOF:
+    return "the peer closed the connection";
+  case SOCK_RESET:
+    return "the connection was reset (the peer died)";
+  case SOCK_TIMEOUT:
+    return "the deadline passed";
+  case SOCK_ABORTED:
+    return "the operation was aborted";
+  case SOCK_REFUSED:
+    return "nobody accepted the connection";
+  default:
+    return "a system call failed";
   }
 }
 
@@ -91,7 +98,8 @@ ncclResult_t sock_addr_parse(const char* str, union sock_addr* out) {
     if (colon == NULL) goto bad;
     hlen = (size_t)(colon - str);
   }
-  if (hlen == 0 || hlen >= sizeof(host) || strlen(colon + 1) == 0 || strlen(colon + 1) >= sizeof(port))
+  if (hlen == 0 || hlen >= sizeof(host) || strlen(colon + 1) == 0 ||
+      strlen(colon + 1) >= sizeof(port))
     goto bad;
   memcpy(host, hbeg, hlen);
   host[hlen] = '\0';
@@ -233,7 +241,8 @@ ncclResult_t sock_conn_open(const union sock_addr* addr, double deadline, const 
                             int* fd, enum sock_err* err) {
   double backoff = 0.01;
   for (;;) {
-    if (abort != NULL && __atomic_load_n(abort, __ATOMIC_SEQ_CST)) return *err = SOCK_ABORTED, ncclRemoteError;
+    if (abort != NULL && __atomic_load_n(abort, __ATOMIC_SEQ_CST))
+      return *err = SOCK_ABORTED, ncclRemoteError;
     int s = socket(addr->sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (s < 0) return *err = SOCK_SYSERR, ncclSystemError;
     if (connect(s, &addr->sa, sock_addr_len(addr)) == 0) {
@@ -262,7 +271,8 @@ static ncclResult_t move_all(int fd, char* buf, size_t n, int sending, double de
                              const volatile int* abort, enum sock_err* err) {
   size_t done = 0;
   while (done < n) {
-    if (abort != NULL && __atomic_load_n(abort, __ATOMIC_SEQ_CST)) return *err = SOCK_ABORTED, ncclRemoteError;
+    if (abort != NULL && __atomic_load_n(abort, __ATOMIC_SEQ_CST))
+      return *err = SOCK_ABORTED, ncclRemoteError;
     struct pollfd p = {.fd = fd, .events = sending ? POLLOUT : POLLIN};
     int ms = slice_ms(deadline);
     if (ms < 0) return *err = SOCK_TIMEOUT, ncclRemoteError;
@@ -290,7 +300,7 @@ ncclResult_t sock_send_all(int fd, const void* buf, size_t n, double deadline,
   return move_all(fd, (char*)buf, n, 1, deadline, abort, err);
 }
 
-ncclResult_t sock_recv_all(int fd, void* buf, size_t n, double deadline,
-                           const volatile int* abort, enum sock_err* err) {
+ncclResult_t sock_recv_all(int fd, void* buf, size_t n, double deadline, const volatile int* abort,
+                           enum sock_err* err) {
   return move_all(fd, (char*)buf, n, 0, deadline, abort, err);
 }

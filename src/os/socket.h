@@ -56,8 +56,8 @@ ncclResult_t sock_conn_accept(int listen_fd, int* fd, union sock_addr* peer);
  * abort) or ncclSystemError is returned. deadline < 0: none. abort may be NULL. */
 ncclResult_t sock_send_all(int fd, const void* buf, size_t n, double deadline,
                            const volatile int* abort, enum sock_err* err);
-ncclResult_t sock_recv_all(int fd, void* buf, size_t n, double deadline,
-                           const volatile int* abort, enum sock_err* err);
+ncclResult_t sock_recv_all(int fd, void* buf, size_t n, double deadline, const volatile int* abort,
+                           enum sock_err* err);
 /* A sentence fragment for an error: "the peer closed the connection", ... */
 const char* sock_err_str(enum sock_err e);
 void sock_close(int* fd);

@@ -89,8 +89,8 @@ static ncclResult_t shm_connect(struct conn* c, const void* in) {
   }
   int fd = shm_open(d.name, O_RDWR, 0600);
   if (fd < 0) {
-    WARN("could not open the shared memory %s of peer rank %d (pid %d): %s", d.name, c->peer,
-         d.pid, strerror(errno));
+    WARN("could not open the shared memory %s of peer rank %d (pid %d): %s", d.name, c->peer, d.pid,
+         strerror(errno));
     return ncclSystemError;
   }
   void* mem = mmap(NULL, d.len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);

@@ -15,24 +15,25 @@
 #include <stdint.h>
 #include "nccl.h"
 
-#define FIFO_MAX_SLOTS 64
+#define FIFO_MAX_SLOTS  64
 #define FIFO_SIZE_BYTES ((((uint64_t)1) << 48) - 1) /* the byte count in a sizes[] word */
 #define CONN_DESC_BYTES 128
 
 struct fifo_ctrl {
-  _Alignas(64) uint32_t tail;  /* written by the sender */
-  uint32_t tail_waiting;       /* the receiver sleeps on tail */
-  _Alignas(64) uint32_t head;  /* written by the receiver */
-  uint32_t head_waiting;       /* the sender sleeps on head */
-  _Alignas(64) uint32_t refs;  /* mappings of one process sharing this memory */
-  uint32_t closed;             /* FIFO_CLOSED_*: the side that waits stops with an error */
+  _Alignas(64) uint32_t tail;     /* written by the sender */
+  uint32_t tail_waiting;          /* the receiver sleeps on tail */
+  _Alignas(64) uint32_t head;     /* written by the receiver */
+  uint32_t head_waiting;          /* the sender sleeps on head */
+  _Alignas(64) uint32_t refs;     /* mappings of one process sharing this memory */
+  uint32_t closed;                /* FIFO_CLOSED_*: the side that waits stops with an error */
   uint64_t sizes[FIFO_MAX_SLOTS]; /* bytes in each filled slot; bits above FIFO_SIZE_BYTES
                                    * are flags of the engine that transports pass through */
 };
 
 /* Values of fifo_ctrl.closed (0: open). */
 #define FIFO_CLOSED_PEER 1 /* a side failed (or aborted) and stopped using the FIFO */
-#define FIFO_CLOSED_LOST 2 /* net: the connection broke without a goodbye (process or host gone) */
+#define FIFO_CLOSED_LOST 2 /* net: the connection broke without a goodbye (process or host gone)   \
+                            */
 #define FIFO_CLOSED_GONE 3 /* net: the peer freed its side (destroyed its communicator) */
 
 struct peer_info;
@@ -43,14 +44,14 @@ struct conn {
   char* slots;
   int nslots;
   size_t slot_size;
-  uint32_t pos;     /* my counter: next slot to fill (sender) or to read (receiver) */
-  int peer;         /* comm rank of the other side */
-  int peer_pid;     /* set by the engine before setup: the peer pid on this host, -1 if this
-                     * process, 0 on another host */
-  void* map;        /* what free() releases (net: the link, which holds the FIFO memory) */
+  uint32_t pos; /* my counter: next slot to fill (sender) or to read (receiver) */
+  int peer;     /* comm rank of the other side */
+  int peer_pid; /* set by the engine before setup: the peer pid on this host, -1 if this
+                 * process, 0 on another host */
+  void* map;    /* what free() releases (net: the link, which holds the FIFO memory) */
   size_t map_len;
-  char name[64];    /* shm name while it exists */
-  int owner;        /* 1 on the receiver side */
+  char name[64]; /* shm name while it exists */
+  int owner;     /* 1 on the receiver side */
 };
 
 struct transport {

@@ -29,7 +29,8 @@
   } while (0)
 
 enum { OP_SUM, OP_PROD, OP_MAX, OP_MIN, OP_AVG, OP_PREMUL_HOST, OP_PREMUL_DEV, NOPS };
-static const char* const op_names[NOPS] = {"sum", "prod", "max", "min", "avg", "premul", "premul_dev"};
+static const char* const op_names[NOPS] = {"sum", "prod",   "max",       "min",
+                                           "avg", "premul", "premul_dev"};
 static const ncclDataType_t types[] = {ncclInt8,    ncclUint8,    ncclInt32,      ncclUint32,
                                        ncclInt64,   ncclUint64,   ncclFloat16,    ncclFloat32,
                                        ncclFloat64, ncclBfloat16, ncclFloat8e4m3, ncclFloat8e5m2};
@@ -53,19 +54,44 @@ static inline double input_value(int op, ncclDataType_t dt, int rank, size_t i) 
 
 static inline void put(void* buf, ncclDataType_t dt, size_t i, double v) {
   switch (dt) {
-  case ncclInt8: ((int8_t*)buf)[i] = (int8_t)(int64_t)v; break;
-  case ncclUint8: ((uint8_t*)buf)[i] = (uint8_t)(uint64_t)(int64_t)v; break;
-  case ncclInt32: ((int32_t*)buf)[i] = (int32_t)(int64_t)v; break;
-  case ncclUint32: ((uint32_t*)buf)[i] = (uint32_t)(uint64_t)(int64_t)v; break;
-  case ncclInt64: ((int64_t*)buf)[i] = (int64_t)v; break;
-  case ncclUint64: ((uint64_t*)buf)[i] = (uint64_t)(int64_t)v; break;
-  case ncclFloat16: ((uint16_t*)buf)[i] = dtype_float_to_half((float)v); break;
-  case ncclFloat32: ((float*)buf)[i] = (float)v; break;
-  case ncclFloat64: ((double*)buf)[i] = v; break;
-  case ncclBfloat16: ((uint16_t*)buf)[i] = dtype_float_to_bf16((float)v); break;
-  case ncclFloat8e4m3: ((uint8_t*)buf)[i] = dtype_float_to_e4m3_sat((float)v); break;
-  case ncclFloat8e5m2: ((uint8_t*)buf)[i] = dtype_float_to_e5m2_sat((float)v); break;
-  default: break;
+  case ncclInt8:
+    ((int8_t*)buf)[i] = (int8_t)(int64_t)v;
+    break;
+  case ncclUint8:
+    ((uint8_t*)buf)[i] = (uint8_t)(uint64_t)(int64_t)v;
+    break;
+  case ncclInt32:
+    ((int32_t*)buf)[i] = (int32_t)(int64_t)v;
+    break;
+  case ncclUint32:
+    ((uint32_t*)buf)[i] = (uint32_t)(uint64_t)(int64_t)v;
+    break;
+  case ncclInt64:
+    ((int64_t*)buf)[i] = (int64_t)v;
+    break;
+  case ncclUint64:
+    ((uint64_t*)buf)[i] = (uint64_t)(int64_t)v;
+    break;
+  case ncclFloat16:
+    ((uint16_t*)buf)[i] = dtype_float_to_half((float)v);
+    break;
+  case ncclFloat32:
+    ((float*)buf)[i] = (float)v;
+    break;
+  case ncclFloat64:
+    ((double*)buf)[i] = v;
+    break;
+  case ncclBfloat16:
+    ((uint16_t*)buf)[i] = dtype_float_to_bf16((float)v);
+    break;
+  case ncclFloat8e4m3:
+    ((uint8_t*)buf)[i] = dtype_float_to_e4m3_sat((float)v);
+    break;
+  case ncclFloat8e5m2:
+    ((uint8_t*)buf)[i] = dtype_float_to_e5m2_sat((float)v);
+    break;
+  default:
+    break;
   }
 }
 
@@ -94,10 +120,13 @@ static inline void put_avg(void* buf, ncclDataType_t dt, size_t i, double sum, i
     put(buf, dt, i, div_odd((float)sum, n));
 }
 
-static inline double scalar_for(int nranks) { return nranks <= 4 ? 2.0 : 1.0; }
+static inline double scalar_for(int nranks) {
+  return nranks <= 4 ? 2.0 : 1.0;
+}
 
 /* The reduction over every rank of element `src` of the inputs, stored at buf[i]. */
-static inline void expect_one(void* buf, size_t i, int op, ncclDataType_t dt, size_t src, int nranks) {
+static inline void expect_one(void* buf, size_t i, int op, ncclDataType_t dt, size_t src,
+                              int nranks) {
   double s = scalar_for(nranks), acc = 0;
   for (int r = 0; r < nranks; r++) {
     double v = input_value(op, dt, r, src);
@@ -125,8 +154,11 @@ static inline void expected(void* buf, int op, ncclDataType_t dt, size_t count, 
 
 /* The ncclRedOp_t of a test op (PREMULSUM ops are created per case). */
 static inline ncclRedOp_t base_op(int op) {
-  return op == OP_PROD ? ncclProd : op == OP_MAX ? ncclMax : op == OP_MIN ? ncclMin
-       : op == OP_AVG ? ncclAvg : ncclSum;
+  return op == OP_PROD  ? ncclProd
+         : op == OP_MAX ? ncclMax
+         : op == OP_MIN ? ncclMin
+         : op == OP_AVG ? ncclAvg
+                        : ncclSum;
 }
 
 #endif

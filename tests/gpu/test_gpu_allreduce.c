@@ -68,7 +68,9 @@ static int verify(struct rank_case* rc, int op, ncclDataType_t dt, size_t count,
   return 1;
 }
 
-static size_t big_count(void) { return getenv("MONEL_TEST_BIG") ? (64u << 20) + 3 : (1u << 20) + 3; }
+static size_t big_count(void) {
+  return getenv("MONEL_TEST_BIG") ? (64u << 20) + 3 : (1u << 20) + 3;
+}
 
 static void alloc_rank(struct rank_case* rc, size_t max_bytes) {
   CK(cudaSetDevice(rc->dev));
@@ -115,7 +117,8 @@ static int check_all(int ndev) {
           cases++;
         }
   printf("%s InitAll: %d cases (12 dtypes x 7 ops x 4 counts x 2 placements) on %d GPUs, %d "
-         "failures\n", fails ? "FAIL" : "PASS", cases, ndev, fails);
+         "failures\n",
+         fails ? "FAIL" : "PASS", cases, ndev, fails);
 
   /* CUDA graph: capture one AllReduce per GPU, replay with fresh inputs. */
   int gfails = 0;
@@ -269,14 +272,16 @@ static void bench(int ndev) {
       if (it == 0) t0 = now();
       NK(ncclGroupStart());
       for (int r = 0; r < ndev; r++)
-        NK(ncclAllReduce(rc[r].send, rc[r].recv, count, ncclFloat32, ncclSum, comms[r], rc[r].stream));
+        NK(ncclAllReduce(rc[r].send, rc[r].recv, count, ncclFloat32, ncclSum, comms[r],
+                         rc[r].stream));
       NK(ncclGroupEnd());
       if (it == iters - 1) {
         sync_all(rc, ndev);
         double us = (now() - t0) / iters * 1e6;
         double algbw = sizes[s] / us / 1e3, busbw = algbw * 2.0 * (ndev - 1) / ndev;
         printf("BENCH %s float sum %zu bytes on %d GPUs: %.1f us/op, algbw %.1f GB/s, busbw %.1f "
-               "GB/s\n", lib, sizes[s], ndev, us, algbw, busbw);
+               "GB/s\n",
+               lib, sizes[s], ndev, us, algbw, busbw);
       }
     }
   }

@@ -159,7 +159,8 @@ int main(void) {
             cases++;
           }
     printf("%s %s: %d cases (12 dtypes x %d ops x 4 counts x 2 placements, roots varying) on %d "
-           "GPUs, %d failures\n", fails ? "FAIL" : "PASS", coll_names[coll], cases, nops, n, fails);
+           "GPUs, %d failures\n",
+           fails ? "FAIL" : "PASS", coll_names[coll], cases, nops, n, fails);
     total_fails += fails;
   }
   for (int r = 0; r < n; r++) {

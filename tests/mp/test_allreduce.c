@@ -16,8 +16,8 @@ __attribute__((constructor)) static void sanitized_counts(void) {
   if (s && s[0] == '1') counts[NCOUNTS - 1] = (1 << 16) + 3;
 }
 
-static int check_one(ncclComm_t comm, int rank, int nranks, ncclDataType_t dt, int op,
-                     size_t count, int inplace) {
+static int check_one(ncclComm_t comm, int rank, int nranks, ncclDataType_t dt, int op, size_t count,
+                     int inplace) {
   size_t es = mp_size(dt);
   char* send = malloc(count * es + 1);
   char* recv = inplace ? send : malloc(count * es + 1);
@@ -41,8 +41,8 @@ static int check_one(ncclComm_t comm, int rank, int nranks, ncclDataType_t dt, i
     double got = mp_load(recv, i, dt), want = expect[i % 231];
     if (!mp_equal(dt, op, got, want)) {
       fprintf(stderr, "rank %d/%d %s %s count %zu %s: element %zu is %g, expected %g\n", rank,
-              nranks, mp_type_name(dt), mp_op_names[op], count, inplace ? "in-place" : "out-of-place",
-              i, got, want);
+              nranks, mp_type_name(dt), mp_op_names[op], count,
+              inplace ? "in-place" : "out-of-place", i, got, want);
       bad++;
     }
   }
@@ -70,7 +70,9 @@ static int rank_main(int rank, int nranks, ncclUniqueId id, void* arg) {
 }
 
 #define PROCS_TEST(n)                                                                              \
-  TEST(processes_##n) { CHECK_EQ(mp_run(n, rank_main, NULL), 0); }
+  TEST(processes_##n) {                                                                            \
+    CHECK_EQ(mp_run(n, rank_main, NULL), 0);                                                       \
+  }
 PROCS_TEST(1)
 PROCS_TEST(2)
 PROCS_TEST(3)
@@ -80,7 +82,9 @@ PROCS_TEST(6)
 PROCS_TEST(7)
 PROCS_TEST(8)
 
-TEST(threads_initrank_4) { CHECK_EQ(mp_run_threads(4, rank_main, NULL), 0); }
+TEST(threads_initrank_4) {
+  CHECK_EQ(mp_run_threads(4, rank_main, NULL), 0);
+}
 
 /* One thread drives all ranks: ncclCommInitAll and one group over the comms. */
 TEST(one_thread_initall_3) {
@@ -95,7 +99,8 @@ TEST(one_thread_initall_3) {
   }
   CHECK_RES(ncclGroupStart(), ncclSuccess);
   for (int r = 0; r < N; r++)
-    CHECK_RES(ncclAllReduce(buf[r], buf[r], count, ncclFloat32, ncclSum, comms[r], NULL), ncclSuccess);
+    CHECK_RES(ncclAllReduce(buf[r], buf[r], count, ncclFloat32, ncclSum, comms[r], NULL),
+              ncclSuccess);
   CHECK_RES(ncclGroupEnd(), ncclSuccess);
   for (int r = 0; r < N; r++) {
     for (size_t i = 0; i < count; i++)

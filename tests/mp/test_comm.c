@@ -39,8 +39,12 @@ static int nonblocking_main(int rank, int nranks, ncclUniqueId id, void* arg) {
   return bad;
 }
 
-TEST(nonblocking_init_threads) { CHECK_EQ(mp_run_threads(4, nonblocking_main, NULL), 0); }
-TEST(nonblocking_init_processes) { CHECK_EQ(mp_run(3, nonblocking_main, NULL), 0); }
+TEST(nonblocking_init_threads) {
+  CHECK_EQ(mp_run_threads(4, nonblocking_main, NULL), 0);
+}
+TEST(nonblocking_init_processes) {
+  CHECK_EQ(mp_run(3, nonblocking_main, NULL), 0);
+}
 
 TEST(grouped_init_one_thread) {
   enum { N = 3 };
@@ -75,7 +79,9 @@ static int scalable_main(int rank, int nranks, ncclUniqueId id, void* arg) {
   return bad;
 }
 
-TEST(init_rank_scalable) { CHECK_EQ(mp_run(3, scalable_main, NULL), 0); }
+TEST(init_rank_scalable) {
+  CHECK_EQ(mp_run(3, scalable_main, NULL), 0);
+}
 
 static int split_main(int rank, int nranks, ncclUniqueId id, void* arg) {
   ncclComm_t comm, sub = NULL;
@@ -93,7 +99,8 @@ static int split_main(int rank, int nranks, ncclUniqueId id, void* arg) {
     int want_n = rank % 2 ? 2 : 3; /* odd: 1,3; even: 0,2,4 */
     int want_r = rank % 2 ? (rank == 3 ? 0 : 1) : (4 - rank) / 2;
     if (n != want_n || r != want_r) {
-      fprintf(stderr, "rank %d: split gave rank %d of %d, expected %d of %d\n", rank, r, n, want_r, want_n);
+      fprintf(stderr, "rank %d: split gave rank %d of %d, expected %d of %d\n", rank, r, n, want_r,
+              want_n);
       bad = 1;
     }
     bad |= check_allreduce(sub);
@@ -104,15 +111,20 @@ static int split_main(int rank, int nranks, ncclUniqueId id, void* arg) {
   return bad;
 }
 
-TEST(split_processes) { CHECK_EQ(mp_run(6, split_main, NULL), 0); }
-TEST(split_threads) { CHECK_EQ(mp_run_threads(6, split_main, NULL), 0); }
+TEST(split_processes) {
+  CHECK_EQ(mp_run(6, split_main, NULL), 0);
+}
+TEST(split_threads) {
+  CHECK_EQ(mp_run_threads(6, split_main, NULL), 0);
+}
 
 TEST(split_of_initall) {
   enum { N = 4 };
   ncclComm_t comms[N], subs[N];
   CHECK_RES(ncclCommInitAll(comms, N, NULL), ncclSuccess);
   CHECK_RES(ncclGroupStart(), ncclSuccess);
-  for (int r = 0; r < N; r++) CHECK_RES(ncclCommSplit(comms[r], r / 2, r, &subs[r], NULL), ncclSuccess);
+  for (int r = 0; r < N; r++)
+    CHECK_RES(ncclCommSplit(comms[r], r / 2, r, &subs[r], NULL), ncclSuccess);
   CHECK_RES(ncclGroupEnd(), ncclSuccess);
   for (int r = 0; r < N; r++) {
     int n = 0;
@@ -141,7 +153,9 @@ static int shrink_main(int rank, int nranks, ncclUniqueId id, void* arg) {
   return bad;
 }
 
-TEST(shrink_processes) { CHECK_EQ(mp_run(4, shrink_main, NULL), 0); }
+TEST(shrink_processes) {
+  CHECK_EQ(mp_run(4, shrink_main, NULL), 0);
+}
 
 TEST(group_simulate_estimates) {
   ncclComm_t comm;

@@ -55,14 +55,15 @@ TEST(invalid_dtype_and_op) {
                ncclInvalidArgument, "datatype 12 is invalid");
   expect_error(ncclAllReduce(&x, &x, 1, (ncclDataType_t)-1, ncclSum, comm, NULL),
                ncclInvalidArgument, "datatype -1 is invalid");
-  expect_error(ncclAllReduce(&x, &x, 1, ncclFloat, (ncclRedOp_t)5, comm, NULL),
-               ncclInvalidArgument, "reduction op 5");
+  expect_error(ncclAllReduce(&x, &x, 1, ncclFloat, (ncclRedOp_t)5, comm, NULL), ncclInvalidArgument,
+               "reduction op 5");
   expect_error(ncclAllReduce(&x, &x, 1, ncclFloat, (ncclRedOp_t)77, comm, NULL),
                ncclInvalidArgument, "reduction op 77");
   /* A PreMulSum handle of another datatype, and one already destroyed. */
   ncclRedOp_t op;
   float s = 2;
-  CHECK_RES(ncclRedOpCreatePreMulSum(&op, &s, ncclFloat, ncclScalarHostImmediate, comm), ncclSuccess);
+  CHECK_RES(ncclRedOpCreatePreMulSum(&op, &s, ncclFloat, ncclScalarHostImmediate, comm),
+            ncclSuccess);
   expect_error(ncclAllReduce(&x, &x, 1, ncclDouble, op, comm, NULL), ncclInvalidArgument,
                "created for datatype float");
   CHECK_RES(ncclRedOpDestroy(op, comm), ncclSuccess);

@@ -104,10 +104,18 @@ static void tcp_threads(int nranks) {
   job_threads(&id, nranks);
 }
 
-TEST(tcp_threads_1) { tcp_threads(1); }
-TEST(tcp_threads_2) { tcp_threads(2); }
-TEST(tcp_threads_5) { tcp_threads(5); }
-TEST(tcp_threads_8) { tcp_threads(8); }
+TEST(tcp_threads_1) {
+  tcp_threads(1);
+}
+TEST(tcp_threads_2) {
+  tcp_threads(2);
+}
+TEST(tcp_threads_5) {
+  tcp_threads(5);
+}
+TEST(tcp_threads_8) {
+  tcp_threads(8);
+}
 
 /* Fork nranks rank processes, then make a TCP id and hand it to them through pipes. The forks
  * come first because the id starts the root thread here: a child forked from a multi-threaded
@@ -164,10 +172,18 @@ static void tcp_procs(int nranks) {
   release_root(&id);
 }
 
-TEST(tcp_procs_1) { tcp_procs(1); }
-TEST(tcp_procs_2) { tcp_procs(2); }
-TEST(tcp_procs_5) { tcp_procs(5); }
-TEST(tcp_procs_8) { tcp_procs(8); }
+TEST(tcp_procs_1) {
+  tcp_procs(1);
+}
+TEST(tcp_procs_2) {
+  tcp_procs(2);
+}
+TEST(tcp_procs_5) {
+  tcp_procs(5);
+}
+TEST(tcp_procs_8) {
+  tcp_procs(8);
+}
 
 /* A port that was free a moment ago on `host`. */
 static int free_port(int family, const char* host) {
@@ -205,8 +221,12 @@ static void comm_id_job(int family, const char* host, const char* fmt) {
   job_threads(&id, 4);
 }
 
-TEST(comm_id_ipv4) { comm_id_job(AF_INET, "127.0.0.1", "127.0.0.1:%d"); }
-TEST(comm_id_ipv6) { comm_id_job(AF_INET6, "::1", "[::1]:%d"); }
+TEST(comm_id_ipv4) {
+  comm_id_job(AF_INET, "127.0.0.1", "127.0.0.1:%d");
+}
+TEST(comm_id_ipv6) {
+  comm_id_job(AF_INET6, "::1", "[::1]:%d");
+}
 
 TEST(addr_parse_and_ifname) {
   union sock_addr a;
@@ -377,9 +397,15 @@ static void run_death_job(int nranks, int (*body)(struct boot* b), int killed) {
   release_root(&id);
 }
 
-TEST(peer_killed_recv_fails) { run_death_job(2, killed_after_barrier, 1); }
-TEST(peer_killed_before_contact) { run_death_job(3, killed_silent, 1); }
-TEST(finished_peer_messages_delivered) { run_death_job(2, finished_sender, 0); }
+TEST(peer_killed_recv_fails) {
+  run_death_job(2, killed_after_barrier, 1);
+}
+TEST(peer_killed_before_contact) {
+  run_death_job(3, killed_silent, 1);
+}
+TEST(finished_peer_messages_delivered) {
+  run_death_job(2, finished_sender, 0);
+}
 
 struct abort_arg {
   struct boot* b;

@@ -8,9 +8,13 @@ static void get_counts(size_t count, int nranks, int rank, struct bench_counts* 
   c->send_inplace = c->recv_inplace = 0;
 }
 
-static double alg_bytes(size_t count, size_t ts, int nranks) { return (double)(count * ts); }
+static double alg_bytes(size_t count, size_t ts, int nranks) {
+  return (double)(count * ts);
+}
 
-static double bus_factor(int nranks) { return 2.0 * (nranks - 1) / nranks; }
+static double bus_factor(int nranks) {
+  return 2.0 * (nranks - 1) / nranks;
+}
 
 static ncclResult_t run(const struct bench_call* c, int step) {
   return ncclAllReduce(c->sendbuff, c->recvbuff, c->counts.param_count, c->type, c->op, c->comm,
@@ -22,8 +26,14 @@ static int expected(const struct bench_call* c, size_t i, double* v) {
   return 1;
 }
 
-static const struct bench_coll coll = {
-    .name = "all_reduce_perf", .has_op = 1, .get_counts = get_counts, .alg_bytes = alg_bytes,
-    .bus_factor = bus_factor, .run = run, .expected = expected};
+static const struct bench_coll coll = {.name = "all_reduce_perf",
+                                       .has_op = 1,
+                                       .get_counts = get_counts,
+                                       .alg_bytes = alg_bytes,
+                                       .bus_factor = bus_factor,
+                                       .run = run,
+                                       .expected = expected};
 
-int main(int argc, char** argv) { return bench_main(&coll, argc, argv); }
+int main(int argc, char** argv) {
+  return bench_main(&coll, argc, argv);
+}

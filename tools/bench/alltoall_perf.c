@@ -13,11 +13,12 @@ static double alg_bytes(size_t count, size_t ts, int nranks) {
   return (double)(count * ts) * nranks;
 }
 
-static double bus_factor(int nranks) { return (double)(nranks - 1) / nranks; }
+static double bus_factor(int nranks) {
+  return (double)(nranks - 1) / nranks;
+}
 
 static ncclResult_t run(const struct bench_call* c, int step) {
-  return ncclAlltoAll(c->sendbuff, c->recvbuff, c->counts.param_count, c->type, c->comm,
-                      c->stream);
+  return ncclAlltoAll(c->sendbuff, c->recvbuff, c->counts.param_count, c->type, c->comm, c->stream);
 }
 
 /* Block j of the output comes from rank j's block c->rank. */
@@ -27,8 +28,13 @@ static int expected(const struct bench_call* c, size_t i, double* v) {
   return 1;
 }
 
-static const struct bench_coll coll = {
-    .name = "alltoall_perf", .get_counts = get_counts, .alg_bytes = alg_bytes,
-    .bus_factor = bus_factor, .run = run, .expected = expected};
+static const struct bench_coll coll = {.name = "alltoall_perf",
+                                       .get_counts = get_counts,
+                                       .alg_bytes = alg_bytes,
+                                       .bus_factor = bus_factor,
+                                       .run = run,
+                                       .expected = expected};
 
-int main(int argc, char** argv) { return bench_main(&coll, argc, argv); }
+int main(int argc, char** argv) {
+  return bench_main(&coll, argc, argv);
+}

@@ -14,8 +14,8 @@
 #include "monel.h"
 
 typedef ncclResult_t (*alltoallv_fn)(const void*, const size_t*, const size_t*, void*,
-                                     const size_t*, const size_t*, void*, size_t,
-                                     ncclDataType_t, ncclComm_t, cudaStream_t);
+                                     const size_t*, const size_t*, void*, size_t, ncclDataType_t,
+                                     ncclComm_t, cudaStream_t);
 
 struct matrices {
   size_t* sc; /* sc[i*n+j]: i sends j */
@@ -34,7 +34,9 @@ static double alg_bytes(size_t count, size_t ts, int nranks) {
   return (double)(count * ts) * nranks;
 }
 
-static double bus_factor(int nranks) { return (double)(nranks - 1) / nranks; }
+static double bus_factor(int nranks) {
+  return (double)(nranks - 1) / nranks;
+}
 
 static int prepare(struct bench_call* c) {
   size_t n = (size_t)c->nranks, per = c->counts.param_count;
@@ -100,9 +102,16 @@ static int expected(const struct bench_call* c, size_t i, double* v) {
   return 0; /* the unused tail of the receive buffer */
 }
 
-static const struct bench_coll coll = {
-    .name = "alltoallv_perf", .no_inplace = 1, .get_counts = get_counts,
-    .alg_bytes = alg_bytes, .bus_factor = bus_factor, .run = run, .expected = expected,
-    .prepare = prepare, .release = release};
+static const struct bench_coll coll = {.name = "alltoallv_perf",
+                                       .no_inplace = 1,
+                                       .get_counts = get_counts,
+                                       .alg_bytes = alg_bytes,
+                                       .bus_factor = bus_factor,
+                                       .run = run,
+                                       .expected = expected,
+                                       .prepare = prepare,
+                                       .release = release};
 
-int main(int argc, char** argv) { return bench_main(&coll, argc, argv); }
+int main(int argc, char** argv) {
+  return bench_main(&coll, argc, argv);
+}

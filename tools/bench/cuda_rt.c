@@ -65,14 +65,16 @@ int bench_cuda_load(void) {
   rt.graph_destroy = (fn_gdestroy_t)dlsym(h, "cudaGraphDestroy");
   rt.exec_destroy = (fn_gdestroy_t)dlsym(h, "cudaGraphExecDestroy");
   int n = 0;
-  if (!rt.set_device || !rt.get_count || !rt.stream_create || !rt.stream_sync ||
-      !rt.memcpy_fn || rt.get_count(&n) != 0 || n <= 0)
+  if (!rt.set_device || !rt.get_count || !rt.stream_create || !rt.stream_sync || !rt.memcpy_fn ||
+      rt.get_count(&n) != 0 || n <= 0)
     return 0;
   rt.ngpus = n;
   return n;
 }
 
-int bench_cuda_active(void) { return rt.ngpus > 0; }
+int bench_cuda_active(void) {
+  return rt.ngpus > 0;
+}
 
 int bench_cuda_set_device(int dev) {
   return rt.ngpus ? rt.set_device(dev % rt.ngpus) : 0;

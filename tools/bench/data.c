@@ -13,9 +13,9 @@
 
 #include "driver.h"
 
-static const char* const type_names[ncclNumTypes] = {
-    "int8", "uint8", "int32", "uint32", "int64", "uint64",
-    "half", "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};
+static const char* const type_names[ncclNumTypes] = {"int8",   "uint8",    "int32",  "uint32",
+                                                     "int64",  "uint64",   "half",   "float",
+                                                     "double", "bfloat16", "f8e4m3", "f8e5m2"};
 static const size_t type_sizes[ncclNumTypes] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
 static const char* const op_names[ncclNumOps] = {"sum", "prod", "max", "min", "avg"};
 
@@ -28,10 +28,12 @@ const char* bench_type_name(ncclDataType_t t) {
 }
 
 int bench_type_parse(const char* s, ncclDataType_t* t) {
-  static const struct { const char* name; ncclDataType_t t; } alias[] = {
-      {"char", ncclInt8}, {"int", ncclInt32}, {"float16", ncclFloat16},
-      {"float32", ncclFloat32}, {"float64", ncclFloat64}, {"bf16", ncclBfloat16},
-      {"fp8_e4m3", ncclFloat8e4m3}, {"fp8_e5m2", ncclFloat8e5m2}};
+  static const struct {
+    const char* name;
+    ncclDataType_t t;
+  } alias[] = {{"char", ncclInt8},           {"int", ncclInt32},          {"float16", ncclFloat16},
+               {"float32", ncclFloat32},     {"float64", ncclFloat64},    {"bf16", ncclBfloat16},
+               {"fp8_e4m3", ncclFloat8e4m3}, {"fp8_e5m2", ncclFloat8e5m2}};
   for (int i = 0; i < ncclNumTypes; i++) {
     if (strcmp(s, type_names[i]) == 0) {
       *t = (ncclDataType_t)i;
@@ -86,10 +88,18 @@ double bench_reduce_all(ncclDataType_t t, ncclRedOp_t op, int nranks, size_t i) 
   for (int r = 1; r < nranks; r++) {
     double v = bench_input(t, op, r, nranks, i);
     switch (op) {
-      case ncclProd: acc *= v; break;
-      case ncclMax: acc = v > acc ? v : acc; break;
-      case ncclMin: acc = v < acc ? v : acc; break;
-      default: acc += v; break;
+    case ncclProd:
+      acc *= v;
+      break;
+    case ncclMax:
+      acc = v > acc ? v : acc;
+      break;
+    case ncclMin:
+      acc = v < acc ? v : acc;
+      break;
+    default:
+      acc += v;
+      break;
     }
   }
   if (op == ncclAvg) {
@@ -124,40 +134,68 @@ static double mini_decode(uint32_t b, int ebits, int mbits) {
   int bias = (1 << (ebits - 1)) - 1;
   uint32_t m = b & ((1u << mbits) - 1);
   int e = (int)((b >> mbits) & ((1u << ebits) - 1));
-  double v = e == 0 ? ldexp((double)m, 1 - bias - mbits)
-                    : ldexp(1.0 + ldexp((double)m, -mbits), e - bias);
+  double v =
+      e == 0 ? ldexp((double)m, 1 - bias - mbits) : ldexp(1.0 + ldexp((double)m, -mbits), e - bias);
   return (b >> (ebits + mbits)) & 1 ? -v : v;
 }
 
 static void mini_format(ncclDataType_t t, int* ebits, int* mbits) {
   switch (t) {
-    case ncclFloat16: *ebits = 5; *mbits = 10; break;
-    case ncclBfloat16: *ebits = 8; *mbits = 7; break;
-    case ncclFloat8e4m3: *ebits = 4; *mbits = 3; break;
-    default: *ebits = 5; *mbits = 2; break;
+  case ncclFloat16:
+    *ebits = 5;
+    *mbits = 10;
+    break;
+  case ncclBfloat16:
+    *ebits = 8;
+    *mbits = 7;
+    break;
+  case ncclFloat8e4m3:
+    *ebits = 4;
+    *mbits = 3;
+    break;
+  default:
+    *ebits = 5;
+    *mbits = 2;
+    break;
   }
 }
 
 void bench_store(ncclDataType_t t, void* buf, size_t i, double v) {
   int eb, mb;
   switch (t) {
-    case ncclInt8: ((int8_t*)buf)[i] = (int8_t)(int64_t)v; break;
-    case ncclUint8: ((uint8_t*)buf)[i] = (uint8_t)(int64_t)v; break;
-    case ncclInt32: ((int32_t*)buf)[i] = (int32_t)(int64_t)v; break;
-    case ncclUint32: ((uint32_t*)buf)[i] = (uint32_t)(int64_t)v; break;
-    case ncclInt64: ((int64_t*)buf)[i] = (int64_t)v; break;
-    case ncclUint64: ((uint64_t*)buf)[i] = (uint64_t)(int64_t)v; break;
-    case ncclFloat32: ((float*)buf)[i] = (float)v; break;
-    case ncclFloat64: ((double*)buf)[i] = v; break;
-    case ncclFloat16:
-    case ncclBfloat16:
-      mini_format(t, &eb, &mb);
-      ((uint16_t*)buf)[i] = (uint16_t)mini_encode(v, eb, mb);
-      break;
-    default:
-      mini_format(t, &eb, &mb);
-      ((uint8_t*)buf)[i] = (uint8_t)mini_encode(v, eb, mb);
-      break;
+  case ncclInt8:
+    ((int8_t*)buf)[i] = (int8_t)(int64_t)v;
+    break;
+  case ncclUint8:
+    ((uint8_t*)buf)[i] = (uint8_t)(int64_t)v;
+    break;
+  case ncclInt32:
+    ((int32_t*)buf)[i] = (int32_t)(int64_t)v;
+    break;
+  case ncclUint32:
+    ((uint32_t*)buf)[i] = (uint32_t)(int64_t)v;
+    break;
+  case ncclInt64:
+    ((int64_t*)buf)[i] = (int64_t)v;
+    break;
+  case ncclUint64:
+    ((uint64_t*)buf)[i] = (uint64_t)(int64_t)v;
+    break;
+  case ncclFloat32:
+    ((float*)buf)[i] = (float)v;
+    break;
+  case ncclFloat64:
+    ((double*)buf)[i] = v;
+    break;
+  case ncclFloat16:
+  case ncclBfloat16:
+    mini_format(t, &eb, &mb);
+    ((uint16_t*)buf)[i] = (uint16_t)mini_encode(v, eb, mb);
+    break;
+  default:
+    mini_format(t, &eb, &mb);
+    ((uint8_t*)buf)[i] = (uint8_t)mini_encode(v, eb, mb);
+    break;
   }
 }
 
@@ -166,10 +204,18 @@ static int64_t ordered_bits(ncclDataType_t t, const void* buf, size_t i) {
   int64_t b;
   int nbits = (int)bench_type_size(t) * 8;
   switch (bench_type_size(t)) {
-    case 1: b = ((const uint8_t*)buf)[i]; break;
-    case 2: b = ((const uint16_t*)buf)[i]; break;
-    case 4: b = ((const uint32_t*)buf)[i]; break;
-    default: memcpy(&b, (const uint64_t*)buf + i, 8); break;
+  case 1:
+    b = ((const uint8_t*)buf)[i];
+    break;
+  case 2:
+    b = ((const uint16_t*)buf)[i];
+    break;
+  case 4:
+    b = ((const uint32_t*)buf)[i];
+    break;
+  default:
+    memcpy(&b, (const uint64_t*)buf + i, 8);
+    break;
   }
   int64_t sign_mask = nbits == 64 ? INT64_MIN : (int64_t)1 << (nbits - 1);
   int64_t mag = b & ~sign_mask;
@@ -180,20 +226,21 @@ static int64_t ordered_bits(ncclDataType_t t, const void* buf, size_t i) {
 static double load_float(ncclDataType_t t, const void* buf, size_t i) {
   int eb, mb;
   switch (t) {
-    case ncclFloat32: return ((const float*)buf)[i];
-    case ncclFloat64: return ((const double*)buf)[i];
-    case ncclFloat16:
-    case ncclBfloat16:
-      mini_format(t, &eb, &mb);
-      return mini_decode(((const uint16_t*)buf)[i], eb, mb);
-    default:
-      mini_format(t, &eb, &mb);
-      return mini_decode(((const uint8_t*)buf)[i], eb, mb);
+  case ncclFloat32:
+    return ((const float*)buf)[i];
+  case ncclFloat64:
+    return ((const double*)buf)[i];
+  case ncclFloat16:
+  case ncclBfloat16:
+    mini_format(t, &eb, &mb);
+    return mini_decode(((const uint16_t*)buf)[i], eb, mb);
+  default:
+    mini_format(t, &eb, &mb);
+    return mini_decode(((const uint8_t*)buf)[i], eb, mb);
   }
 }
 
-int bench_match(ncclDataType_t t, ncclRedOp_t op, int nranks, const void* buf, size_t i,
-                double v) {
+int bench_match(ncclDataType_t t, ncclRedOp_t op, int nranks, const void* buf, size_t i, double v) {
   unsigned char want[8];
   size_t ts = bench_type_size(t);
   bench_store(t, want, 0, v);

@@ -32,10 +32,10 @@ double bench_now(void) {
 
 void bench_fail(struct bench_rank* r, const char* what, ncclResult_t res) {
   const char* last = r && r->comm ? ncclGetLastError(r->comm) : ncclGetLastError(NULL);
-  fprintf(stderr, "# Rank %d: %s failed: %s: %s\n", r ? r->rank : -1, what,
-          ncclGetErrorString(res), last && *last ? last : "(no detail)");
-  printf("# Error: %s failed on rank %d: %s: %s\n", what, r ? r->rank : -1,
-         ncclGetErrorString(res), last && *last ? last : "(no detail)");
+  fprintf(stderr, "# Rank %d: %s failed: %s: %s\n", r ? r->rank : -1, what, ncclGetErrorString(res),
+          last && *last ? last : "(no detail)");
+  printf("# Error: %s failed on rank %d: %s: %s\n", what, r ? r->rank : -1, ncclGetErrorString(res),
+         last && *last ? last : "(no detail)");
   fflush(stdout);
   fflush(stderr);
   _exit(2);
@@ -180,8 +180,8 @@ static void print_preamble(void) {
          "iters: %d agg iters: %d validation: %d graph: %d\n",
          o->nthreads, o->ngpus, o->min_bytes, o->max_bytes,
          o->step_factor > 1.0 ? o->step_factor : (double)o->step_bytes,
-         o->step_factor > 1.0 ? "factor" : "bytes", o->warmup, o->iters, o->agg_iters,
-         o->check, o->graph);
+         o->step_factor > 1.0 ? "factor" : "bytes", o->warmup, o->iters, o->agg_iters, o->check,
+         o->graph);
   printf("#\n# Using devices\n");
   fflush(stdout);
 }

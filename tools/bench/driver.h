@@ -38,11 +38,11 @@ struct bench_call {
 };
 
 struct bench_coll {
-  const char* name;    /* program name, e.g. "all_reduce_perf" */
-  int has_op;          /* prints the redop column, sweeps -o */
-  int has_root;        /* prints the root column, sweeps -r */
-  int no_inplace;      /* in-place columns print N/A */
-  int pow2_ranks;      /* needs a power-of-two rank count */
+  const char* name; /* program name, e.g. "all_reduce_perf" */
+  int has_op;       /* prints the redop column, sweeps -o */
+  int has_root;     /* prints the root column, sweeps -r */
+  int no_inplace;   /* in-place columns print N/A */
+  int pow2_ranks;   /* needs a power-of-two rank count */
   /* Counts of one rank for a message of `count` elements in total. */
   void (*get_counts)(size_t count, int nranks, int rank, struct bench_counts* c);
   /* Bytes moved per call (algbw numerator) and the busbw factor. */
@@ -73,8 +73,7 @@ double bench_input(ncclDataType_t t, ncclRedOp_t op, int r, int nranks, size_t i
 double bench_reduce_all(ncclDataType_t t, ncclRedOp_t op, int nranks, size_t i);
 void bench_store(ncclDataType_t t, void* buf, size_t i, double v);
 /* 1 when the element i of buf matches v (bit exact; 2 ulp for avg). */
-int bench_match(ncclDataType_t t, ncclRedOp_t op, int nranks, const void* buf, size_t i,
-                double v);
+int bench_match(ncclDataType_t t, ncclRedOp_t op, int nranks, const void* buf, size_t i, double v);
 
 /* Looks up an optional library symbol at run time (NULL when absent). */
 void* bench_lib_symbol(const char* name);

@@ -17,7 +17,9 @@ static double alg_bytes(size_t count, size_t ts, int nranks) {
   return (double)(count * ts) * nranks;
 }
 
-static double bus_factor(int nranks) { return (double)(nranks - 1) / nranks; }
+static double bus_factor(int nranks) {
+  return (double)(nranks - 1) / nranks;
+}
 
 /* Step 0 puts the own block in place; steps 1..log2(n) exchange. */
 static int nsteps(int nranks) {
@@ -55,9 +57,15 @@ static int expected(const struct bench_call* c, size_t i, double* v) {
   return 1;
 }
 
-static const struct bench_coll coll = {
-    .name = "hypercube_perf", .pow2_ranks = 1, .get_counts = get_counts,
-    .alg_bytes = alg_bytes, .bus_factor = bus_factor, .nsteps = nsteps, .run = run,
-    .expected = expected};
+static const struct bench_coll coll = {.name = "hypercube_perf",
+                                       .pow2_ranks = 1,
+                                       .get_counts = get_counts,
+                                       .alg_bytes = alg_bytes,
+                                       .bus_factor = bus_factor,
+                                       .nsteps = nsteps,
+                                       .run = run,
+                                       .expected = expected};
 
-int main(int argc, char** argv) { return bench_main(&coll, argc, argv); }
+int main(int argc, char** argv) {
+  return bench_main(&coll, argc, argv);
+}

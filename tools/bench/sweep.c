@@ -122,7 +122,8 @@ static long check_outputs(struct bench_thread* t, struct bench_call* calls) {
     if (corrupt && c->rank == 0 && n > 0) ((unsigned char*)r->host)[(n / 2) * ts] ^= 0x01;
     for (size_t i = 0; i < n; i++) {
       double v;
-      if (g_bench.coll->expected(c, i, &v) && !bench_match(c->type, c->op, c->nranks, r->host, i, v))
+      if (g_bench.coll->expected(c, i, &v) &&
+          !bench_match(c->type, c->op, c->nranks, r->host, i, v))
         wrong++;
     }
   }
@@ -136,7 +137,8 @@ static double combine(struct bench_thread* t, double mine, ncclRedOp_t op) {
   for (int j = 0; j < t->nranks; j++) {
     struct bench_rank* r = &t->ranks[j];
     double* sb = r->statbuf;
-    if (bench_copy(sb, &mine, sizeof(mine)) != 0) bench_fail(r, "cudaMemcpy", ncclUnhandledCudaError);
+    if (bench_copy(sb, &mine, sizeof(mine)) != 0)
+      bench_fail(r, "cudaMemcpy", ncclUnhandledCudaError);
     ncclResult_t res = ncclAllReduce(sb, sb + 1, 1, ncclFloat64, op, r->comm, r->stream);
     if (res != ncclSuccess) bench_fail(r, "ncclAllReduce (figures)", res);
   }
@@ -170,10 +172,18 @@ static struct place_result run_place(struct bench_thread* t, struct bench_call* 
     if (g_bench.coll->release) g_bench.coll->release(&calls[j]);
   int lead = g_bench.proc == 0 && t->tid == 0;
   switch (o->average) {
-    case 0: pr.sec = combine(t, lead ? sec : 0.0, ncclSum); break;
-    case 2: pr.sec = combine(t, sec, ncclMin); break;
-    case 3: pr.sec = combine(t, sec, ncclMax); break;
-    default: pr.sec = combine(t, sec, ncclSum) / g_bench.nranks; break;
+  case 0:
+    pr.sec = combine(t, lead ? sec : 0.0, ncclSum);
+    break;
+  case 2:
+    pr.sec = combine(t, sec, ncclMin);
+    break;
+  case 3:
+    pr.sec = combine(t, sec, ncclMax);
+    break;
+  default:
+    pr.sec = combine(t, sec, ncclSum) / g_bench.nranks;
+    break;
   }
   pr.wrong = (long)combine(t, (double)pr.wrong, ncclSum);
   return pr;
@@ -211,7 +221,8 @@ static void run_size(struct bench_thread* t, struct bench_call* calls, size_t by
     }
     make_calls(t, calls, count, type, op, root, place);
     struct place_result pr = run_place(t, calls);
-    double algbw = pr.sec > 0 ? coll->alg_bytes(c0.param_count, ts, g_bench.nranks) / 1e9 / pr.sec : 0;
+    double algbw =
+        pr.sec > 0 ? coll->alg_bytes(c0.param_count, ts, g_bench.nranks) / 1e9 / pr.sec : 0;
     double busbw = algbw * coll->bus_factor(g_bench.nranks);
     char tm[32], wr[32];
     format_time(tm, sizeof(tm), pr.sec * 1e6);

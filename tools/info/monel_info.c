@@ -10,8 +10,10 @@
 static void print_value(enum param_id id, int current) {
   const struct param_info* p = param_info(id);
   if (p->kind == PARAM_INT) {
-    if (current) printf("%lld", (long long)param_int(id));
-    else printf("%lld", (long long)p->def_int);
+    if (current)
+      printf("%lld", (long long)param_int(id));
+    else
+      printf("%lld", (long long)p->def_int);
   } else {
     const char* v = current ? param_str(id) : p->def_str;
     printf("%s", v[0] ? v : "(empty)");
