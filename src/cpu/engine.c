@@ -36,10 +36,10 @@ static int peer_pid(const struct ncclComm* comm, int peer) {
 ncclResult_t cpu_conn_prepare(struct ncclComm* comm, int peer, struct conn* c) {
   c->tr = pick_transport(comm, peer);
   if (c->tr == NULL) {
-    WARN("rank %d cannot reach rank %d (host %s): the CPU engine connects ranks of one host "
-         "through shared memory, and TCP between hosts is not supported yet",
+    WARN("rank %d cannot reach rank %d (host %s): shared memory does not apply and the TCP "
+         "transport's progress thread could not start",
          comm->rank, peer, comm->peers[peer].host);
-    return ncclInvalidUsage;
+    return ncclSystemError;
   }
   c->peer = peer;
   c->peer_pid = peer_pid(comm, peer);
