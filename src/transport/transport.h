@@ -32,8 +32,8 @@ struct fifo_ctrl {
 
 /* Values of fifo_ctrl.closed (0: open). */
 #define FIFO_CLOSED_PEER 1 /* a side failed (or aborted) and stopped using the FIFO */
-#define FIFO_CLOSED_LOST 2 /* net: the connection broke without a goodbye (process or host gone)   \
-                            */
+/* net: the connection broke without a goodbye (the process or the host is gone) */
+#define FIFO_CLOSED_LOST 2
 #define FIFO_CLOSED_GONE 3 /* net: the peer freed its side (destroyed its communicator) */
 
 struct peer_info;
