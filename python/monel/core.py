@@ -13,80 +13,13 @@ from typing import Optional
 
 from . import _nccl as C
 from ._buffers import TYPE_NAME, TYPE_SIZE, Buffer, as_buffer, nccl_dtype, stream_handle
+from ._errors import MonelError, _check, _last_error, error_string, get_version, library_path, monel_version  # noqa: F401
+from ._ids import Config, UniqueId, _config_arg, get_unique_id  # noqa: F401
 
 try:
     import numpy as np
 except ImportError:  # pragma: no cover
     np = None
-
-# ---- errors ----------------------------------------------------------------
-
-
-class MonelError(RuntimeError):
-    """A call into the library failed. .result is the ncclResult_t code,
-    .message the library's ncclGetLastError text (may be empty)."""
-
-    def __init__(self, result, function, message=""):
-        self.result = int(result)
-        self.function = function
-        self.message = message or ""
-        name = C.RESULT_NAMES.get(self.result, f"result {self.result}")
-        text = f"{function} failed: {name}"
-        try:
-            s = C.ncclGetErrorString(self.result)
-            if s:
-                text += f" ({s.decode(errors='replace')})"
-        except (AttributeError, NotImplementedError):
-            pass
-        if self.message:
-            text += f": {self.message}"
-        super().__init__(text)
-
-
-def _last_error(comm_ptr=None):
-    try:
-        s = C.ncclGetLastError(comm_ptr)
-    except NotImplementedError:
-        return ""
-    return s.decode(errors="replace") if s else ""
-
-
-def _check(result, function, comm_ptr=None):
-    if result != C.ncclSuccess and result != C.ncclInProgress:
-        raise MonelError(result, function, _last_error(comm_ptr))
-    return result
-
-
-# ---- library facts ---------------------------------------------------------
-
-
-def library_path():
-    """The file of the loaded libnccl.so.2."""
-    return C.library_path()
-
-
-def get_version():
-    """NCCL version code of the loaded library (22809 for 2.28.9)."""
-    v = ctypes.c_int()
-    _check(C.ncclGetVersion(ctypes.byref(v)), "ncclGetVersion")
-    return v.value
-
-
-def monel_version():
-    """Monel's own version string, or None when the library is not Monel."""
-    if not C.is_monel():
-        return None
-    s = ctypes.c_char_p()
-    _check(C.ncclMonelGetVersionString(ctypes.byref(s)), "ncclMonelGetVersionString")
-    return s.value.decode()
-
-
-def error_string(result):
-    s = C.ncclGetErrorString(int(result))
-    return s.decode() if s else ""
-
-
-# ---- reduction ops ---------------------------------------------------------
 
 SUM = C.ncclSum
 PROD = C.ncclProd
@@ -146,121 +79,6 @@ class PreMulSum:
 
     def __repr__(self):
         return f"<PreMulSum op={self.op} scalar={self.scalar} dtype={TYPE_NAME[self.dtype]}>"
-
-
-# ---- unique id -------------------------------------------------------------
-
-
-class UniqueId:
-    """The rendezvous token of a new communicator: 128 opaque bytes. Send
-    bytes(uid) to the other ranks (or pickle it) and rebuild with from_bytes."""
-
-    __slots__ = ("_raw",)
-
-    def __init__(self, raw=None):
-        if raw is None:
-            raw = bytes(C.NCCL_UNIQUE_ID_BYTES)
-        raw = bytes(raw)
-        if len(raw) != C.NCCL_UNIQUE_ID_BYTES:
-            raise ValueError(
-                f"a unique id is {C.NCCL_UNIQUE_ID_BYTES} bytes, not {len(raw)}"
-            )
-        self._raw = raw
-
-    @classmethod
-    def from_bytes(cls, b):
-        return cls(b)
-
-    def __bytes__(self):
-        return self._raw
-
-    def as_ctypes(self):
-        uid = C.ncclUniqueId()
-        ctypes.memmove(ctypes.byref(uid), self._raw, C.NCCL_UNIQUE_ID_BYTES)
-        return uid
-
-    def __reduce__(self):
-        return (UniqueId, (self._raw,))
-
-    def __eq__(self, other):
-        return isinstance(other, UniqueId) and other._raw == self._raw
-
-    def __hash__(self):
-        return hash(self._raw)
-
-    def __repr__(self):
-        return f"<UniqueId {self._raw[:16].hex()}...>"
-
-
-def get_unique_id():
-    """A new UniqueId (the same one on every process when NCCL_COMM_ID is set)."""
-    uid = C.ncclUniqueId()
-    _check(C.ncclGetUniqueId(ctypes.byref(uid)), "ncclGetUniqueId")
-    return UniqueId(ctypes.string_at(ctypes.addressof(uid), C.NCCL_UNIQUE_ID_BYTES))
-
-
-# ---- config ----------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class Config:
-    """Options of a new communicator; None leaves the library's default."""
-
-    blocking: Optional[bool] = None
-    cga_cluster_size: Optional[int] = None
-    min_ctas: Optional[int] = None
-    max_ctas: Optional[int] = None
-    net_name: Optional[str] = None
-    split_share: Optional[bool] = None
-    traffic_class: Optional[int] = None
-    comm_name: Optional[str] = None
-    collnet_enable: Optional[bool] = None
-    cta_policy: Optional[int] = None
-    shrink_share: Optional[bool] = None
-    nvls_ctas: Optional[int] = None
-    n_channels_per_net_peer: Optional[int] = None
-    nvlink_centric_sched: Optional[bool] = None
-
-    _FIELDS = {
-        "blocking": "blocking",
-        "cga_cluster_size": "cgaClusterSize",
-        "min_ctas": "minCTAs",
-        "max_ctas": "maxCTAs",
-        "split_share": "splitShare",
-        "traffic_class": "trafficClass",
-        "collnet_enable": "collnetEnable",
-        "cta_policy": "CTAPolicy",
-        "shrink_share": "shrinkShare",
-        "nvls_ctas": "nvlsCTAs",
-        "n_channels_per_net_peer": "nChannelsPerNetPeer",
-        "nvlink_centric_sched": "nvlinkCentricSched",
-    }
-
-    def to_ctypes(self):
-        """An ncclConfig_t: NCCL_CONFIG_INITIALIZER with the fields set here."""
-        cfg = C.ncclConfig_t()
-        for py, c in self._FIELDS.items():
-            value = getattr(self, py)
-            if value is not None:
-                setattr(cfg, c, int(value))
-        if self.net_name is not None:
-            cfg.netName = self.net_name.encode()
-        if self.comm_name is not None:
-            cfg.commName = self.comm_name.encode()
-        return cfg
-
-
-def _config_arg(config):
-    """(pointer argument, object to keep alive) for a Config, ncclConfig_t, dict or None."""
-    if config is None:
-        return None, None
-    if isinstance(config, dict):
-        config = Config(**config)
-    if isinstance(config, Config):
-        config = config.to_ctypes()
-    if not isinstance(config, C.ncclConfig_t):
-        raise TypeError("config must be a monel.Config, a dict of its fields or an ncclConfig_t")
-    return ctypes.byref(config), config
 
 
 # ---- groups ----------------------------------------------------------------
