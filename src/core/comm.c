@@ -99,9 +99,12 @@ static ncclResult_t connect_peers(struct ncclComm* comm, const ncclUniqueId* id)
   comm->comm_hash = topo_hash(id->internal, sizeof id->internal);
   NCCLCHECK(comm->engine->comm_init(comm));
   double t2 = now_s();
-  INFO(LOG_INIT, "comm %p rank %d nrank %d dev %d engine %s commId 0x%llx - Init COMPLETE",
+  INFO(LOG_INIT,
+       "comm %p rank %d nrank %d dev %d engine %s commId 0x%llx%s%s - Init COMPLETE in %.3f s, "
+       "device memory %.1f MB",
        (void*)comm, comm->rank, comm->nranks, comm->cuda_dev, comm->engine->name,
-       (unsigned long long)comm->comm_hash);
+       (unsigned long long)comm->comm_hash, comm->engine_info[0] ? " " : "", comm->engine_info,
+       t2 - t0, comm->engine_dev_bytes / 1048576.0);
   INFO(LOG_INIT, "Init timings: rank %d nranks %d total %.3f s (bootstrap %.3f, connect %.3f)",
        comm->rank, comm->nranks, t2 - t0, t1 - t0, t2 - t1);
   return res;

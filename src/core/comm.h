@@ -30,6 +30,8 @@ struct redop_slot {
 struct ncclComm {
   uint64_t magic;
   int rank, nranks, cuda_dev;
+  size_t engine_dev_bytes; /* device memory the engine allocated for this comm */
+  char engine_info[96];    /* the engine's summary for the Init COMPLETE line */
   int blocking;
   int boot_local;           /* the bootstrap is in-process (threads of one process) */
   int abort_flag;           /* atomic: set by ncclCommAbort */

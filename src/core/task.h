@@ -46,4 +46,16 @@ static inline void task_release(struct task* t) {
 
 const char* coll_name(enum coll_kind coll);
 
+/* Send, Recv, AlltoAll(v), Gather and Scatter as messages, in the order of their schedule
+ * (algo/p2p.h): fn(ctx, t, buf, bytes, peer, is_send) for each, zero-byte ones left out. buf is
+ * the source of a send and the destination of a receive; a message to myself has peer == rank.
+ * Both engines run the messages a rank lists; the first error of fn is returned. */
+typedef ncclResult_t (*task_msg_fn)(void* ctx, const struct task* t, char* buf, size_t bytes,
+                                    int peer, int is_send);
+ncclResult_t task_messages(const struct task* t, int rank, int nranks, task_msg_fn fn, void* ctx);
+static inline int task_is_p2p(enum coll_kind c) {
+  return c == COLL_SEND || c == COLL_RECV || c == COLL_ALLTOALL || c == COLL_ALLTOALLV ||
+         c == COLL_GATHER || c == COLL_SCATTER;
+}
+
 #endif

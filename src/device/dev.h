@@ -29,6 +29,9 @@
 #define DEV_FIFO_TAIL    0
 #define DEV_FIFO_HEAD    128
 #define DEV_MAX_PEERS    16
+/* Counters a connection keeps in device memory between launches: steps sent, steps received,
+ * the last head seen from the receiver (a lower bound of it: no remote read at launch start). */
+#define DEV_STEP_WORDS 4
 
 #define DEV_LL_MAX_BLOCKS 8
 #define DEV_LL_LINES      1024 /* lines per block per source rank: 8 KiB of data */
@@ -66,7 +69,7 @@ struct dev_ring_args {
   int op;                    /* RED_* of cpu/reduce.h */
   unsigned char scalar[8];   /* PREMULSUM factor in the data type (host scalar) */
   const void* device_scalar; /* PREMULSUM factor read by the kernel, or NULL */
-  uint64_t* steps;           /* 2 per channel: steps sent, steps received */
+  uint64_t* steps;           /* DEV_STEP_WORDS per channel */
   struct dev_channel ch[DEV_MAX_CHANNELS];
 };
 
@@ -84,6 +87,55 @@ struct dev_oneshot_args {
   char* peer_ll[DEV_MAX_PEERS]; /* every rank's LL buffer as I address it (mine at [rank]) */
 };
 
+/* Point-to-point (Send/Recv, and AlltoAll(v), Gather, Scatter as lists of them): every rank owns
+ * one FIFO per (source rank, p2p channel) on its GPU, mapped by every peer; a sender streams its
+ * message through the FIFO the receiver owns for it, slot after slot, exactly as a ring step
+ * does. A message of `bytes` uses dev_p2p_nch(bytes, nch) channels, part c of it on channel c,
+ * so both sides cut it alike. One launch runs a list of messages: each block serves one
+ * (peer, direction, channel) and moves that channel's part of every message of its list in
+ * order, so messages between two ranks are matched in the order they were posted. */
+#define DEV_P2P_MAX_OPS    128
+#define DEV_P2P_MAX_BLOCKS 192
+#define DEV_P2P_MAX_NCH    32
+#define DEV_P2P_CHUNK      (32 << 10) /* a message gets one more channel per this many bytes */
+
+enum dev_p2p_kind { DEV_P2P_SEND, DEV_P2P_RECV, DEV_P2P_SELF };
+
+/* Channels a message of `bytes` uses when the comm has nch p2p channels per peer. */
+static inline
+#ifdef __CUDACC__
+    __host__ __device__
+#endif
+    int
+    dev_p2p_nch(size_t bytes, int nch) {
+  size_t want = (bytes + DEV_P2P_CHUNK - 1) / DEV_P2P_CHUNK;
+  return want < 1 ? 1 : want > (size_t)nch ? nch : (int)want;
+}
+
+struct dev_p2p_op {
+  char* buf; /* send: source; receive: destination */
+  size_t bytes;
+};
+
+/* A block's work: kind, peer, channel; its messages are ops[first .. first + nops) (for
+ * DEV_P2P_SELF, nops pairs: ops[first + 2k] the source, ops[first + 2k + 1] the destination). */
+struct dev_p2p_block {
+  short peer;
+  unsigned char kind, ch;
+  unsigned short first, nops;
+};
+
+struct dev_p2p_args {
+  char* peer_fifo[DEV_MAX_PEERS]; /* send side: peer r's FIFOs as I address them */
+  char* my_fifo;                  /* receive side: my FIFOs, [source][channel] */
+  uint64_t* steps;                /* device: DEV_STEP_WORDS per (peer, channel) */
+  int rank, nch;
+  int nslots, nblocks;
+  size_t slot_bytes, fifo_bytes; /* one FIFO: DEV_FIFO_HEADER + nslots * slot_bytes */
+  struct dev_p2p_block blocks[DEV_P2P_MAX_BLOCKS];
+  struct dev_p2p_op ops[DEV_P2P_MAX_OPS];
+};
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -91,6 +143,9 @@ extern "C" {
 cudaError_t dev_ring_launch(const struct dev_ring_args* args, cudaStream_t stream);
 /* Launch a one-shot LL AllReduce: nblocks blocks of DEV_LL_NTHREADS threads. */
 cudaError_t dev_oneshot_launch(const struct dev_oneshot_args* args, cudaStream_t stream);
+/* Launch a list of point-to-point messages: one block per entry of args->blocks. */
+cudaError_t dev_p2p_launch(const struct dev_p2p_args* args, cudaStream_t stream);
+cudaError_t dev_p2p_preload(void);
 /* Load the kernels of (dtype, op) (dtype an ncclDataType_t, op a RED_* kind) on the current
  * device, so that no first launch pays for lazy module loading. */
 cudaError_t dev_ring_preload(int dtype, int op);

@@ -4,6 +4,8 @@
 #ifndef MONEL_DEVICE_PRIMS_CUH
 #define MONEL_DEVICE_PRIMS_CUH
 #include <string.h>
+#include "algo/prim.h"
+#include "device/dev.h"
 #include "device/reduce.cuh"
 
 #define UNROLL 4
@@ -76,6 +78,101 @@ __device__ static void move(const T* rs, const T* in, T* out, T* ss, size_t n, b
     if (out) out[i] = v;
     if (ss) ss[i] = v;
   }
+}
+
+struct fifo_state {
+  uint64_t sent, recvd; /* steps so far on this channel's connections */
+  uint64_t head_seen;   /* last head read from the receiver (a lower bound of its head) */
+};
+
+struct fifo_ctx {
+  const char* send_fifo; /* as char*: slots are computed from it */
+  char* recv_fifo;
+  int nslots;
+  size_t slot_bytes;
+};
+
+/* One step of a schedule over a FIFO connection (dev.h): verb on len elements at in + in_off /
+ * out + out_off, receiving from rc->recv_fifo and sending into rc->send_fifo as the verb says.
+ * Thread 0 waits for data (tail) or a free slot (head); the block moves the chunk; thread 0 then
+ * publishes the new tail to the receiver and the new head to the sender. Not inlined: one copy
+ * per kernel instantiation keeps the build short. */
+template <typename T, int OP>
+__device__ static __noinline__ void fifo_step(struct fifo_state* cs, const struct fifo_ctx* rc,
+                                              enum verb verb, const T* in, T* out, size_t in_off,
+                                              size_t out_off, size_t len, T s, int nranks) {
+  const int tid = threadIdx.x;
+  bool do_recv = verb == VERB_RECV || verb == VERB_RECV_REDUCE_SEND ||
+                 verb == VERB_RECV_REDUCE_COPY_SEND || verb == VERB_RECV_COPY_SEND ||
+                 verb == VERB_RECV_REDUCE_COPY;
+  bool do_send = verb == VERB_SEND || verb == VERB_RECV_REDUCE_SEND ||
+                 verb == VERB_RECV_REDUCE_COPY_SEND || verb == VERB_RECV_COPY_SEND ||
+                 verb == VERB_COPY_SEND;
+  char* send_fifo = (char*)rc->send_fifo;
+  if (tid == 0) {
+    if (do_recv) {
+      const uint64_t* tail = (const uint64_t*)(rc->recv_fifo + DEV_FIFO_TAIL);
+      while (ld_volatile(tail) < cs->recvd + 1) {
+      }
+      __threadfence_system();
+    }
+    if (do_send) {
+      const uint64_t* head = (const uint64_t*)(send_fifo + DEV_FIFO_HEAD);
+      while (cs->sent + 1 > cs->head_seen + (uint64_t)rc->nslots) cs->head_seen = ld_volatile(head);
+    }
+  }
+  __syncthreads();
+  const T* rs =
+      do_recv
+          ? (const T*)(rc->recv_fifo + DEV_FIFO_HEADER + (cs->recvd % rc->nslots) * rc->slot_bytes)
+          : NULL;
+  T* ss =
+      do_send ? (T*)(send_fifo + DEV_FIFO_HEADER + (cs->sent % rc->nslots) * rc->slot_bytes) : NULL;
+  const T* xin = NULL;
+  T* xout = NULL;
+  bool post = false;
+  switch (verb) {
+  case VERB_SEND:
+    xin = in + in_off;
+    break;
+  case VERB_RECV_REDUCE_SEND:
+    xin = in + in_off;
+    break;
+  case VERB_RECV_REDUCE_COPY_SEND:
+    xin = in + in_off, xout = out + out_off, post = true;
+    break;
+  case VERB_RECV_COPY_SEND:
+    xout = out + out_off;
+    break;
+  case VERB_RECV:
+    xout = out + out_off;
+    break;
+  case VERB_COPY:
+    xin = in + in_off, xout = out + out_off, post = true;
+    break;
+  case VERB_COPY_SEND:
+    xin = in + in_off, xout = out + out_off;
+    break;
+  case VERB_RECV_REDUCE_COPY:
+    xin = in + in_off, xout = out + out_off, post = true;
+    break;
+  default:
+    break;
+  }
+  /* In place copies need no store (only collectives that do not reduce copy without post). */
+  if (xin != NULL && xin == xout && !post) xout = NULL;
+  if (xin != NULL || xout != NULL || rs != NULL || ss != NULL)
+    move<T, OP>(rs, xin, xout, ss, len, post, s, nranks);
+  if (do_send) __threadfence_system();
+  __syncthreads();
+  if (tid == 0) {
+    if (do_send) st_volatile((uint64_t*)(send_fifo + DEV_FIFO_TAIL), ++cs->sent);
+    if (do_recv) {
+      __threadfence();
+      st_volatile((uint64_t*)(rc->recv_fifo + DEV_FIFO_HEAD), ++cs->recvd);
+    }
+  }
+  __syncthreads();
 }
 
 /* The PREMULSUM factor of a launch: from device memory if given, else the host immediate. */

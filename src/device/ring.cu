@@ -21,114 +21,22 @@
 #include "device/dev.h"
 #include "device/prims.cuh"
 
-struct chan_state {
-  uint64_t sent, recvd; /* steps so far on this channel's connections */
-  uint64_t head_seen;   /* last head read from the next rank */
-};
-
-struct ring_ctx {
-  const char* send_fifo; /* as char*: slots are computed from it */
-  char* recv_fifo;
-  int nslots;
-  size_t slot_bytes;
-};
-
-/* One step of a schedule: verb on len elements at in + in_off / out + out_off. Not inlined: one
- * copy per kernel instantiation keeps the build short. */
-template <typename T, int OP>
-__device__ static __noinline__ void ring_step(struct chan_state* cs, const struct ring_ctx* rc,
-                                              enum verb verb, const T* in, T* out, size_t in_off,
-                                              size_t out_off, size_t len, T s, int nranks) {
-  const int tid = threadIdx.x;
-  bool do_recv = verb == VERB_RECV || verb == VERB_RECV_REDUCE_SEND ||
-                 verb == VERB_RECV_REDUCE_COPY_SEND || verb == VERB_RECV_COPY_SEND ||
-                 verb == VERB_RECV_REDUCE_COPY;
-  bool do_send = verb == VERB_SEND || verb == VERB_RECV_REDUCE_SEND ||
-                 verb == VERB_RECV_REDUCE_COPY_SEND || verb == VERB_RECV_COPY_SEND ||
-                 verb == VERB_COPY_SEND;
-  char* send_fifo = (char*)rc->send_fifo;
-  if (tid == 0) {
-    if (do_recv) {
-      const uint64_t* tail = (const uint64_t*)(rc->recv_fifo + DEV_FIFO_TAIL);
-      while (ld_volatile(tail) < cs->recvd + 1) {
-      }
-      __threadfence_system();
-    }
-    if (do_send) {
-      const uint64_t* head = (const uint64_t*)(send_fifo + DEV_FIFO_HEAD);
-      while (cs->sent + 1 > cs->head_seen + (uint64_t)rc->nslots) cs->head_seen = ld_volatile(head);
-    }
-  }
-  __syncthreads();
-  const T* rs =
-      do_recv
-          ? (const T*)(rc->recv_fifo + DEV_FIFO_HEADER + (cs->recvd % rc->nslots) * rc->slot_bytes)
-          : NULL;
-  T* ss =
-      do_send ? (T*)(send_fifo + DEV_FIFO_HEADER + (cs->sent % rc->nslots) * rc->slot_bytes) : NULL;
-  const T* xin = NULL;
-  T* xout = NULL;
-  bool post = false;
-  switch (verb) {
-  case VERB_SEND:
-    xin = in + in_off;
-    break;
-  case VERB_RECV_REDUCE_SEND:
-    xin = in + in_off;
-    break;
-  case VERB_RECV_REDUCE_COPY_SEND:
-    xin = in + in_off, xout = out + out_off, post = true;
-    break;
-  case VERB_RECV_COPY_SEND:
-    xout = out + out_off;
-    break;
-  case VERB_RECV:
-    xout = out + out_off;
-    break;
-  case VERB_COPY:
-    xin = in + in_off, xout = out + out_off, post = true;
-    break;
-  case VERB_COPY_SEND:
-    xin = in + in_off, xout = out + out_off;
-    break;
-  case VERB_RECV_REDUCE_COPY:
-    xin = in + in_off, xout = out + out_off, post = true;
-    break;
-  default:
-    break;
-  }
-  /* In place copies need no store (only collectives that do not reduce copy without post). */
-  if (xin != NULL && xin == xout && !post) xout = NULL;
-  if (xin != NULL || xout != NULL || rs != NULL || ss != NULL)
-    move<T, OP>(rs, xin, xout, ss, len, post, s, nranks);
-  if (do_send) __threadfence_system();
-  __syncthreads();
-  if (tid == 0) {
-    if (do_send) st_volatile((uint64_t*)(send_fifo + DEV_FIFO_TAIL), ++cs->sent);
-    if (do_recv) {
-      __threadfence();
-      st_volatile((uint64_t*)(rc->recv_fifo + DEV_FIFO_HEAD), ++cs->recvd);
-    }
-  }
-  __syncthreads();
-}
-
 template <typename T, int OP>
 __global__ void __launch_bounds__(DEV_NTHREADS, 1) ring_kernel(struct dev_ring_args a) {
-  __shared__ struct chan_state cs;
+  __shared__ struct fifo_state cs;
   const int c = blockIdx.x, n = a.nranks, tid = threadIdx.x;
   const size_t P = 16 / sizeof(T), slot_elems = a.slot_bytes / sizeof(T);
-  struct ring_ctx rc;
+  struct fifo_ctx rc;
   rc.send_fifo = a.ch[c].send_fifo;
   rc.recv_fifo = a.ch[c].recv_fifo;
   rc.nslots = a.nslots;
   rc.slot_bytes = a.slot_bytes;
-  uint64_t* steps = a.steps + 2 * c;
+  uint64_t* steps = a.steps + DEV_STEP_WORDS * c;
   T s = load_scalar<T>(a.device_scalar, a.scalar);
   if (tid == 0) {
     cs.sent = steps[0];
     cs.recvd = steps[1];
-    cs.head_seen = n > 1 ? ld_volatile((const uint64_t*)(rc.send_fifo + DEV_FIFO_HEAD)) : 0;
+    cs.head_seen = steps[2];
   }
   __syncthreads();
 
@@ -152,7 +60,7 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) ring_kernel(struct dev_ring_a
         struct step sp = ring_allreduce_step(a.rank, n, st);
         size_t first = (size_t)sp.chunk * chunk, len = 0;
         if (first < block) len = block - first < chunk ? block - first : chunk;
-        ring_step<T, OP>(&cs, &rc, sp.verb, in, out, base + first, base + first, len, s, n);
+        fifo_step<T, OP>(&cs, &rc, sp.verb, in, out, base + first, base + first, len, s, n);
       }
       base += block;
       continue;
@@ -161,20 +69,20 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) ring_kernel(struct dev_ring_a
     if (a.coll == DEV_BROADCAST || a.coll == DEV_REDUCE) {
       enum verb v = a.coll == DEV_BROADCAST ? ring_broadcast_verb(a.rank, n, a.root)
                                             : ring_reduce_verb(a.rank, n, a.root);
-      ring_step<T, OP>(&cs, &rc, v, in, out, base, base, len, s, n);
+      fifo_step<T, OP>(&cs, &rc, v, in, out, base, base, len, s, n);
     } else if (a.coll == DEV_ALLGATHER) {
       int nsteps = ring_allgather_nsteps(n);
       for (int st = 0; st < nsteps; st++) {
         struct step sp = ring_allgather_step(a.rank, n, st);
         size_t o = n > 1 ? (size_t)sp.chunk * a.count + base : base;
-        ring_step<T, OP>(&cs, &rc, sp.verb, in, out, base, o, len, s, n);
+        fifo_step<T, OP>(&cs, &rc, sp.verb, in, out, base, o, len, s, n);
       }
     } else {
       int nsteps = ring_reducescatter_nsteps(n);
       for (int st = 0; st < nsteps; st++) {
         struct step sp = ring_reducescatter_step(a.rank, n, st);
         size_t i = n > 1 ? (size_t)sp.chunk * a.count + base : base;
-        ring_step<T, OP>(&cs, &rc, sp.verb, in, out, i, base, len, s, n);
+        fifo_step<T, OP>(&cs, &rc, sp.verb, in, out, i, base, len, s, n);
       }
     }
     base += len;
@@ -182,6 +90,7 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) ring_kernel(struct dev_ring_a
   if (tid == 0) {
     steps[0] = cs.sent;
     steps[1] = cs.recvd;
+    steps[2] = cs.head_seen;
   }
 }
 

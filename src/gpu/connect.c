@@ -105,41 +105,58 @@ ncclResult_t gpu_connect_ring(struct ncclComm* comm, struct gpu_comm* g) {
   return ncclSuccess;
 }
 
-ncclResult_t gpu_connect_ll(struct ncclComm* comm, struct gpu_comm* g) {
+/* Exchange a buffer of every rank through the bootstrap and map each peer's: peer[r] is rank r's
+ * buffer as I address it (mine at [rank]), bit r of *ipc set when CUDA IPC opened it. *all_ok:
+ * whether every rank mapped every peer (collective; never fails for lack of peer access). */
+static ncclResult_t map_all(struct ncclComm* comm, char* mine, char** peer, unsigned* ipc,
+                            int* all_ok) {
   int n = comm->nranks, me = comm->rank, need_ipc = 0, ok = 1;
   ncclResult_t res = ncclSuccess;
   struct mem_desc* all = NULL;
-  g->ll_ok = 0;
+  *all_ok = 0;
   if (n < 2 || n > DEV_MAX_PEERS) return ncclSuccess;
   NCCLCALLOC(all, n);
   for (int r = 0; r < n; r++) need_ipc |= !same_process(comm, r);
-  describe(comm, g->ll, need_ipc, &all[me]);
+  describe(comm, mine, need_ipc, &all[me]);
   NCCLCHECKGOTO(boot_allgather(comm->boot, all, sizeof *all), res, out);
   for (int r = 0; r < n; r++) {
     if (r == me) {
-      g->peer_ll[r] = g->ll;
+      peer[r] = mine;
       continue;
     }
-    int ipc = 0;
+    int opened = 0;
     if (comm->peers[r].host_hash != comm->peers[me].host_hash ||
         param_int(PARAM_P2P_DISABLE) == 1 ||
-        map_peer(comm, r, &all[r], &g->peer_ll[r], &ipc) != cudaSuccess) {
+        map_peer(comm, r, &all[r], &peer[r], &opened) != cudaSuccess) {
       (void)cudaGetLastError();
       ok = 0;
       break;
     }
-    if (ipc) g->peer_ll_ipc |= 1u << r;
+    if (opened) *ipc |= 1u << r;
   }
   memset(all, 0, sizeof *all * n);
   all[me].ok = ok;
   NCCLCHECKGOTO(boot_allgather(comm->boot, all, sizeof *all), res, out);
-  g->ll_ok = 1;
-  for (int r = 0; r < n; r++) g->ll_ok &= all[r].ok;
-  INFO(LOG_INIT | LOG_P2P, "comm %p rank %d GPU one-shot LL AllReduce: %s", (void*)comm, me,
-       g->ll_ok ? "every peer mapped" : "off (a pair of GPUs has no peer access)");
+  *all_ok = 1;
+  for (int r = 0; r < n; r++) *all_ok &= all[r].ok;
 out:
   free(all);
   return res;
+}
+
+ncclResult_t gpu_connect_ll(struct ncclComm* comm, struct gpu_comm* g) {
+  NCCLCHECK(map_all(comm, g->ll, g->peer_ll, &g->peer_ll_ipc, &g->ll_ok));
+  INFO(LOG_INIT | LOG_P2P, "comm %p rank %d GPU one-shot LL AllReduce: %s", (void*)comm, comm->rank,
+       g->ll_ok ? "every peer mapped" : "off (a pair of GPUs has no peer access)");
+  return ncclSuccess;
+}
+
+ncclResult_t gpu_connect_p2p(struct ncclComm* comm, struct gpu_comm* g) {
+  NCCLCHECK(map_all(comm, g->p2p_fifo, g->peer_p2p, &g->peer_p2p_ipc, &g->p2p_ok));
+  INFO(LOG_INIT | LOG_P2P, "comm %p rank %d GPU point-to-point: %s, %d channels per peer",
+       (void*)comm, comm->rank,
+       g->p2p_ok ? "every peer mapped" : "off (a pair of GPUs has no peer access)", g->p2p_nch);
+  return ncclSuccess;
 }
 
 void gpu_disconnect(struct gpu_comm* g) {
@@ -149,4 +166,8 @@ void gpu_disconnect(struct gpu_comm* g) {
     if ((g->peer_ll_ipc >> r) & 1) (void)cudaIpcCloseMemHandle(g->peer_ll[r]);
   g->peer_ll_ipc = 0;
   memset(g->peer_ll, 0, sizeof g->peer_ll);
+  for (int r = 0; r < DEV_MAX_PEERS; r++)
+    if ((g->peer_p2p_ipc >> r) & 1) (void)cudaIpcCloseMemHandle(g->peer_p2p[r]);
+  g->peer_p2p_ipc = 0;
+  memset(g->peer_p2p, 0, sizeof g->peer_p2p);
 }

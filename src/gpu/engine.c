@@ -1,12 +1,13 @@
 /* The CUDA engine: connects the ring and the one-shot buffers at init (gpu/connect.c), then
  * enqueues one kernel per operation on the user's stream. run() never waits for peers, never
- * allocates and never synchronises, so a group may enqueue for several comms from one thread and
- * a CUDA graph may capture it.
+ * allocates device memory and never synchronises, so a group may enqueue for several comms from one
+ * thread and a CUDA graph may capture it.
  *
  * Choice per operation: an AllReduce of at most DEV_LL_MAX_BYTES runs the one-shot LL kernel
  * when every pair of GPUs has peer access and NCCL_PROTO allows LL; everything else runs the ring
  * kernel with the Simple protocol. NCCL_PROTO=LL makes no difference below that size;
  * NCCL_PROTO=Simple (or ^LL) turns the one-shot path off. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -40,8 +41,20 @@ static void parse_proto(struct gpu_comm* g) {
   }
 }
 
+/* cudaMalloc + cudaMemset to zero, counted in g->dev_bytes. */
+static ncclResult_t dev_zalloc(struct gpu_comm* g, void** p, size_t bytes) {
+  CUDACHECK(cudaMalloc(p, bytes));
+  CUDACHECK(cudaMemset(*p, 0, bytes));
+  g->dev_bytes += bytes;
+  return ncclSuccess;
+}
+
 static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
   CUDACHECK(cudaSetDevice(comm->cuda_dev));
+  CUDACHECK(cudaFree(NULL)); /* the context exists before the memory is measured */
+  size_t free0 = 0, free1 = 0, total_b = 0;
+  CUDACHECK(cudaMemGetInfo(&free0, &total_b));
+  int n = comm->nranks;
   int64_t maxc = param_int(PARAM_MAX_NCHANNELS), minc = param_int(PARAM_MIN_NCHANNELS);
   int nch = maxc > 0 ? (int)maxc : DEV_MAX_CHANNELS;
   if (minc > nch) nch = (int)minc;
@@ -54,27 +67,46 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
   g->slot_bytes = ((size_t)buff / NSLOTS) & ~(size_t)127;
   g->fifo_bytes = DEV_FIFO_HEADER + (size_t)g->nslots * g->slot_bytes;
   parse_proto(g);
-  size_t total = comm->nranks > 1 ? g->fifo_bytes * (size_t)nch : 256;
-  CUDACHECK(cudaMalloc((void**)&g->fifo, total));
-  CUDACHECK(cudaMemset(g->fifo, 0, total));
-  CUDACHECK(cudaMalloc((void**)&g->steps, sizeof(uint64_t) * 2 * DEV_MAX_CHANNELS));
-  CUDACHECK(cudaMemset(g->steps, 0, sizeof(uint64_t) * 2 * DEV_MAX_CHANNELS));
-  int use_ll = comm->nranks > 1 && comm->nranks <= DEV_MAX_PEERS;
-  if (use_ll) {
-    size_t llb = dev_ll_buffer_bytes(comm->nranks);
-    CUDACHECK(cudaMalloc((void**)&g->ll, llb));
-    CUDACHECK(cudaMemset(g->ll, 0, llb));
-    CUDACHECK(cudaMalloc((void**)&g->ll_seq, sizeof(uint32_t) * DEV_LL_MAX_BLOCKS));
-    CUDACHECK(cudaMemset(g->ll_seq, 0, sizeof(uint32_t) * DEV_LL_MAX_BLOCKS));
+  size_t total = n > 1 ? g->fifo_bytes * (size_t)nch : 256;
+  NCCLCHECK(dev_zalloc(g, (void**)&g->fifo, total));
+  NCCLCHECK(dev_zalloc(g, (void**)&g->steps, sizeof(uint64_t) * DEV_STEP_WORDS * DEV_MAX_CHANNELS));
+  int multi = n > 1 && n <= DEV_MAX_PEERS; /* one-shot and point-to-point buffers */
+  g->p2p_nch = gpu_p2p_channels(nch);
+  if (multi) {
+    NCCLCHECK(dev_zalloc(g, (void**)&g->ll, dev_ll_buffer_bytes(n)));
+    NCCLCHECK(dev_zalloc(g, (void**)&g->ll_seq, sizeof(uint32_t) * DEV_LL_MAX_BLOCKS));
+    int64_t slot = param_int(PARAM_P2P_CHUNKSIZE), ns = param_int(PARAM_P2P_SLOTS);
+    g->p2p_slot_bytes = slot < 4096         ? 4096
+                        : slot > (16 << 20) ? (16 << 20)
+                                            : (size_t)slot & ~(size_t)127;
+    g->p2p_nslots = ns < 2 ? 2 : ns > 64 ? 64 : (int)ns;
+    size_t nfifo = (size_t)n * g->p2p_nch;
+    size_t fifo = DEV_FIFO_HEADER + (size_t)g->p2p_nslots * g->p2p_slot_bytes;
+    NCCLCHECK(dev_zalloc(g, (void**)&g->p2p_fifo, nfifo * fifo));
+    NCCLCHECK(dev_zalloc(g, (void**)&g->p2p_steps, nfifo * DEV_STEP_WORDS * sizeof(uint64_t)));
+  } else {
+    /* One rank: messages to itself only, and no FIFO; still a valid (unused) address. */
+    g->p2p_ok = 1;
   }
+  CUDACHECK(cudaEventCreateWithFlags(&g->join_ev, cudaEventDisableTiming));
   CUDACHECK(cudaDeviceSynchronize());
   for (int dt = 0; dt < ncclNumTypes; dt++)
     for (int op = RED_SUM; op <= RED_PREMULSUM; op++) {
       CUDACHECK(dev_ring_preload(dt, op));
-      if (use_ll) CUDACHECK(dev_oneshot_preload(dt, op));
+      if (multi) CUDACHECK(dev_oneshot_preload(dt, op));
     }
-  if (comm->nranks > 1) NCCLCHECK(gpu_connect_ring(comm, g));
-  if (use_ll) NCCLCHECK(gpu_connect_ll(comm, g));
+  CUDACHECK(dev_p2p_preload());
+  if (n > 1) NCCLCHECK(gpu_connect_ring(comm, g));
+  if (multi) {
+    NCCLCHECK(gpu_connect_ll(comm, g));
+    NCCLCHECK(gpu_connect_p2p(comm, g));
+  }
+  CUDACHECK(cudaMemGetInfo(&free1, &total_b));
+  comm->engine_dev_bytes = g->dev_bytes;
+  /* What this comm's init took from the GPU: its buffers and the kernels it loaded (another
+   * thread initialising on the same GPU at the same time is counted too). */
+  snprintf(comm->engine_info, sizeof comm->engine_info, "GPU memory taken %.0f MB",
+           free0 > free1 ? (double)(free0 - free1) / 1048576.0 : 0.0);
   return ncclSuccess;
 }
 
@@ -185,29 +217,45 @@ static ncclResult_t launch_task(struct ncclComm* comm, struct gpu_comm* g, struc
   return launch_ring(comm, g, t);
 }
 
+/* Collectives run in the order they were posted, AlltoAll(v), Gather and Scatter among them;
+ * the Send/Recv of a group run together after them, as the CPU engine runs them, so every rank
+ * orders the kernels of a group alike. */
 static ncclResult_t gpu_run(struct ncclComm* comm, struct task* tasks, int ntasks) {
   struct gpu_comm* g = comm->engine_state;
   int saved = -1;
   if (cudaGetDevice(&saved) != cudaSuccess) saved = -1;
   if (saved != comm->cuda_dev) CUDACHECK(cudaSetDevice(comm->cuda_dev));
   ncclResult_t res = ncclSuccess;
+  struct task* p2p[64];
+  struct task** sr = p2p;
+  int nsr = 0;
   for (int i = 0; i < ntasks && res == ncclSuccess; i++) {
     struct task* t = &tasks[i];
     switch (t->coll) {
-    case COLL_ALLREDUCE:
-    case COLL_BROADCAST:
-    case COLL_REDUCE:
-    case COLL_ALLGATHER:
-    case COLL_REDUCESCATTER:
-      res = launch_task(comm, g, t);
+    case COLL_SEND:
+    case COLL_RECV:
+      if (nsr == 64 && sr == p2p) {
+        sr = malloc(sizeof *sr * (size_t)ntasks);
+        if (sr == NULL) {
+          res = ncclSystemError;
+          break;
+        }
+        memcpy(sr, p2p, sizeof p2p);
+      }
+      sr[nsr++] = t;
+      break;
+    case COLL_ALLTOALL:
+    case COLL_ALLTOALLV:
+    case COLL_GATHER:
+    case COLL_SCATTER:
+      res = gpu_p2p_run(comm, &t, 1);
       break;
     default:
-      WARN("%s #%llu: the GPU engine does not support %s yet (set MONEL_ENGINE=cpu for host "
-           "buffers)",
-           coll_name(t->coll), (unsigned long long)t->seq, coll_name(t->coll));
-      res = ncclInvalidUsage;
+      res = launch_task(comm, g, t);
     }
   }
+  if (res == ncclSuccess && nsr > 0) res = gpu_p2p_run(comm, sr, nsr);
+  if (sr != p2p) free(sr);
   if (saved >= 0 && saved != comm->cuda_dev) cudaSetDevice(saved);
   return res;
 }
@@ -232,10 +280,14 @@ static void gpu_comm_free(struct ncclComm* comm) {
       if (g->steps) (void)cudaFree(g->steps);
       if (g->ll) (void)cudaFree(g->ll);
       if (g->ll_seq) (void)cudaFree(g->ll_seq);
+      if (g->p2p_fifo) (void)cudaFree(g->p2p_fifo);
+      if (g->p2p_steps) (void)cudaFree(g->p2p_steps);
     }
+    if (g->join_ev) (void)cudaEventDestroy(g->join_ev);
     (void)cudaGetLastError();
   }
   if (saved >= 0) cudaSetDevice(saved);
+  free(g->msgs);
   free(g);
   comm->engine_state = NULL;
 }

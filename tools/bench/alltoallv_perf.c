@@ -103,6 +103,7 @@ static int expected(const struct bench_call* c, size_t i, double* v) {
 }
 
 static const struct bench_coll coll = {.name = "alltoallv_perf",
+                                       .inplace_unchecked = 1,
                                        .no_inplace = 1,
                                        .get_counts = get_counts,
                                        .alg_bytes = alg_bytes,

@@ -42,7 +42,10 @@ struct bench_coll {
   int has_op;       /* prints the redop column, sweeps -o */
   int has_root;     /* prints the root column, sweeps -r */
   int no_inplace;   /* in-place columns print N/A */
-  int pow2_ranks;   /* needs a power-of-two rank count */
+  /* In place is timed but not checked (#wrong N/A), as nccl-tests does: a rank's send and
+   * receive share one buffer, so the result depends on the library's timing. */
+  int inplace_unchecked;
+  int pow2_ranks; /* needs a power-of-two rank count */
   /* Counts of one rank for a message of `count` elements in total. */
   void (*get_counts)(size_t count, int nranks, int rank, struct bench_counts* c);
   /* Bytes moved per call (algbw numerator) and the busbw factor. */

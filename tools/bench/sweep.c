@@ -154,7 +154,7 @@ struct place_result {
   long wrong;
 };
 
-static struct place_result run_place(struct bench_thread* t, struct bench_call* calls) {
+static struct place_result run_place(struct bench_thread* t, struct bench_call* calls, int place) {
   const struct bench_opts* o = &g_bench.opts;
   struct place_result pr = {0, 0};
   for (int j = 0; j < t->nranks; j++)
@@ -162,7 +162,8 @@ static struct place_result run_place(struct bench_thread* t, struct bench_call* 
       bench_fail(&t->ranks[j], "prepare", ncclSystemError);
   fill_inputs(t, calls);
   double sec = timed_loop(t, calls);
-  for (int k = 0; k < o->check; k++) {
+  int checks = place == 1 && g_bench.coll->inplace_unchecked ? 0 : o->check;
+  for (int k = 0; k < checks; k++) {
     fill_inputs(t, calls);
     launch(t, calls);
     sync_all(t);
@@ -220,15 +221,16 @@ static void run_size(struct bench_thread* t, struct bench_call* calls, size_t by
       continue;
     }
     make_calls(t, calls, count, type, op, root, place);
-    struct place_result pr = run_place(t, calls);
+    struct place_result pr = run_place(t, calls, place);
     double algbw =
         pr.sec > 0 ? coll->alg_bytes(c0.param_count, ts, g_bench.nranks) / 1e9 / pr.sec : 0;
     double busbw = algbw * coll->bus_factor(g_bench.nranks);
     char tm[32], wr[32];
     format_time(tm, sizeof(tm), pr.sec * 1e6);
     snprintf(wr, sizeof(wr), "%ld", pr.wrong);
+    int checked = o->check && !(place == 1 && coll->inplace_unchecked);
     n += snprintf(line + n, sizeof(line) - n, "  %7s  %6.2f  %6.2f  %5s", tm, algbw, busbw,
-                  o->check ? wr : "N/A");
+                  checked ? wr : "N/A");
     t->wrong_total += pr.wrong;
     t->bw_sum += busbw;
     t->bw_count++;

@@ -1,0 +1,82 @@
+/* Point-to-point kernel: each block moves its channel's part of every message of one
+ * (peer, direction) list, in order, through the FIFO the receiver owns for (sender, channel)
+ * (dev.h). Sends and receives of a pair run in different blocks, so two ranks that send to each
+ * other at once never wait on themselves, and lists of different peers never wait on each other.
+ *
+ *   rank 0: [send->1 ch0][send->1 ch1][recv<-1 ch0][recv<-1 ch1][self ch0]
+ *   rank 1: [send->0 ch0][send->0 ch1][recv<-0 ch0][recv<-0 ch1]
+ *
+ * Cost: a message is cut in dev_p2p_nch(bytes) parts streamed in parallel, each in slots of
+ * slot_bytes with up to nslots in flight: latency alpha + bytes / (nch * link
+ * share). Messages to myself are plain copies. Every block of a launch must be resident at once
+ * for progress (at most DEV_P2P_MAX_BLOCKS, two per SM): a batch that needs more runs in
+ * several launches (gpu/p2p.c). */
+#include "device/dev.h"
+#include "device/prims.cuh"
+
+/* [lo, hi) of part c of a message of `bytes` cut in nch parts of whole 16-byte packs. */
+__device__ static inline void p2p_part(size_t bytes, int nch, int c, size_t* lo, size_t* hi) {
+  size_t per = (bytes + nch - 1) / nch;
+  per = (per + 15) & ~(size_t)15;
+  *lo = (size_t)c * per < bytes ? (size_t)c * per : bytes;
+  *hi = *lo + per < bytes ? *lo + per : bytes;
+}
+
+__global__ void __launch_bounds__(DEV_NTHREADS, 2) p2p_kernel(struct dev_p2p_args a) {
+  __shared__ struct fifo_state cs;
+  const struct dev_p2p_block bk = a.blocks[blockIdx.x];
+  const int c = bk.ch, peer = bk.peer, tid = threadIdx.x;
+  if (bk.kind == DEV_P2P_SELF) {
+    for (int k = 0; k < bk.nops; k++) {
+      const struct dev_p2p_op src = a.ops[bk.first + 2 * k], dst = a.ops[bk.first + 2 * k + 1];
+      size_t bytes = src.bytes < dst.bytes ? src.bytes : dst.bytes, lo, hi;
+      int nch = dev_p2p_nch(bytes, a.nch);
+      if (c >= nch || src.buf == dst.buf) continue;
+      p2p_part(bytes, nch, c, &lo, &hi);
+      move<uint8_t, RED_SUM>(NULL, (const uint8_t*)src.buf + lo, (uint8_t*)dst.buf + lo, NULL,
+                             hi - lo, false, 0, 1);
+    }
+    return;
+  }
+  const bool is_send = bk.kind == DEV_P2P_SEND;
+  struct fifo_ctx rc;
+  rc.send_fifo = is_send ? a.peer_fifo[peer] + ((size_t)a.rank * a.nch + c) * a.fifo_bytes : NULL;
+  rc.recv_fifo = is_send ? NULL : a.my_fifo + ((size_t)peer * a.nch + c) * a.fifo_bytes;
+  rc.nslots = a.nslots;
+  rc.slot_bytes = a.slot_bytes;
+  uint64_t* steps = a.steps + DEV_STEP_WORDS * ((size_t)peer * a.nch + c);
+  if (tid == 0) {
+    cs.sent = steps[0];
+    cs.recvd = steps[1];
+    cs.head_seen = steps[2];
+  }
+  __syncthreads();
+  for (int k = 0; k < bk.nops; k++) {
+    const struct dev_p2p_op op = a.ops[bk.first + k];
+    int nch = dev_p2p_nch(op.bytes, a.nch);
+    if (c >= nch) continue;
+    size_t lo, hi;
+    p2p_part(op.bytes, nch, c, &lo, &hi);
+    for (size_t at = lo; at < hi; at += a.slot_bytes) {
+      size_t len = hi - at < a.slot_bytes ? hi - at : a.slot_bytes;
+      fifo_step<uint8_t, RED_SUM>(&cs, &rc, is_send ? VERB_SEND : VERB_RECV, (const uint8_t*)op.buf,
+                                  (uint8_t*)op.buf, at, at, len, 0, 1);
+    }
+  }
+  if (tid == 0) {
+    if (is_send)
+      steps[0] = cs.sent, steps[2] = cs.head_seen;
+    else
+      steps[1] = cs.recvd;
+  }
+}
+
+extern "C" cudaError_t dev_p2p_launch(const struct dev_p2p_args* a, cudaStream_t stream) {
+  p2p_kernel<<<a->nblocks, DEV_NTHREADS, 0, stream>>>(*a);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t dev_p2p_preload(void) {
+  cudaFuncAttributes fa;
+  return cudaFuncGetAttributes(&fa, (const void*)p2p_kernel);
+}

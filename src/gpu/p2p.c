@@ -1,0 +1,213 @@
+/* Point-to-point on the CUDA engine: Send/Recv of a group, AlltoAll(v), Gather and Scatter become
+ * messages (core/task.c), grouped into per-(peer, direction) lists and run by the p2p kernel
+ * (device/p2p.cu) in one launch.
+ *
+ * Launches: all lists of a batch in one launch when they fit its arguments (DEV_P2P_MAX_OPS
+ * messages, DEV_P2P_MAX_BLOCKS blocks). Otherwise one launch per (distance d, slice j): the sends
+ * to rank + d and the receives from rank - d with list positions [j*K, (j+1)*K). A peer's launch
+ * (d, j) holds exactly the receives matching my sends of launch (d, j), and launches run in the
+ * same (d, j) order everywhere, so no launch waits for one that comes after it on another rank.
+ *
+ * Streams: a batch runs on the stream of its first operation; other streams of the batch wait
+ * for it to start and it waits for them to finish, through one event of the comm. */
+#include <stdlib.h>
+#include <string.h>
+#include "core/check.h"
+#include "gpu/gpu.h"
+
+#define SLICE (DEV_P2P_MAX_OPS / 2)
+
+struct gmsg {
+  char* buf;
+  size_t bytes;
+  int peer, is_send;
+};
+
+struct msgs {
+  struct gpu_comm* g;
+  int n;
+};
+
+static ncclResult_t add_msg(void* ctx, const struct task* t, char* buf, size_t bytes, int peer,
+                            int is_send) {
+  struct msgs* m = ctx;
+  struct gpu_comm* g = m->g;
+  if (m->n == g->msg_cap) {
+    int cap = g->msg_cap ? 2 * g->msg_cap : 64;
+    struct gmsg* p = realloc(g->msgs, (size_t)cap * sizeof *p);
+    if (p == NULL) {
+      WARN("%s #%llu: out of host memory listing its messages", coll_name(t->coll),
+           (unsigned long long)t->seq);
+      return ncclSystemError;
+    }
+    g->msgs = p, g->msg_cap = cap;
+  }
+  g->msgs[m->n++] = (struct gmsg){buf, bytes, peer, is_send};
+  return ncclSuccess;
+}
+
+/* Channels per peer: a message of b bytes uses dev_p2p_nch(b, this) of them. Same on every rank. */
+int gpu_p2p_channels(int nchannels_max) {
+  return nchannels_max < DEV_P2P_MAX_NCH ? nchannels_max : DEV_P2P_MAX_NCH;
+}
+
+/* Append the blocks of one list: the messages k of (peer, kind) with lo <= position < hi. */
+static int add_list(struct dev_p2p_args* a, int* nops, const struct gmsg* ms, int nm, int kind,
+                    int peer, int lo, int hi) {
+  int first = *nops, pos = 0, nchmax = 0;
+  for (int i = 0; i < nm; i++) {
+    const struct gmsg* m = &ms[i];
+    if (m->peer != peer || m->is_send != (kind == DEV_P2P_SEND)) continue;
+    if (pos >= lo && pos < hi) {
+      if (*nops == DEV_P2P_MAX_OPS) return 0;
+      a->ops[(*nops)++] = (struct dev_p2p_op){m->buf, m->bytes};
+      int c = dev_p2p_nch(m->bytes, a->nch);
+      if (c > nchmax) nchmax = c;
+    }
+    pos++;
+  }
+  for (int c = 0; c < nchmax; c++) {
+    if (a->nblocks == DEV_P2P_MAX_BLOCKS) return 0;
+    a->blocks[a->nblocks++] =
+        (struct dev_p2p_block){(short)peer, (unsigned char)kind, (unsigned char)c,
+                               (unsigned short)first, (unsigned short)(*nops - first)};
+  }
+  return 1;
+}
+
+/* Append the copies to myself with pair positions lo <= k < hi: the k-th send to myself goes to
+ * the k-th receive from myself (checked to exist, with the same size, before). */
+static int add_self(struct dev_p2p_args* a, int* nops, const struct gmsg* ms, int nm, int me,
+                    int lo, int hi) {
+  int first = *nops, k = 0, r = -1, nchmax = 0;
+  for (int s = 0; s < nm; s++) {
+    if (!ms[s].is_send || ms[s].peer != me) continue;
+    do r++;
+    while (ms[r].is_send || ms[r].peer != me);
+    if (k >= lo && k < hi) {
+      if (*nops + 2 > DEV_P2P_MAX_OPS) return 0;
+      a->ops[(*nops)++] = (struct dev_p2p_op){ms[s].buf, ms[s].bytes};
+      a->ops[(*nops)++] = (struct dev_p2p_op){ms[r].buf, ms[r].bytes};
+      int c = dev_p2p_nch(ms[s].bytes, a->nch);
+      if (c > nchmax) nchmax = c;
+    }
+    k++;
+  }
+  for (int c = 0; c < nchmax; c++) {
+    if (a->nblocks == DEV_P2P_MAX_BLOCKS) return 0;
+    a->blocks[a->nblocks++] =
+        (struct dev_p2p_block){(short)me, DEV_P2P_SELF, (unsigned char)c, (unsigned short)first,
+                               (unsigned short)((*nops - first) / 2)};
+  }
+  return 1;
+}
+
+static ncclResult_t check_self(struct ncclComm* comm, const struct task* t, const struct gmsg* ms,
+                               int nm) {
+  int r = -1, me = comm->rank;
+  for (int s = 0; s < nm; s++) {
+    if (!ms[s].is_send || ms[s].peer != me) continue;
+    do r++;
+    while (r < nm && (ms[r].is_send || ms[r].peer != me));
+    if (r == nm || ms[r].bytes != ms[s].bytes) {
+      WARN("%s #%llu on rank %d: a send of %zu bytes to itself has no receive from itself of the "
+           "same size in its group",
+           coll_name(t->coll), (unsigned long long)t->seq, me, ms[s].bytes);
+      return ncclInvalidUsage;
+    }
+  }
+  for (r++; r < nm; r++)
+    if (!ms[r].is_send && ms[r].peer == me) {
+      WARN("%s #%llu on rank %d: a receive of %zu bytes from itself has no matching send to itself "
+           "in its group",
+           coll_name(t->coll), (unsigned long long)t->seq, me, ms[r].bytes);
+      return ncclInvalidUsage;
+    }
+  return ncclSuccess;
+}
+
+static void args_init(struct gpu_comm* g, struct ncclComm* comm, struct dev_p2p_args* a) {
+  a->nblocks = 0;
+  a->rank = comm->rank;
+  a->nch = g->p2p_nch;
+  a->nslots = g->p2p_nslots;
+  a->slot_bytes = g->p2p_slot_bytes;
+  a->fifo_bytes = DEV_FIFO_HEADER + (size_t)g->p2p_nslots * g->p2p_slot_bytes;
+  a->my_fifo = g->p2p_fifo;
+  a->steps = g->p2p_steps;
+  memcpy(a->peer_fifo, g->peer_p2p, sizeof a->peer_fifo);
+}
+
+static ncclResult_t launch(struct ncclComm* comm, const struct task* t, struct dev_p2p_args* a,
+                           cudaStream_t stream) {
+  if (a->nblocks == 0) return ncclSuccess;
+  cudaError_t e = dev_p2p_launch(a, stream);
+  if (e == cudaSuccess) return ncclSuccess;
+  WARN("%s #%llu on rank %d: the point-to-point kernel launch failed: %s", coll_name(t->coll),
+       (unsigned long long)t->seq, comm->rank, cudaGetErrorString(e));
+  return ncclUnhandledCudaError;
+}
+
+/* Streams of the batch other than the first: wait for the first before (join = 0) or make the
+ * first wait for them after (join = 1). */
+static ncclResult_t join_streams(struct gpu_comm* g, struct task* const* tasks, int ntasks,
+                                 int after) {
+  cudaStream_t s0 = tasks[0]->stream;
+  for (int i = 1; i < ntasks; i++) {
+    cudaStream_t s = tasks[i]->stream;
+    int seen = s == s0;
+    for (int k = 1; k < i && !seen; k++) seen = tasks[k]->stream == s;
+    if (seen) continue;
+    cudaStream_t from = after ? s : s0, to = after ? s0 : s;
+    CUDACHECK(cudaEventRecord(g->join_ev, from));
+    CUDACHECK(cudaStreamWaitEvent(to, g->join_ev, 0));
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t gpu_p2p_run(struct ncclComm* comm, struct task* const* tasks, int ntasks) {
+  struct gpu_comm* g = comm->engine_state;
+  int n = comm->nranks, me = comm->rank;
+  struct msgs m = {g, 0};
+  for (int i = 0; i < ntasks; i++) NCCLCHECK(task_messages(tasks[i], me, n, add_msg, &m));
+  if (m.n == 0) return ncclSuccess;
+  NCCLCHECK(check_self(comm, tasks[0], g->msgs, m.n));
+  for (int i = 0; i < m.n; i++)
+    if (g->msgs[i].peer != me && !g->p2p_ok) {
+      WARN("%s #%llu on rank %d: rank %d's GPU cannot be reached for point-to-point transfers "
+           "(no peer access between the GPUs, NCCL_P2P_DISABLE=1, or more than %d ranks)",
+           coll_name(tasks[0]->coll), (unsigned long long)tasks[0]->seq, me, g->msgs[i].peer,
+           DEV_MAX_PEERS);
+      return ncclInvalidUsage;
+    }
+  cudaStream_t stream = tasks[0]->stream;
+  struct dev_p2p_args* a = &g->p2p_args;
+  NCCLCHECK(join_streams(g, tasks, ntasks, 0));
+  int ok = 1, nops = 0;
+  args_init(g, comm, a);
+  for (int d = 1; d < n && ok; d++) {
+    ok = add_list(a, &nops, g->msgs, m.n, DEV_P2P_SEND, (me + d) % n, 0, m.n);
+    ok = ok && add_list(a, &nops, g->msgs, m.n, DEV_P2P_RECV, (me - d + n) % n, 0, m.n);
+  }
+  ok = ok && add_self(a, &nops, g->msgs, m.n, me, 0, m.n);
+  if (ok) {
+    NCCLCHECK(launch(comm, tasks[0], a, stream));
+  } else {
+    for (int d = 0; d < n; d++) {
+      for (int j = 0;; j++) {
+        args_init(g, comm, a);
+        nops = 0;
+        int lo = j * SLICE, hi = lo + SLICE;
+        if (d == 0) {
+          add_self(a, &nops, g->msgs, m.n, me, lo / 2, hi / 2);
+        } else {
+          add_list(a, &nops, g->msgs, m.n, DEV_P2P_SEND, (me + d) % n, lo, hi);
+          add_list(a, &nops, g->msgs, m.n, DEV_P2P_RECV, (me - d + n) % n, lo, hi);
+        }
+        if (nops == 0) break;
+        NCCLCHECK(launch(comm, tasks[0], a, stream));
+      }
+    }
+  }
+  return join_streams(g, tasks, ntasks, 1);
+}
