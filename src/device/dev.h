@@ -70,6 +70,7 @@ struct dev_ring_args {
   unsigned char scalar[8];   /* PREMULSUM factor in the data type (host scalar) */
   const void* device_scalar; /* PREMULSUM factor read by the kernel, or NULL */
   uint64_t* steps;           /* DEV_STEP_WORDS per channel */
+  int sysmem;                /* FIFOs in pinned host memory: slots are read uncached */
   struct dev_channel ch[DEV_MAX_CHANNELS];
 };
 
@@ -131,6 +132,7 @@ struct dev_p2p_args {
   uint64_t* steps;                /* device: DEV_STEP_WORDS per (peer, channel) */
   int rank, nch;
   int nslots, nblocks;
+  int sysmem;                    /* FIFOs in pinned host memory: slots are read uncached */
   size_t slot_bytes, fifo_bytes; /* one FIFO: DEV_FIFO_HEADER + nslots * slot_bytes */
   struct dev_p2p_block blocks[DEV_P2P_MAX_BLOCKS];
   struct dev_p2p_op ops[DEV_P2P_MAX_OPS];

@@ -44,6 +44,7 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 2) p2p_kernel(struct dev_p2p_arg
   rc.recv_fifo = is_send ? NULL : a.my_fifo + ((size_t)peer * a.nch + c) * a.fifo_bytes;
   rc.nslots = a.nslots;
   rc.slot_bytes = a.slot_bytes;
+  rc.sysmem = a.sysmem != 0;
   uint64_t* steps = a.steps + DEV_STEP_WORDS * ((size_t)peer * a.nch + c);
   if (tid == 0) {
     cs.sent = steps[0];

@@ -17,19 +17,25 @@ __device__ static inline void st_volatile(uint64_t* p, uint64_t v) {
   *(volatile uint64_t*)p = v;
 }
 
-template <typename T> __device__ static inline T ld_fifo(const T* p) {
+/* A FIFO slot's bytes: from L2 for device memory (never a stale L1 line); fetched again from
+ * memory for pinned host memory (sys), which another GPU writes behind this GPU's L2. */
+template <typename U> __device__ static inline U ld_slot(const U* p, bool sys) {
+  return sys ? __ldcv(p) : __ldcg(p);
+}
+
+template <typename T> __device__ static inline T ld_fifo(const T* p, bool sys) {
   T r;
   if (sizeof(T) == 1) {
-    unsigned char v = __ldcg((const unsigned char*)p);
+    unsigned char v = ld_slot((const unsigned char*)p, sys);
     memcpy(&r, &v, 1);
   } else if (sizeof(T) == 2) {
-    unsigned short v = __ldcg((const unsigned short*)p);
+    unsigned short v = ld_slot((const unsigned short*)p, sys);
     memcpy(&r, &v, 2);
   } else if (sizeof(T) == 4) {
-    unsigned int v = __ldcg((const unsigned int*)p);
+    unsigned int v = ld_slot((const unsigned int*)p, sys);
     memcpy(&r, &v, 4);
   } else {
-    unsigned long long v = __ldcg((const unsigned long long*)p);
+    unsigned long long v = ld_slot((const unsigned long long*)p, sys);
     memcpy(&r, &v, 8);
   }
   return r;
@@ -39,7 +45,7 @@ template <typename T> __device__ static inline T ld_fifo(const T* p) {
  * element is read before it is written, by the same thread. */
 template <typename T, int OP>
 __device__ static void move(const T* rs, const T* in, T* out, T* ss, size_t n, bool post, T s,
-                            int nranks) {
+                            int nranks, bool sys = false) {
   const int P = 16 / sizeof(T);
   union pack {
     int4 q;
@@ -56,7 +62,7 @@ __device__ static void move(const T* rs, const T* in, T* out, T* ss, size_t n, b
       r[u].q = make_int4(0, 0, 0, 0);
       x[u].q = make_int4(0, 0, 0, 0);
       if (i < npk) {
-        if (rs) r[u].q = __ldcg((const int4*)rs + i);
+        if (rs) r[u].q = ld_slot((const int4*)rs + i, sys);
         if (in) x[u].q = ((const int4*)in)[i];
       }
     }
@@ -73,7 +79,7 @@ __device__ static void move(const T* rs, const T* in, T* out, T* ss, size_t n, b
     }
   }
   for (size_t i = npk * P + tid; i < n; i += nt) {
-    T r = rs ? ld_fifo(rs + i) : T(), x = in ? in[i] : T();
+    T r = rs ? ld_fifo(rs + i, sys) : T(), x = in ? in[i] : T();
     T v = elem<T, OP>(r, x, rs != NULL, in != NULL, post, s, nranks);
     if (out) out[i] = v;
     if (ss) ss[i] = v;
@@ -90,6 +96,7 @@ struct fifo_ctx {
   char* recv_fifo;
   int nslots;
   size_t slot_bytes;
+  bool sysmem; /* the FIFOs are pinned host memory */
 };
 
 /* One step of a schedule over a FIFO connection (dev.h): verb on len elements at in + in_off /
@@ -162,7 +169,7 @@ __device__ static __noinline__ void fifo_step(struct fifo_state* cs, const struc
   /* In place copies need no store (only collectives that do not reduce copy without post). */
   if (xin != NULL && xin == xout && !post) xout = NULL;
   if (xin != NULL || xout != NULL || rs != NULL || ss != NULL)
-    move<T, OP>(rs, xin, xout, ss, len, post, s, nranks);
+    move<T, OP>(rs, xin, xout, ss, len, post, s, nranks, rc->sysmem);
   if (do_send) __threadfence_system();
   __syncthreads();
   if (tid == 0) {

@@ -31,6 +31,7 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) ring_kernel(struct dev_ring_a
   rc.recv_fifo = a.ch[c].recv_fifo;
   rc.nslots = a.nslots;
   rc.slot_bytes = a.slot_bytes;
+  rc.sysmem = a.sysmem != 0;
   uint64_t* steps = a.steps + DEV_STEP_WORDS * c;
   T s = load_scalar<T>(a.device_scalar, a.scalar);
   if (tid == 0) {

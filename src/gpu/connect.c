@@ -1,22 +1,31 @@
 /* Connections of the CUDA engine, made once at init through the bootstrap: the ring (each rank
- * maps the FIFOs of the next rank) and the one-shot LL buffers (each rank maps every peer's
- * buffer). Peer memory is reached by peer access within a process and by CUDA IPC across
- * processes. */
+ * maps the FIFOs of the next rank), the one-shot LL buffers and the point-to-point FIFOs (each
+ * rank maps every peer's).
+ *
+ * Where FIFOs live: on the receiving GPU, reached by peer access within a process and by CUDA IPC
+ * across processes; or, when NCCL_P2P_DISABLE=1 or a pair of GPUs of the comm has no peer access,
+ * in pinned host memory that every GPU of the comm maps (cudaHostAlloc within a process, a
+ * /dev/shm segment registered with CUDA across processes). The choice is the same on every rank.
+ * The one-shot LL buffers are used only with peer access. */
 #include <stdlib.h>
 #include <string.h>
 #include "boot/boot.h"
 #include "core/check.h"
 #include "core/param.h"
 #include "gpu/gpu.h"
+#include "os/shm.h"
 
 #define TAG_FIFO 0x47464600 /* "GFF": my FIFO descriptor, sent to the previous rank */
 
 struct mem_desc {
   int pid;
   int dev;
+  int host;               /* pinned host memory (see gpu_mem) */
   void* ptr;              /* valid in the same process */
-  cudaIpcMemHandle_t ipc; /* valid in another process */
-  int ok;                 /* LL: this rank mapped every peer's buffer */
+  size_t len;             /* host memory: bytes of the segment */
+  char shm[OS_SHM_NAME];  /* host memory shared across processes: the segment's name */
+  cudaIpcMemHandle_t ipc; /* device memory, valid in another process */
+  int ok;                 /* map_all: this rank mapped every peer's buffer */
 };
 
 static int same_process(const struct ncclComm* comm, int peer) {
@@ -24,36 +33,109 @@ static int same_process(const struct ncclComm* comm, int peer) {
   return me->host_hash == p->host_hash && me->pid == p->pid;
 }
 
-/* Can this rank write into the next rank's GPU memory? Says why not. */
-static ncclResult_t check_next(struct ncclComm* comm, int next) {
-  const struct peer_info *me = &comm->peers[comm->rank], *p = &comm->peers[next];
-  if (me->host_hash != p->host_hash) {
-    WARN("rank %d (host %s) and rank %d (host %s) are on different hosts: the GPU engine connects "
-         "GPUs of one host only so far (set MONEL_ENGINE=cpu to use the CPU engine)",
-         comm->rank, me->host, next, p->host);
-    return ncclInvalidUsage;
+static int all_same_process(const struct ncclComm* comm) {
+  for (int r = 0; r < comm->nranks; r++)
+    if (!same_process(comm, r)) return 0;
+  return 1;
+}
+
+ncclResult_t gpu_choose_host_fifos(struct ncclComm* comm, struct gpu_comm* g) {
+  int n = comm->nranks, me = comm->rank, *want = NULL;
+  ncclResult_t res = ncclSuccess;
+  NCCLCALLOC(want, n);
+  want[me] = param_int(PARAM_P2P_DISABLE) == 1;
+  for (int r = 0; r < n && !want[me]; r++) {
+    const struct peer_info* p = &comm->peers[r];
+    if (p->host_hash != comm->peers[me].host_hash || p->cuda_dev == comm->cuda_dev) continue;
+    int can = 0;
+    if (cudaDeviceCanAccessPeer(&can, comm->cuda_dev, p->cuda_dev) != cudaSuccess) {
+      (void)cudaGetLastError();
+      can = 0;
+    }
+    want[me] = !can;
   }
-  if (param_int(PARAM_P2P_DISABLE) == 1) {
-    WARN("NCCL_P2P_DISABLE=1: the GPU engine moves data between GPUs with peer access only and "
-         "has no host-memory path yet; unset NCCL_P2P_DISABLE (or set MONEL_ENGINE=cpu)");
-    return ncclInvalidUsage;
+  NCCLCHECKGOTO(boot_allgather(comm->boot, want, sizeof *want), res, out);
+  g->host_fifos = 0;
+  for (int r = 0; r < n; r++) g->host_fifos |= want[r];
+  if (g->host_fifos)
+    INFO(LOG_INIT | LOG_P2P, "comm %p rank %d: GPU FIFOs in pinned host memory (%s)", (void*)comm,
+         me,
+         param_int(PARAM_P2P_DISABLE) == 1 ? "NCCL_P2P_DISABLE=1"
+                                           : "a pair of GPUs has no peer access");
+out:
+  free(want);
+  return res;
+}
+
+ncclResult_t gpu_shared_alloc(struct ncclComm* comm, struct gpu_comm* g, size_t len, int host,
+                              struct gpu_mem* m) {
+  memset(m, 0, sizeof *m);
+  m->len = len;
+  m->host = host;
+  if (!host) {
+    CUDACHECK(cudaMalloc((void**)&m->ptr, len));
+    CUDACHECK(cudaMemset(m->ptr, 0, len));
+    g->dev_bytes += len;
+    return ncclSuccess;
   }
-  if (p->cuda_dev == me->cuda_dev) return ncclSuccess;
-  int can = 0;
-  CUDACHECK(cudaDeviceCanAccessPeer(&can, me->cuda_dev, p->cuda_dev));
-  if (!can) {
-    WARN("rank %d (GPU %d) cannot access the memory of rank %d (GPU %d): the GPU engine needs "
-         "peer access (NVLink or PCIe P2P) between neighbouring GPUs so far",
-         comm->rank, me->cuda_dev, next, p->cuda_dev);
-    return ncclInvalidUsage;
+  void* h = NULL;
+  if (all_same_process(comm)) {
+    CUDACHECK(cudaHostAlloc(&h, len, cudaHostAllocPortable | cudaHostAllocMapped));
+    memset(h, 0, len);
+  } else {
+    NCCLCHECK(os_shm_create(len, m->shm, &h));
+    m->map = h;
+    CUDACHECK(cudaHostRegister(h, len, cudaHostRegisterPortable | cudaHostRegisterMapped));
   }
+  m->hptr = h;
+  CUDACHECK(cudaHostGetDevicePointer((void**)&m->ptr, h, 0));
   return ncclSuccess;
 }
 
-/* Map a peer's memory from its descriptor: *ptr and *ipc, or an error (no WARN). */
-static cudaError_t map_peer(struct ncclComm* comm, int peer, const struct mem_desc* d, char** ptr,
-                            int* ipc) {
-  *ptr = NULL, *ipc = 0;
+void gpu_shared_free(struct gpu_mem* m) {
+  if (m->ptr == NULL && m->map == NULL) return;
+  if (!m->host) {
+    (void)cudaFree(m->ptr);
+  } else if (m->map == NULL) {
+    (void)cudaFreeHost(m->hptr);
+  } else {
+    (void)cudaHostUnregister(m->map);
+    os_shm_unmap(m->map, m->len);
+    os_shm_unlink(m->shm);
+  }
+  (void)cudaGetLastError();
+  memset(m, 0, sizeof *m);
+}
+
+void gpu_shared_unlink(struct gpu_mem* m) {
+  os_shm_unlink(m->shm);
+  m->shm[0] = 0;
+}
+
+/* Remember a peer mapping for gpu_disconnect. */
+static cudaError_t remember(struct gpu_comm* g, int kind, void* host, size_t len, char* dev) {
+  if (g->nmaps == GPU_MAX_MAPS) return cudaErrorMemoryAllocation;
+  g->maps[g->nmaps++] = (struct gpu_peer_map){kind, host, len, dev};
+  return cudaSuccess;
+}
+
+/* Map a peer's memory from its descriptor into *ptr, or an error (no WARN). */
+static cudaError_t map_peer(struct ncclComm* comm, struct gpu_comm* g, int peer,
+                            const struct mem_desc* d, char** ptr) {
+  *ptr = NULL;
+  if (d->host) {
+    if (same_process(comm, peer)) { /* portable pinned memory: one address everywhere */
+      *ptr = d->ptr;
+      return cudaSuccess;
+    }
+    void* h = NULL;
+    if (os_shm_open(d->shm, d->len, &h) != ncclSuccess) return cudaErrorMapBufferObjectFailed;
+    cudaError_t e = cudaHostRegister(h, d->len, cudaHostRegisterPortable | cudaHostRegisterMapped);
+    if (e == cudaSuccess) e = cudaHostGetDevicePointer((void**)ptr, h, 0);
+    if (e == cudaSuccess) e = remember(g, GPU_MAP_SHM, h, d->len, *ptr);
+    if (e != cudaSuccess) os_shm_unmap(h, d->len);
+    return e;
+  }
   if (same_process(comm, peer)) {
     if (d->dev != comm->cuda_dev) {
       int can = 0;
@@ -72,44 +154,60 @@ static cudaError_t map_peer(struct ncclComm* comm, int peer, const struct mem_de
   void* p = NULL;
   cudaError_t e = cudaIpcOpenMemHandle(&p, d->ipc, cudaIpcMemLazyEnablePeerAccess);
   if (e != cudaSuccess) return e;
-  *ptr = p, *ipc = 1;
-  return cudaSuccess;
+  *ptr = p;
+  return remember(g, GPU_MAP_IPC, NULL, 0, p);
 }
 
-static void describe(struct ncclComm* comm, void* ptr, int need_ipc, struct mem_desc* d) {
+static void describe(struct ncclComm* comm, const struct gpu_mem* m, int need_ipc,
+                     struct mem_desc* d) {
   memset(d, 0, sizeof *d);
   d->pid = comm->peers[comm->rank].pid;
   d->dev = comm->cuda_dev;
-  d->ptr = ptr;
-  if (need_ipc && cudaIpcGetMemHandle(&d->ipc, ptr) != cudaSuccess) (void)cudaGetLastError();
+  d->host = m->host;
+  d->ptr = m->ptr;
+  d->len = m->len;
+  memcpy(d->shm, m->shm, sizeof d->shm);
+  if (!m->host && need_ipc && cudaIpcGetMemHandle(&d->ipc, m->ptr) != cudaSuccess)
+    (void)cudaGetLastError();
+}
+
+static const char* how(const struct ncclComm* comm, int peer, const struct mem_desc* d) {
+  if (d->host) return "pinned host memory";
+  return same_process(comm, peer) ? "peer access" : "CUDA IPC";
 }
 
 ncclResult_t gpu_connect_ring(struct ncclComm* comm, struct gpu_comm* g) {
   int n = comm->nranks, next = (comm->rank + 1) % n, prev = (comm->rank + n - 1) % n;
+  const struct peer_info *me = &comm->peers[comm->rank], *p = &comm->peers[next];
+  if (me->host_hash != p->host_hash) {
+    WARN("rank %d (host %s) and rank %d (host %s) are on different hosts: the GPU engine connects "
+         "GPUs of one host only so far (set MONEL_ENGINE=cpu to use the CPU engine)",
+         comm->rank, me->host, next, p->host);
+    return ncclInvalidUsage;
+  }
   struct mem_desc mine, theirs;
-  describe(comm, g->fifo, !same_process(comm, prev), &mine);
-  NCCLCHECK(check_next(comm, next));
+  describe(comm, &g->fifo_mem, !same_process(comm, prev), &mine);
   NCCLCHECK(boot_send(comm->boot, prev, TAG_FIFO, &mine, sizeof mine));
   NCCLCHECK(boot_recv(comm->boot, next, TAG_FIFO, &theirs, sizeof theirs));
-  cudaError_t e = map_peer(comm, next, &theirs, &g->next_fifo, &g->next_ipc);
+  cudaError_t e = map_peer(comm, g, next, &theirs, &g->next_fifo);
   if (e != cudaSuccess) {
-    WARN("rank %d cannot map the FIFOs of rank %d (GPU %d): %s", comm->rank, next, theirs.dev,
-         cudaGetErrorString(e));
+    WARN("rank %d cannot map the FIFOs of rank %d (GPU %d, %s): %s", comm->rank, next, theirs.dev,
+         how(comm, next, &theirs), cudaGetErrorString(e));
     return ncclUnhandledCudaError;
   }
   INFO(LOG_INIT | LOG_P2P,
        "comm %p rank %d GPU ring: send to rank %d (GPU %d) via %s, %d channels x "
        "%d slots x %zu bytes",
-       (void*)comm, comm->rank, next, theirs.dev, g->next_ipc ? "CUDA IPC" : "peer access",
-       g->nchannels_max, g->nslots, g->slot_bytes);
+       (void*)comm, comm->rank, next, theirs.dev, how(comm, next, &theirs), g->nchannels_max,
+       g->nslots, g->slot_bytes);
   return ncclSuccess;
 }
 
 /* Exchange a buffer of every rank through the bootstrap and map each peer's: peer[r] is rank r's
- * buffer as I address it (mine at [rank]), bit r of *ipc set when CUDA IPC opened it. *all_ok:
- * whether every rank mapped every peer (collective; never fails for lack of peer access). */
-static ncclResult_t map_all(struct ncclComm* comm, char* mine, char** peer, unsigned* ipc,
-                            int* all_ok) {
+ * buffer as I address it (mine at [rank]). *all_ok: whether every rank mapped every peer
+ * (collective; never fails for lack of peer access). Device memory needs peer access. */
+static ncclResult_t map_all(struct ncclComm* comm, struct gpu_comm* g, const struct gpu_mem* mine,
+                            char** peer, int* all_ok) {
   int n = comm->nranks, me = comm->rank, need_ipc = 0, ok = 1;
   ncclResult_t res = ncclSuccess;
   struct mem_desc* all = NULL;
@@ -121,18 +219,16 @@ static ncclResult_t map_all(struct ncclComm* comm, char* mine, char** peer, unsi
   NCCLCHECKGOTO(boot_allgather(comm->boot, all, sizeof *all), res, out);
   for (int r = 0; r < n; r++) {
     if (r == me) {
-      peer[r] = mine;
+      peer[r] = mine->ptr;
       continue;
     }
-    int opened = 0;
     if (comm->peers[r].host_hash != comm->peers[me].host_hash ||
-        param_int(PARAM_P2P_DISABLE) == 1 ||
-        map_peer(comm, r, &all[r], &peer[r], &opened) != cudaSuccess) {
+        (!all[r].host && param_int(PARAM_P2P_DISABLE) == 1) ||
+        map_peer(comm, g, r, &all[r], &peer[r]) != cudaSuccess) {
       (void)cudaGetLastError();
       ok = 0;
       break;
     }
-    if (opened) *ipc |= 1u << r;
   }
   memset(all, 0, sizeof *all * n);
   all[me].ok = ok;
@@ -145,29 +241,33 @@ out:
 }
 
 ncclResult_t gpu_connect_ll(struct ncclComm* comm, struct gpu_comm* g) {
-  NCCLCHECK(map_all(comm, g->ll, g->peer_ll, &g->peer_ll_ipc, &g->ll_ok));
+  NCCLCHECK(map_all(comm, g, &g->ll_mem, g->peer_ll, &g->ll_ok));
   INFO(LOG_INIT | LOG_P2P, "comm %p rank %d GPU one-shot LL AllReduce: %s", (void*)comm, comm->rank,
        g->ll_ok ? "every peer mapped" : "off (a pair of GPUs has no peer access)");
   return ncclSuccess;
 }
 
 ncclResult_t gpu_connect_p2p(struct ncclComm* comm, struct gpu_comm* g) {
-  NCCLCHECK(map_all(comm, g->p2p_fifo, g->peer_p2p, &g->peer_p2p_ipc, &g->p2p_ok));
-  INFO(LOG_INIT | LOG_P2P, "comm %p rank %d GPU point-to-point: %s, %d channels per peer",
-       (void*)comm, comm->rank,
-       g->p2p_ok ? "every peer mapped" : "off (a pair of GPUs has no peer access)", g->p2p_nch);
+  NCCLCHECK(map_all(comm, g, &g->p2p_mem, g->peer_p2p, &g->p2p_ok));
+  INFO(LOG_INIT | LOG_P2P, "comm %p rank %d GPU point-to-point: %s, %d channels per peer%s",
+       (void*)comm, comm->rank, g->p2p_ok ? "every peer mapped" : "off (a peer cannot be mapped)",
+       g->p2p_nch, g->host_fifos ? " through pinned host memory" : "");
   return ncclSuccess;
 }
 
 void gpu_disconnect(struct gpu_comm* g) {
-  if (g->next_ipc && g->next_fifo) (void)cudaIpcCloseMemHandle(g->next_fifo);
+  for (int i = 0; i < g->nmaps; i++) {
+    struct gpu_peer_map* m = &g->maps[i];
+    if (m->kind == GPU_MAP_IPC) {
+      (void)cudaIpcCloseMemHandle(m->dev);
+    } else {
+      (void)cudaHostUnregister(m->host);
+      os_shm_unmap(m->host, m->len);
+    }
+  }
+  (void)cudaGetLastError();
+  g->nmaps = 0;
   g->next_fifo = NULL;
-  for (int r = 0; r < DEV_MAX_PEERS; r++)
-    if ((g->peer_ll_ipc >> r) & 1) (void)cudaIpcCloseMemHandle(g->peer_ll[r]);
-  g->peer_ll_ipc = 0;
   memset(g->peer_ll, 0, sizeof g->peer_ll);
-  for (int r = 0; r < DEV_MAX_PEERS; r++)
-    if ((g->peer_p2p_ipc >> r) & 1) (void)cudaIpcCloseMemHandle(g->peer_p2p[r]);
-  g->peer_p2p_ipc = 0;
   memset(g->peer_p2p, 0, sizeof g->peer_p2p);
 }

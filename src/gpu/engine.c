@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include "boot/boot.h"
 #include "core/check.h"
 #include "core/param.h"
 #include "gpu/gpu.h"
@@ -67,13 +68,14 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
   g->slot_bytes = ((size_t)buff / NSLOTS) & ~(size_t)127;
   g->fifo_bytes = DEV_FIFO_HEADER + (size_t)g->nslots * g->slot_bytes;
   parse_proto(g);
+  if (n > 1) NCCLCHECK(gpu_choose_host_fifos(comm, g));
   size_t total = n > 1 ? g->fifo_bytes * (size_t)nch : 256;
-  NCCLCHECK(dev_zalloc(g, (void**)&g->fifo, total));
+  NCCLCHECK(gpu_shared_alloc(comm, g, total, g->host_fifos, &g->fifo_mem));
   NCCLCHECK(dev_zalloc(g, (void**)&g->steps, sizeof(uint64_t) * DEV_STEP_WORDS * DEV_MAX_CHANNELS));
   int multi = n > 1 && n <= DEV_MAX_PEERS; /* one-shot and point-to-point buffers */
   g->p2p_nch = gpu_p2p_channels(nch);
   if (multi) {
-    NCCLCHECK(dev_zalloc(g, (void**)&g->ll, dev_ll_buffer_bytes(n)));
+    if (!g->host_fifos) NCCLCHECK(gpu_shared_alloc(comm, g, dev_ll_buffer_bytes(n), 0, &g->ll_mem));
     NCCLCHECK(dev_zalloc(g, (void**)&g->ll_seq, sizeof(uint32_t) * DEV_LL_MAX_BLOCKS));
     int64_t slot = param_int(PARAM_P2P_CHUNKSIZE), ns = param_int(PARAM_P2P_SLOTS);
     g->p2p_slot_bytes = slot < 4096         ? 4096
@@ -82,7 +84,7 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
     g->p2p_nslots = ns < 2 ? 2 : ns > 64 ? 64 : (int)ns;
     size_t nfifo = (size_t)n * g->p2p_nch;
     size_t fifo = DEV_FIFO_HEADER + (size_t)g->p2p_nslots * g->p2p_slot_bytes;
-    NCCLCHECK(dev_zalloc(g, (void**)&g->p2p_fifo, nfifo * fifo));
+    NCCLCHECK(gpu_shared_alloc(comm, g, nfifo * fifo, g->host_fifos, &g->p2p_mem));
     NCCLCHECK(dev_zalloc(g, (void**)&g->p2p_steps, nfifo * DEV_STEP_WORDS * sizeof(uint64_t)));
   } else {
     /* One rank: messages to itself only, and no FIFO; still a valid (unused) address. */
@@ -98,8 +100,18 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
   CUDACHECK(dev_p2p_preload());
   if (n > 1) NCCLCHECK(gpu_connect_ring(comm, g));
   if (multi) {
-    NCCLCHECK(gpu_connect_ll(comm, g));
+    if (!g->host_fifos) NCCLCHECK(gpu_connect_ll(comm, g));
     NCCLCHECK(gpu_connect_p2p(comm, g));
+  }
+  if (g->host_fifos) {
+    /* Every peer has mapped my host segments: their names can go. */
+    int dummy = 0, *all = NULL;
+    NCCLCALLOC(all, n);
+    ncclResult_t res = boot_allgather(comm->boot, all, sizeof dummy);
+    free(all);
+    NCCLCHECK(res);
+    gpu_shared_unlink(&g->fifo_mem);
+    gpu_shared_unlink(&g->p2p_mem);
   }
   CUDACHECK(cudaMemGetInfo(&free1, &total_b));
   comm->engine_dev_bytes = g->dev_bytes;
@@ -201,8 +213,9 @@ static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struc
   a.nslots = g->nslots;
   a.slot_bytes = g->slot_bytes;
   a.steps = g->steps;
+  a.sysmem = g->host_fifos;
   for (int c = 0; c < a.nchannels && n > 1; c++) {
-    a.ch[c].recv_fifo = g->fifo + (size_t)c * g->fifo_bytes;
+    a.ch[c].recv_fifo = g->fifo_mem.ptr + (size_t)c * g->fifo_bytes;
     a.ch[c].send_fifo = g->next_fifo + (size_t)c * g->fifo_bytes;
   }
   return launched(comm, t, dev_ring_launch(&a, t->stream));
@@ -275,12 +288,14 @@ static void gpu_comm_free(struct ncclComm* comm) {
     /* Our kernels must be done before our buffers go; peers touch them only before that. */
     if (!comm_aborted(comm)) (void)cudaDeviceSynchronize();
     gpu_disconnect(g);
+    gpu_shared_unlink(&g->fifo_mem); /* a failed init may not have dropped the names yet */
+    gpu_shared_unlink(&g->p2p_mem);
     if (!comm_aborted(comm)) {
-      if (g->fifo) (void)cudaFree(g->fifo);
+      gpu_shared_free(&g->fifo_mem);
+      gpu_shared_free(&g->ll_mem);
+      gpu_shared_free(&g->p2p_mem);
       if (g->steps) (void)cudaFree(g->steps);
-      if (g->ll) (void)cudaFree(g->ll);
       if (g->ll_seq) (void)cudaFree(g->ll_seq);
-      if (g->p2p_fifo) (void)cudaFree(g->p2p_fifo);
       if (g->p2p_steps) (void)cudaFree(g->p2p_steps);
     }
     if (g->join_ev) (void)cudaEventDestroy(g->join_ev);

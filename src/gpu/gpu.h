@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 #include "core/comm.h"
 #include "device/dev.h"
+#include "os/shm.h"
 
 /* A failing CUDA runtime call: WARN with its name and CUDA's message, return
  * ncclUnhandledCudaError. */
@@ -16,31 +17,52 @@
     }                                                                                              \
   } while (0)
 
+/* A buffer this rank shares with its peers: device memory, or pinned host memory that every GPU
+ * of the comm maps (connect.c). */
+struct gpu_mem {
+  char* ptr; /* as my GPU addresses it */
+  size_t len;
+  int host;
+  void* hptr;            /* host memory: its host address */
+  void* map;             /* host memory shared across processes: the mapping of the segment */
+  char shm[OS_SHM_NAME]; /* ... and its name, until every peer has mapped it */
+};
+
+/* A peer's buffer this rank mapped: closed by gpu_disconnect. */
+enum { GPU_MAP_IPC, GPU_MAP_SHM };
+struct gpu_peer_map {
+  int kind;
+  void* host;
+  size_t len;
+  char* dev;
+};
+#define GPU_MAX_MAPS (3 * DEV_MAX_PEERS)
+
 struct gpu_comm {
+  int host_fifos;    /* FIFOs in pinned host memory (connect.c) */
   int nchannels_max; /* channels with FIFOs */
   int nslots;
   size_t slot_bytes;
-  size_t fifo_bytes; /* one channel's FIFO: header + slots */
-  char* fifo;        /* my FIFOs (receive side), nchannels_max x fifo_bytes, on my GPU */
-  char* next_fifo;   /* the next rank's FIFOs as I address them */
-  int next_ipc;      /* next_fifo was opened with cudaIpcOpenMemHandle */
-  uint64_t* steps;   /* device: 2 counters per channel */
+  size_t fifo_bytes;       /* one channel's FIFO: header + slots */
+  struct gpu_mem fifo_mem; /* my ring FIFOs (receive side), nchannels_max x fifo_bytes */
+  char* next_fifo;         /* the next rank's FIFOs as I address them */
+  uint64_t* steps;         /* device: DEV_STEP_WORDS counters per channel */
   /* One-shot LL AllReduce (dev.h): usable when every rank mapped every peer's buffer. */
   int ll_ok;
   int proto_ll, proto_simple;   /* allowed by NCCL_PROTO */
-  char* ll;                     /* my LL buffer, on my GPU */
+  struct gpu_mem ll_mem;        /* my LL buffer, on my GPU */
   uint32_t* ll_seq;             /* device: launches so far, per block */
   char* peer_ll[DEV_MAX_PEERS]; /* every rank's LL buffer as I address it */
-  unsigned peer_ll_ipc;         /* bit r: peer_ll[r] was opened with cudaIpcOpenMemHandle */
   /* Point-to-point (gpu/p2p.c, device/p2p.cu): usable when every rank mapped every peer's FIFOs. */
   int p2p_ok;
   int p2p_nch;    /* channels per peer */
   int p2p_nslots; /* FIFO slots per (peer, channel) */
   size_t p2p_slot_bytes;
-  char* p2p_fifo;                /* my FIFOs, [source rank][channel], on my GPU */
-  uint64_t* p2p_steps;           /* device: 2 counters per (peer, channel) */
+  struct gpu_mem p2p_mem;        /* my FIFOs, [source rank][channel] */
+  uint64_t* p2p_steps;           /* device: DEV_STEP_WORDS counters per (peer, channel) */
   char* peer_p2p[DEV_MAX_PEERS]; /* every rank's FIFOs as I address them */
-  unsigned peer_p2p_ipc;
+  struct gpu_peer_map maps[GPU_MAX_MAPS];
+  int nmaps;
   struct gmsg* msgs; /* host scratch: the messages of a batch */
   int msg_cap;
   cudaEvent_t join_ev;          /* joins the streams of a batch */
@@ -48,8 +70,15 @@ struct gpu_comm {
   size_t dev_bytes;             /* device memory this comm allocated */
 };
 
-/* connect.c: the ring FIFOs (fails with a reason when the next GPU cannot be reached) and the
- * one-shot buffers (never fails for lack of peer access: ll_ok says whether they can be used). */
+/* connect.c: where the FIFOs live (collective: every rank decides alike); shared buffers; the
+ * ring FIFOs (fails with a reason when the next GPU cannot be reached), the one-shot and the
+ * point-to-point buffers (never fail for lack of peer access: ll_ok and p2p_ok say whether they
+ * can be used). gpu_shared_unlink drops a host segment's name once every peer has mapped it. */
+ncclResult_t gpu_choose_host_fifos(struct ncclComm* comm, struct gpu_comm* g);
+ncclResult_t gpu_shared_alloc(struct ncclComm* comm, struct gpu_comm* g, size_t len, int host,
+                              struct gpu_mem* m);
+void gpu_shared_free(struct gpu_mem* m);
+void gpu_shared_unlink(struct gpu_mem* m);
 ncclResult_t gpu_connect_ring(struct ncclComm* comm, struct gpu_comm* g);
 ncclResult_t gpu_connect_ll(struct ncclComm* comm, struct gpu_comm* g);
 ncclResult_t gpu_connect_p2p(struct ncclComm* comm, struct gpu_comm* g);

@@ -165,6 +165,11 @@ def red_input(op, r, n, dt, salt=0):
 
 
 PREMUL_FACTOR = 2.0
+# For bfloat16, PyTorch hands NCCL the factor as a 4-byte float with ncclScalarHostImmediate and
+# NCCL takes its first typeSize(bfloat16) = 2 bytes (little-endian: the float's low half) as the
+# bfloat16 factor. 2.00390625 is the float 0x40004000: its low half is the bfloat16 2.0, so the
+# check stays "sum times 2" and also proves that exactly two bytes are read.
+PREMUL_FACTOR_BF16_HOST = 2.00390625
 
 
 def red_expected(op, ranks, n, dt, salt=0):
@@ -188,8 +193,10 @@ def red_expected(op, ranks, n, dt, salt=0):
     return cast(e, dt)
 
 
-def reduce_op(op):
+def reduce_op(op, dt=None):
     if op == "premul_sum":
+        if dt == "bfloat16":
+            return dist._make_nccl_premul_sum(PREMUL_FACTOR_BF16_HOST)
         return dist._make_nccl_premul_sum(PREMUL_FACTOR)
     return {
         "sum": dist.ReduceOp.SUM,
@@ -279,7 +286,7 @@ def all_reduce_case(op, dtname, n=1031):
     def run():
         dt = DT[dtname]
         x = dev(cast(red_input(op, RANK, n, dt), dt))
-        dist.all_reduce(x, op=reduce_op(op))
+        dist.all_reduce(x, op=reduce_op(op, dtname))
         compare(x, red_expected(op, range(WORLD), n, dt),
                 tolerant=(op == "avg" and not is_pow2(WORLD)))
     return run
@@ -333,7 +340,7 @@ def reduce_case(op, dtname, n=1031):
         dt = DT[dtname]
         root = 1 % WORLD
         x = dev(cast(red_input(op, RANK, n, dt), dt))
-        dist.reduce(x, dst=root, op=reduce_op(op))
+        dist.reduce(x, dst=root, op=reduce_op(op, dtname))
         if RANK == root:
             compare(x, red_expected(op, range(WORLD), n, dt))
     return run
@@ -391,7 +398,7 @@ def reduce_scatter_tensor_case(op, dtname, n=1031):
         dt = DT[dtname]
         x = dev(cast(red_input(op, RANK, WORLD * n, dt), dt))
         out = dev(pattern(902, n, dt))
-        dist.reduce_scatter_tensor(out, x, op=reduce_op(op))
+        dist.reduce_scatter_tensor(out, x, op=reduce_op(op, dtname))
         full = red_expected(op, range(WORLD), WORLD * n, dt)
         compare(out, full[RANK * n:(RANK + 1) * n],
                 tolerant=(op == "avg" and not is_pow2(WORLD)))
@@ -404,7 +411,7 @@ def reduce_scatter_case(op, dtname, n=1031):
         full_in = cast(red_input(op, RANK, WORLD * n, dt), dt)
         ins = [dev(full_in[j * n:(j + 1) * n].clone()) for j in range(WORLD)]
         out = dev(pattern(903, n, dt))
-        dist.reduce_scatter(out, ins, op=reduce_op(op))
+        dist.reduce_scatter(out, ins, op=reduce_op(op, dtname))
         full = red_expected(op, range(WORLD), WORLD * n, dt)
         compare(out, full[RANK * n:(RANK + 1) * n])
     return run
