@@ -33,11 +33,11 @@
  * the last head seen from the receiver (a lower bound of it: no remote read at launch start). */
 #define DEV_STEP_WORDS 4
 
-#define DEV_LL_MAX_BLOCKS 8
+#define DEV_LL_MAX_BLOCKS 64
 #define DEV_LL_LINES      1024 /* lines per block per source rank: 8 KiB of data */
 #define DEV_LL_LINE       16
 #define DEV_LL_BLOCK_DATA ((size_t)DEV_LL_LINES * 8)
-#define DEV_LL_MAX_BYTES  ((size_t)DEV_LL_MAX_BLOCKS * DEV_LL_BLOCK_DATA) /* 64 KiB */
+#define DEV_LL_MAX_BYTES  ((size_t)DEV_LL_MAX_BLOCKS * DEV_LL_BLOCK_DATA) /* 512 KiB per peer */
 #define DEV_LL_NTHREADS   256
 
 /* Bytes of one rank's one-shot LL buffer for nranks ranks. */
@@ -74,12 +74,18 @@ struct dev_ring_args {
   struct dev_channel ch[DEV_MAX_CHANNELS];
 };
 
-/* One-shot AllReduce over the LL buffers: every rank pushes its input to every peer, then reduces
- * what it received in rank order (the same bits on every rank). bytes <= DEV_LL_MAX_BYTES. */
+/* One-shot collectives over the LL buffers: every rank pushes to every peer what that peer needs
+ * from it (AllReduce, AllGather: its input; ReduceScatter: the peer's chunk of its input), then
+ * builds its output from what it received: AllReduce and ReduceScatter reduce the n pieces in
+ * rank order (the same bits on every rank), AllGather stores piece r at out + r * bytes. Every
+ * rank writes to and reads from every rank, which is what makes reusing the buffers safe.
+ * count: AllReduce: elements of the buffer; AllGather: sendcount; ReduceScatter: recvcount.
+ * count * size of dtype <= DEV_LL_MAX_BYTES. AllGather runs as bytes (ncclUint8, RED_SUM). */
 struct dev_oneshot_args {
   const void* in;
   void* out;
   size_t count;
+  int coll; /* DEV_ALLREDUCE, DEV_ALLGATHER or DEV_REDUCESCATTER */
   int rank, nranks, nblocks;
   int dtype, op;
   unsigned char scalar[8];
@@ -114,9 +120,12 @@ static inline
 }
 
 struct dev_p2p_op {
-  char* buf; /* send: source; receive: destination */
-  size_t bytes;
+  char* buf;    /* send: source; receive: destination */
+  uint64_t len; /* bytes | channels << DEV_P2P_NCH_SHIFT: both sides of a message agree on both */
 };
+#define DEV_P2P_NCH_SHIFT  56
+#define DEV_P2P_BYTES(len) ((size_t)((len) & (((uint64_t)1 << DEV_P2P_NCH_SHIFT) - 1)))
+#define DEV_P2P_NCHOF(len) ((int)((len) >> DEV_P2P_NCH_SHIFT))
 
 /* A block's work: kind, peer, channel; its messages are ops[first .. first + nops) (for
  * DEV_P2P_SELF, nops pairs: ops[first + 2k] the source, ops[first + 2k + 1] the destination). */
@@ -143,7 +152,7 @@ extern "C" {
 #endif
 /* Launch a ring collective: one block of DEV_NTHREADS threads per channel on `stream`. */
 cudaError_t dev_ring_launch(const struct dev_ring_args* args, cudaStream_t stream);
-/* Launch a one-shot LL AllReduce: nblocks blocks of DEV_LL_NTHREADS threads. */
+/* Launch a one-shot LL collective: nblocks blocks of DEV_LL_NTHREADS threads. */
 cudaError_t dev_oneshot_launch(const struct dev_oneshot_args* args, cudaStream_t stream);
 /* Launch a list of point-to-point messages: one block per entry of args->blocks. */
 cudaError_t dev_p2p_launch(const struct dev_p2p_args* args, cudaStream_t stream);

@@ -1,13 +1,15 @@
-/* One-shot AllReduce for small messages, LL protocol: every rank pushes its input, 8 bytes per
- * 16-byte line with the launch's flag beside each half (dev.h), straight into a buffer of every
- * peer's GPU; then every rank polls its own buffer until each peer's lines carry this launch's
- * flag and reduces the n inputs in rank order, so every rank computes the same bits. There is no
- * fence and no step counter: a line is complete when both its flags match.
+/* One-shot AllReduce, AllGather and ReduceScatter for small messages, LL protocol: every rank
+ * pushes what each peer needs from it (dev.h), 8 bytes per 16-byte line with the launch's flag
+ * beside each half, straight into a buffer of every peer's GPU; then every rank polls its own
+ * buffer until each peer's lines carry this launch's flag and reduces the n pieces in rank order
+ * (so every rank computes the same bits) or, for AllGather, stores them. There is no fence and no
+ * step counter: a line is complete when both its flags match.
  *
- *   r0 --x0--> r1, r2, r3      (all ranks at once)      r1: out = x0 + x1 + x2 + x3
+ *   AllReduce:     r0 --x0--> r1, r2, r3  (all ranks at once)    r1: out = x0 + x1 + x2 + x3
+ *   ReduceScatter: r0 --x0[p]--> rank p                          r1: out = x0[1] + ... + x3[1]
  *
- * Cost: one NVLink write latency plus a kernel launch, (n-1) * bytes sent by each rank: for
- * messages up to DEV_LL_MAX_BYTES only.
+ * Cost: one NVLink write latency plus a kernel launch, (n-1) * 2 * bytes written by each rank
+ * (the flags double the traffic): for up to DEV_LL_MAX_BYTES per peer.
  *
  * Reuse of the buffers: block b of launch k (its k-th launch, counted per block in device memory
  * by every rank alike) uses parity k & 1 and flag k + 1. A rank starts launch k + 2 only after
@@ -66,6 +68,7 @@ __global__ void __launch_bounds__(DEV_LL_NTHREADS) oneshot_kernel(struct dev_one
   if (tid == 0) flag_s = a.seq[b] + 1;
   __syncthreads();
   const uint32_t flag = flag_s;
+  /* total: bytes each rank sends each peer; this block's part of it: [lo, lo + bytes). */
   const size_t total = a.count * sizeof(T);
   const size_t lo = (size_t)b * DEV_LL_BLOCK_DATA;
   const size_t bytes = total - lo < DEV_LL_BLOCK_DATA ? total - lo : DEV_LL_BLOCK_DATA;
@@ -76,37 +79,59 @@ __global__ void __launch_bounds__(DEV_LL_NTHREADS) oneshot_kernel(struct dev_one
   const size_t par = ((size_t)b * 2 + (flag & 1)) * (size_t)n;
   T s = load_scalar<T>(a.device_scalar, a.scalar);
 
+  /* My piece for my own output, kept in registers: AllReduce/AllGather my input, ReduceScatter
+   * my chunk of it. */
+  const bool rs = a.coll == DEV_REDUCESCATTER;
   uint64_t mine[LINES_PER_THREAD];
+  const char* my_src = rs ? in + (size_t)me * total : in;
 #pragma unroll
   for (int k = 0; k < LINES_PER_THREAD; k++) {
     int i = tid + k * DEV_LL_NTHREADS;
-    mine[k] = i < nlines ? ld_bytes(in, i, bytes) : 0;
+    mine[k] = i < nlines ? ld_bytes(my_src, i, bytes) : 0;
   }
-  /* Push my lines to every peer, nearest first in ring order. */
+  /* Push to every peer, nearest first in ring order. */
   for (int d = 1; d < n; d++) {
     int peer = (me + d) % n;
     char* dst = a.peer_ll[peer] + (par + me) * region;
+    const char* src = in + (size_t)peer * total;
 #pragma unroll
     for (int k = 0; k < LINES_PER_THREAD; k++) {
       int i = tid + k * DEV_LL_NTHREADS;
-      if (i < nlines)
-        st_line(dst + (size_t)i * DEV_LL_LINE, (uint32_t)mine[k], (uint32_t)(mine[k] >> 32), flag);
+      if (i >= nlines) break;
+      uint64_t v = rs ? ld_bytes(src, i, bytes) : mine[k];
+      st_line(dst + (size_t)i * DEV_LL_LINE, (uint32_t)v, (uint32_t)(v >> 32), flag);
     }
   }
-  /* Reduce in rank order, my own input from registers. */
   const char* buf = a.peer_ll[me];
-#pragma unroll
-  for (int k = 0; k < LINES_PER_THREAD; k++) {
-    int i = tid + k * DEV_LL_NTHREADS;
-    if (i >= nlines) break;
-    union line acc, x;
+  if (a.coll == DEV_ALLGATHER) {
+    /* Piece r to out + r * total, mine from registers (in place it is already there). */
     for (int r = 0; r < n; r++) {
-      x.u = r == me ? mine[k] : ld_line(buf + (par + r) * region + (size_t)i * DEV_LL_LINE, flag);
+      char* o = out + (size_t)r * total;
+      if (r == me && o == in) continue;
 #pragma unroll
-      for (int e = 0; e < E; e++)
-        acc.e[e] = elem<T, OP>(acc.e[e], x.e[e], r > 0, true, r == n - 1, s, n);
+      for (int k = 0; k < LINES_PER_THREAD; k++) {
+        int i = tid + k * DEV_LL_NTHREADS;
+        if (i >= nlines) break;
+        uint64_t v =
+            r == me ? mine[k] : ld_line(buf + (par + r) * region + (size_t)i * DEV_LL_LINE, flag);
+        st_bytes(o, i, bytes, v);
+      }
     }
-    st_bytes(out, i, bytes, acc.u);
+  } else {
+    /* Reduce in rank order, my own piece from registers. */
+#pragma unroll
+    for (int k = 0; k < LINES_PER_THREAD; k++) {
+      int i = tid + k * DEV_LL_NTHREADS;
+      if (i >= nlines) break;
+      union line acc, x;
+      for (int r = 0; r < n; r++) {
+        x.u = r == me ? mine[k] : ld_line(buf + (par + r) * region + (size_t)i * DEV_LL_LINE, flag);
+#pragma unroll
+        for (int e = 0; e < E; e++)
+          acc.e[e] = elem<T, OP>(acc.e[e], x.e[e], r > 0, true, r == n - 1, s, n);
+      }
+      st_bytes(out, i, bytes, acc.u);
+    }
   }
   __syncthreads();
   if (tid == 0) a.seq[b] = flag;

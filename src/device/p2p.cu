@@ -6,11 +6,11 @@
  *   rank 0: [send->1 ch0][send->1 ch1][recv<-1 ch0][recv<-1 ch1][self ch0]
  *   rank 1: [send->0 ch0][send->0 ch1][recv<-0 ch0][recv<-0 ch1]
  *
- * Cost: a message is cut in dev_p2p_nch(bytes) parts streamed in parallel, each in slots of
- * slot_bytes with up to nslots in flight: latency alpha + bytes / (nch * link
- * share). Messages to myself are plain copies. Every block of a launch must be resident at once
- * for progress (at most DEV_P2P_MAX_BLOCKS, two per SM): a batch that needs more runs in
- * several launches (gpu/p2p.c). */
+ * Cost: a message is cut in nch parts (chosen by the host, dev_p2p_op) streamed in parallel, each
+ * in slots of slot_bytes with up to nslots in flight: latency alpha + bytes / (nch * link share).
+ * Messages to myself are plain copies. Every block of a launch must be resident at once for
+ * progress (at most DEV_P2P_MAX_BLOCKS, two per SM): a batch that needs more runs in several
+ * launches (gpu/p2p.c). */
 #include "device/dev.h"
 #include "device/prims.cuh"
 
@@ -29,8 +29,8 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 2) p2p_kernel(struct dev_p2p_arg
   if (bk.kind == DEV_P2P_SELF) {
     for (int k = 0; k < bk.nops; k++) {
       const struct dev_p2p_op src = a.ops[bk.first + 2 * k], dst = a.ops[bk.first + 2 * k + 1];
-      size_t bytes = src.bytes < dst.bytes ? src.bytes : dst.bytes, lo, hi;
-      int nch = dev_p2p_nch(bytes, a.nch);
+      size_t bytes = DEV_P2P_BYTES(src.len), lo, hi;
+      int nch = DEV_P2P_NCHOF(src.len);
       if (c >= nch || src.buf == dst.buf) continue;
       p2p_part(bytes, nch, c, &lo, &hi);
       move<uint8_t, RED_SUM>(NULL, (const uint8_t*)src.buf + lo, (uint8_t*)dst.buf + lo, NULL,
@@ -54,10 +54,10 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 2) p2p_kernel(struct dev_p2p_arg
   __syncthreads();
   for (int k = 0; k < bk.nops; k++) {
     const struct dev_p2p_op op = a.ops[bk.first + k];
-    int nch = dev_p2p_nch(op.bytes, a.nch);
+    int nch = DEV_P2P_NCHOF(op.len);
     if (c >= nch) continue;
     size_t lo, hi;
-    p2p_part(op.bytes, nch, c, &lo, &hi);
+    p2p_part(DEV_P2P_BYTES(op.len), nch, c, &lo, &hi);
     for (size_t at = lo; at < hi; at += a.slot_bytes) {
       size_t len = hi - at < a.slot_bytes ? hi - at : a.slot_bytes;
       fifo_step<uint8_t, RED_SUM>(&cs, &rc, is_send ? VERB_SEND : VERB_RECV, (const uint8_t*)op.buf,

@@ -3,10 +3,11 @@
  * allocates device memory and never synchronises, so a group may enqueue for several comms from one
  * thread and a CUDA graph may capture it.
  *
- * Choice per operation: an AllReduce of at most DEV_LL_MAX_BYTES runs the one-shot LL kernel
- * when every pair of GPUs has peer access and NCCL_PROTO allows LL; everything else runs the ring
- * kernel with the Simple protocol. NCCL_PROTO=LL makes no difference below that size;
- * NCCL_PROTO=Simple (or ^LL) turns the one-shot path off. */
+ * Choice per operation: an AllReduce, AllGather or ReduceScatter whose (n-1) x bytes per peer is
+ * at most MONEL_ONESHOT_MAX runs the one-shot LL kernel when every pair of GPUs has peer access
+ * and NCCL_PROTO allows LL; everything else runs the ring kernel with the Simple protocol.
+ * NCCL_PROTO=LL alone raises the limit to DEV_LL_MAX_BYTES per peer; NCCL_PROTO=Simple (or ^LL)
+ * turns the one-shot path off. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,8 +159,16 @@ static ncclResult_t launch_oneshot(struct ncclComm* comm, struct gpu_comm* g, st
   a.rank = comm->rank;
   a.nranks = comm->nranks;
   a.nblocks = (int)((bytes + DEV_LL_BLOCK_DATA - 1) / DEV_LL_BLOCK_DATA);
+  a.coll = t->coll == COLL_ALLGATHER       ? DEV_ALLGATHER
+           : t->coll == COLL_REDUCESCATTER ? DEV_REDUCESCATTER
+                                           : DEV_ALLREDUCE;
   a.dtype = (int)t->dtype;
   a.op = t->op.kind;
+  if (a.coll == DEV_ALLGATHER) { /* moved as bytes */
+    a.dtype = (int)ncclUint8;
+    a.op = RED_SUM;
+    a.count = bytes;
+  }
   memcpy(a.scalar, t->op.scalar, sizeof a.scalar);
   a.device_scalar = t->op.device_scalar;
   a.seq = g->ll_seq;
@@ -223,9 +232,14 @@ static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struc
 
 static ncclResult_t launch_task(struct ncclComm* comm, struct gpu_comm* g, struct task* t) {
   if (t->count == 0) return ncclSuccess;
-  if (t->coll == COLL_ALLREDUCE) {
-    size_t bytes = t->count * dtype_size(t->dtype);
-    if (g->ll_ok && g->proto_ll && bytes <= DEV_LL_MAX_BYTES) return launch_oneshot(comm, g, t);
+  if (t->coll == COLL_ALLREDUCE || t->coll == COLL_ALLGATHER || t->coll == COLL_REDUCESCATTER) {
+    /* One-shot while what each rank writes, (n-1) * bytes per peer, stays within
+     * MONEL_ONESHOT_MAX (all of DEV_LL_MAX_BYTES when NCCL_PROTO leaves only LL). */
+    size_t bytes = t->count * dtype_size(t->dtype), limit = (size_t)param_int(PARAM_ONESHOT_MAX);
+    if (!g->proto_simple) limit = (size_t)-1;
+    if (g->ll_ok && g->proto_ll && bytes <= DEV_LL_MAX_BYTES &&
+        bytes * (size_t)(comm->nranks - 1) <= limit)
+      return launch_oneshot(comm, g, t);
   }
   return launch_ring(comm, g, t);
 }

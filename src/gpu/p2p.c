@@ -21,12 +21,26 @@ struct gmsg {
   char* buf;
   size_t bytes;
   int peer, is_send;
+  int nch; /* channels the message uses: a function of what both sides know */
 };
 
 struct msgs {
   struct gpu_comm* g;
-  int n;
+  int n;      /* messages listed */
+  int nranks; /* of the comm */
 };
+
+/* Channels of a message: one more per DEV_P2P_CHUNK bytes, up to the comm's p2p channels and, for
+ * AlltoAll(v), Gather and Scatter, to a share of DEV_P2P_MAX_BLOCKS among the n - 1 peers a rank
+ * may exchange with at once (both sides know the collective and n, so they agree). */
+static int msg_channels(const struct gpu_comm* g, int n, const struct task* t, size_t bytes) {
+  int cap = g->p2p_nch;
+  if (t->coll != COLL_SEND && t->coll != COLL_RECV && n > 1) {
+    int share = (DEV_P2P_MAX_BLOCKS - DEV_P2P_MAX_NCH) / (2 * (n - 1));
+    if (share < cap) cap = share < 1 ? 1 : share;
+  }
+  return dev_p2p_nch(bytes, cap);
+}
 
 static ncclResult_t add_msg(void* ctx, const struct task* t, char* buf, size_t bytes, int peer,
                             int is_send) {
@@ -42,13 +56,17 @@ static ncclResult_t add_msg(void* ctx, const struct task* t, char* buf, size_t b
     }
     g->msgs = p, g->msg_cap = cap;
   }
-  g->msgs[m->n++] = (struct gmsg){buf, bytes, peer, is_send};
+  g->msgs[m->n++] = (struct gmsg){buf, bytes, peer, is_send, msg_channels(g, m->nranks, t, bytes)};
   return ncclSuccess;
 }
 
 /* Channels per peer: a message of b bytes uses dev_p2p_nch(b, this) of them. Same on every rank. */
 int gpu_p2p_channels(int nchannels_max) {
   return nchannels_max < DEV_P2P_MAX_NCH ? nchannels_max : DEV_P2P_MAX_NCH;
+}
+
+static uint64_t op_len(const struct gmsg* m) {
+  return (uint64_t)m->bytes | (uint64_t)m->nch << DEV_P2P_NCH_SHIFT;
 }
 
 /* Append the blocks of one list: the messages k of (peer, kind) with lo <= position < hi. */
@@ -60,8 +78,8 @@ static int add_list(struct dev_p2p_args* a, int* nops, const struct gmsg* ms, in
     if (m->peer != peer || m->is_send != (kind == DEV_P2P_SEND)) continue;
     if (pos >= lo && pos < hi) {
       if (*nops == DEV_P2P_MAX_OPS) return 0;
-      a->ops[(*nops)++] = (struct dev_p2p_op){m->buf, m->bytes};
-      int c = dev_p2p_nch(m->bytes, a->nch);
+      a->ops[(*nops)++] = (struct dev_p2p_op){m->buf, op_len(m)};
+      int c = m->nch;
       if (c > nchmax) nchmax = c;
     }
     pos++;
@@ -86,9 +104,9 @@ static int add_self(struct dev_p2p_args* a, int* nops, const struct gmsg* ms, in
     while (ms[r].is_send || ms[r].peer != me);
     if (k >= lo && k < hi) {
       if (*nops + 2 > DEV_P2P_MAX_OPS) return 0;
-      a->ops[(*nops)++] = (struct dev_p2p_op){ms[s].buf, ms[s].bytes};
-      a->ops[(*nops)++] = (struct dev_p2p_op){ms[r].buf, ms[r].bytes};
-      int c = dev_p2p_nch(ms[s].bytes, a->nch);
+      a->ops[(*nops)++] = (struct dev_p2p_op){ms[s].buf, op_len(&ms[s])};
+      a->ops[(*nops)++] = (struct dev_p2p_op){ms[r].buf, op_len(&ms[r])};
+      int c = ms[s].nch;
       if (c > nchmax) nchmax = c;
     }
     k++;
@@ -169,7 +187,7 @@ static ncclResult_t join_streams(struct gpu_comm* g, struct task* const* tasks, 
 ncclResult_t gpu_p2p_run(struct ncclComm* comm, struct task* const* tasks, int ntasks) {
   struct gpu_comm* g = comm->engine_state;
   int n = comm->nranks, me = comm->rank;
-  struct msgs m = {g, 0};
+  struct msgs m = {g, 0, n};
   for (int i = 0; i < ntasks; i++) NCCLCHECK(task_messages(tasks[i], me, n, add_msg, &m));
   if (m.n == 0) return ncclSuccess;
   NCCLCHECK(check_self(comm, tasks[0], g->msgs, m.n));
