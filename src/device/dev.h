@@ -23,12 +23,13 @@
 #include <stdint.h>
 #include <cuda_runtime_api.h>
 
-#define DEV_MAX_CHANNELS 32
-#define DEV_NTHREADS     512
-#define DEV_FIFO_HEADER  256 /* bytes before slot 0: tail at 0, head at 128 */
-#define DEV_FIFO_TAIL    0
-#define DEV_FIFO_HEAD    128
-#define DEV_MAX_PEERS    16
+#define DEV_MAX_CHANNELS     64
+#define DEV_DEFAULT_CHANNELS 64 /* without NCCL_MAX_NCHANNELS */
+#define DEV_NTHREADS         512
+#define DEV_FIFO_HEADER      256 /* bytes before slot 0: tail at 0, head at 128 */
+#define DEV_FIFO_TAIL        0
+#define DEV_FIFO_HEAD        128
+#define DEV_MAX_PEERS        16
 /* Counters a connection keeps in device memory between launches: steps sent, steps received,
  * the last head seen from the receiver (a lower bound of it: no remote read at launch start). */
 #define DEV_STEP_WORDS 4

@@ -18,8 +18,7 @@
 #include "gpu/gpu.h"
 #include "util/dtype.h"
 
-#define NSLOTS            8
-#define BYTES_PER_CHANNEL (128 << 10) /* a message gets one more channel per this many bytes */
+#define NSLOTS 8
 
 /* NCCL_PROTO: a comma list of Simple, LL, LL128 (case-insensitive); a leading ^ excludes them. */
 static void parse_proto(struct gpu_comm* g) {
@@ -58,7 +57,7 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
   CUDACHECK(cudaMemGetInfo(&free0, &total_b));
   int n = comm->nranks;
   int64_t maxc = param_int(PARAM_MAX_NCHANNELS), minc = param_int(PARAM_MIN_NCHANNELS);
-  int nch = maxc > 0 ? (int)maxc : DEV_MAX_CHANNELS;
+  int nch = maxc > 0 ? (int)maxc : DEV_DEFAULT_CHANNELS;
   if (minc > nch) nch = (int)minc;
   if (nch > DEV_MAX_CHANNELS) nch = DEV_MAX_CHANNELS;
   if (nch < 1) nch = 1;
@@ -135,7 +134,9 @@ static ncclResult_t gpu_comm_init(struct ncclComm* comm) {
 }
 
 static int pick_channels(const struct gpu_comm* g, size_t bytes) {
-  size_t want = (bytes + BYTES_PER_CHANNEL - 1) / BYTES_PER_CHANNEL;
+  size_t per = (size_t)param_int(PARAM_CHANNEL_BYTES);
+  if (per < 4096) per = 4096;
+  size_t want = (bytes + per - 1) / per;
   int64_t minc = param_int(PARAM_MIN_NCHANNELS);
   if (minc > 0 && want < (size_t)minc) want = (size_t)minc;
   if (want > (size_t)g->nchannels_max) want = (size_t)g->nchannels_max;
