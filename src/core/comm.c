@@ -15,6 +15,13 @@
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ncclComm** reg;
 static int reg_len, reg_cap;
+static uint64_t reg_gen; /* atomic: bumped whenever a comm leaves the registry */
+/* The comm this thread last found in the registry, and reg_gen then: while reg_gen has not
+ * moved, it is still there (an operation's check takes no lock). */
+static __thread struct {
+  struct ncclComm* comm;
+  uint64_t gen;
+} reg_seen;
 
 static ncclResult_t reg_add(struct ncclComm* c) {
   pthread_mutex_lock(&reg_lock);
@@ -37,6 +44,7 @@ static void reg_remove(struct ncclComm* c) {
   for (int i = 0; i < reg_len; i++)
     if (reg[i] == c) {
       reg[i] = reg[--reg_len];
+      __atomic_add_fetch(&reg_gen, 1, __ATOMIC_RELEASE);
       break;
     }
   pthread_mutex_unlock(&reg_lock);
@@ -47,10 +55,15 @@ ncclResult_t comm_check(struct ncclComm* comm, const char* fn, int allow_pending
     WARN("%s: comm is NULL: pass a communicator made by ncclCommInitRank or ncclCommInitAll", fn);
     return ncclInvalidArgument;
   }
-  int found = 0;
-  pthread_mutex_lock(&reg_lock);
-  for (int i = 0; i < reg_len && !found; i++) found = reg[i] == comm;
-  pthread_mutex_unlock(&reg_lock);
+  uint64_t gen = __atomic_load_n(&reg_gen, __ATOMIC_ACQUIRE);
+  int found = reg_seen.comm == comm && reg_seen.gen == gen;
+  if (!found) {
+    pthread_mutex_lock(&reg_lock);
+    for (int i = 0; i < reg_len && !found; i++) found = reg[i] == comm;
+    gen = reg_gen;
+    pthread_mutex_unlock(&reg_lock);
+    if (found) reg_seen.comm = comm, reg_seen.gen = gen;
+  }
   if (!found || comm->magic != COMM_MAGIC) {
     WARN("%s: comm %p is not a live communicator (it was destroyed, or never created)", fn,
          (void*)comm);

@@ -5,7 +5,8 @@
 #include "core/group.h"
 #include "core/tune.h"
 
-#define GROUP_MAX_COMMS 4096
+#define GROUP_MAX_COMMS  4096
+#define GROUP_STACK_JOBS 8 /* jobs of a group that group_end keeps on its stack */
 
 struct group {
   int depth;
@@ -55,7 +56,8 @@ static ncclResult_t add_task(struct ncclComm* comm, const struct task* task) {
 
 /* Forget a comm's queued tasks, releasing what they own. */
 static void drop_tasks(struct ncclComm* comm) {
-  for (int i = 0; i < comm->ntasks; i++) task_release(&comm->tasks[i]);
+  for (int i = 0; i < comm->ntasks; i++)
+    if (comm->tasks[i].vrows) task_release(&comm->tasks[i]);
   comm->ntasks = 0;
 }
 
@@ -160,8 +162,9 @@ ncclResult_t group_end(void) {
   ncclResult_t res = grp.error;
   grp.error = ncclSuccess;
   int n = grp.ninits + grp.ncomms;
-  struct job* jobs = n ? calloc(n, sizeof *jobs) : NULL;
-  if (n && !jobs) res = ncclSystemError;
+  struct job stack_jobs[GROUP_STACK_JOBS];
+  struct job* jobs = n <= GROUP_STACK_JOBS ? stack_jobs : calloc(n, sizeof *jobs);
+  if (!jobs) res = ncclSystemError;
   if (res == ncclSuccess && n) {
     /* Inits first: a comm created in this group may also have tasks in it. */
     for (int i = 0; i < grp.ninits; i++)
@@ -174,7 +177,7 @@ ncclResult_t group_end(void) {
   }
   for (int i = 0; i < grp.ncomms; i++) drop_tasks(grp.comms[i]);
   grp.ncomms = grp.ninits = 0;
-  free(jobs);
+  if (jobs != stack_jobs) free(jobs);
   return res;
 }
 

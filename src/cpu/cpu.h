@@ -1,6 +1,7 @@
 /* The CPU engine's private state and its algorithm runners. */
 #ifndef MONEL_CPU_CPU_H
 #define MONEL_CPU_CPU_H
+#include "core/algo.h"
 #include "core/comm.h"
 #include "cpu/fifo.h"
 #include "transport/transport.h"
@@ -15,6 +16,14 @@ struct cpu_comm {
   unsigned char *p2p_send_ready, *p2p_recv_ready; /* nranks each */
   struct cpu_tree* tree; /* tree.c's connections, NULL until an operation runs on a tree */
   int oneshot_ready;     /* the point-to-point FIFOs to and from every peer exist */
+  int lost_rank;         /* a peer found gone, or named by a peer that stopped for it; -1 if none */
+  /* The last algorithm choice (a function of the collective and the bytes): repeated
+   * operations of one size skip the cost model. coll is -1 while there is none. */
+  struct {
+    int coll;
+    size_t bytes;
+    enum algo_id algo;
+  } chosen;
 };
 
 ncclResult_t cpu_connect_pair(struct ncclComm* comm, int send_peer, struct conn* send,
@@ -33,7 +42,7 @@ ncclResult_t cpu_oneshot_allreduce(struct ncclComm* comm, const struct task* t);
 /* Create those FIFOs now (collective: every rank calls it at the same operation). */
 ncclResult_t cpu_oneshot_connect(struct ncclComm* comm);
 /* Close the tree connections (peers waiting on them stop), and free them. */
-void cpu_tree_close(struct ncclComm* comm);
+void cpu_tree_close(struct ncclComm* comm, int lost_rank);
 void cpu_tree_free(struct ncclComm* comm);
 /* Send/Recv, AlltoAll(v), Gather, Scatter: all messages of the tasks progress together. */
 ncclResult_t cpu_p2p_run(struct ncclComm* comm, struct task* const* tasks, int ntasks);

@@ -11,6 +11,7 @@
 #include "core/param.h"
 #include "cpu/cpu.h"
 #include "proxy/proxy.h"
+#include "util/dtype.h"
 
 #define TAG_CONN            0x434f4e00 /* + 0: descriptor, + 1: ack */
 #define ONESHOT_EAGER_RANKS 8          /* see run_task */
@@ -26,7 +27,8 @@ static const struct transport* pick_transport(const struct ncclComm* comm, int p
 }
 
 /* -1: the peer is this process; 0: another host (its liveness shows on the connection); else
- * the pid to watch. */
+ * the pid to watch. A TCP connection reports the end of its peer itself, after anything the
+ * peer sent before it ended (such as why it stopped): its peer is not watched. */
 static int peer_pid(const struct ncclComm* comm, int peer) {
   const struct peer_info *me = &comm->peers[comm->rank], *p = &comm->peers[peer];
   if (me->host_hash != p->host_hash) return 0;
@@ -43,6 +45,7 @@ ncclResult_t cpu_conn_prepare(struct ncclComm* comm, int peer, struct conn* c) {
   }
   c->peer = peer;
   c->peer_pid = peer_pid(comm, peer);
+  if (c->tr != &shm_transport && c->peer_pid > 0) c->peer_pid = 0;
   return ncclSuccess;
 }
 
@@ -95,8 +98,25 @@ static ncclResult_t cpu_comm_init(struct ncclComm* comm) {
   if (slot < 4096) slot = 4096;
   if (nslots < 2) nslots = 2;
   if (nslots > FIFO_MAX_SLOTS) nslots = FIFO_MAX_SLOTS;
+  cc->lost_rank = -1;
+  cc->chosen.coll = -1;
   cc->slot_size = (size_t)slot & ~(size_t)63;
   cc->nslots = (int)nslots;
+  return ncclSuccess;
+}
+
+/* algo_choose, remembering its last answer. */
+static ncclResult_t choose(struct ncclComm* comm, const struct task* t, enum algo_id* algo) {
+  struct cpu_comm* cc = comm->engine_state;
+  size_t bytes = t->count * dtype_size(t->dtype);
+  if (cc->chosen.coll == (int)t->coll && cc->chosen.bytes == bytes) {
+    *algo = cc->chosen.algo;
+    return ncclSuccess;
+  }
+  NCCLCHECK(algo_choose(comm, t, algo));
+  cc->chosen.coll = (int)t->coll;
+  cc->chosen.bytes = bytes;
+  cc->chosen.algo = *algo;
   return ncclSuccess;
 }
 
@@ -106,7 +126,7 @@ static ncclResult_t run_task(struct ncclComm* comm, struct task* t) {
   case COLL_BROADCAST:
   case COLL_REDUCE: {
     enum algo_id algo;
-    NCCLCHECK(algo_choose(comm, t, &algo));
+    NCCLCHECK(choose(comm, t, &algo));
     /* Small comms connect the one-shot mesh at their first AllReduce, whatever it runs, so that
      * the first small one does not pay for the setup. */
     if (t->coll == COLL_ALLREDUCE && comm->nranks <= ONESHOT_EAGER_RANKS)
@@ -119,7 +139,7 @@ static ncclResult_t run_task(struct ncclComm* comm, struct task* t) {
   case COLL_ALLGATHER:
   case COLL_REDUCESCATTER: {
     enum algo_id algo;
-    NCCLCHECK(algo_choose(comm, t, &algo)); /* fails if NCCL_ALGO excludes Ring */
+    NCCLCHECK(choose(comm, t, &algo)); /* fails if NCCL_ALGO excludes Ring */
     NCCLCHECK(ensure_ring(comm));
     return cpu_ring_gather_scatter(comm, t);
   }
@@ -137,16 +157,18 @@ static ncclResult_t run_task(struct ncclComm* comm, struct task* t) {
   }
 }
 
-/* Close every connection so that peers waiting on this rank stop with an error. */
+/* Close every connection so that peers waiting on this rank stop with an error, naming the rank
+ * whose loss stopped this one if that is why. */
 static void close_all(struct ncclComm* comm) {
   struct cpu_comm* cc = comm->engine_state;
   if (cc == NULL) return;
-  fifo_close(&cc->ring_send);
-  fifo_close(&cc->ring_recv);
-  cpu_tree_close(comm);
+  int lost = __atomic_load_n(&cc->lost_rank, __ATOMIC_ACQUIRE);
+  fifo_close(&cc->ring_send, lost);
+  fifo_close(&cc->ring_recv, lost);
+  cpu_tree_close(comm, lost);
   for (int p = 0; cc->p2p_send && cc->p2p_recv && p < comm->nranks; p++) {
-    fifo_close(&cc->p2p_send[p]);
-    fifo_close(&cc->p2p_recv[p]);
+    fifo_close(&cc->p2p_send[p], lost);
+    fifo_close(&cc->p2p_recv[p], lost);
   }
 }
 
@@ -178,7 +200,8 @@ out:
   } else if (res != ncclSuccess) {
     close_all(comm); /* peers may be waiting on this rank's part of the operation */
   }
-  for (int i = 0; i < ntasks; i++) task_release(&tasks[i]);
+  for (int i = 0; i < ntasks; i++)
+    if (tasks[i].vrows) task_release(&tasks[i]);
   free(p2p);
   return res;
 }

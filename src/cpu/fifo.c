@@ -7,19 +7,20 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include "core/check.h"
 #include "core/param.h"
-#include "cpu/fifo.h"
+#include "cpu/cpu.h"
 
 static void futex_wait(uint32_t* addr, uint32_t val, int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
   syscall(SYS_futex, addr, FUTEX_WAIT, val, &ts, NULL, 0);
 }
 
-static void futex_wake(uint32_t* addr) {
+void fifo_wake(uint32_t* addr) {
   syscall(SYS_futex, addr, FUTEX_WAKE, 1, NULL, NULL, 0);
 }
 
@@ -37,6 +38,30 @@ static int process_dead(int pid) {
   return close_paren && close_paren[1] == ' ' && (close_paren[2] == 'Z' || close_paren[2] == 'X');
 }
 
+#define FIFO_PREFAULT_BYTES 16384 /* one-shot AllReduce sizes, the small Send/Recv messages */
+
+void fifo_prefault(struct conn* c) {
+#ifdef MADV_POPULATE_WRITE
+  if (c->slots == NULL) return;
+  size_t len =
+      FIFO_CELL_BYTES + (c->slot_size < FIFO_PREFAULT_BYTES ? c->slot_size : FIFO_PREFAULT_BYTES);
+  for (int i = 0; i < c->nslots; i++) {
+    uintptr_t first = (uintptr_t)fifo_cell(c->slots, c->slot_size, (uint32_t)i);
+    uintptr_t page = first & ~(uintptr_t)4095;
+    madvise((void*)page, first + len - page, MADV_POPULATE_WRITE);
+  }
+#else
+  (void)c;
+#endif
+}
+
+/* Remember the first peer known to be gone: close_all passes it on to the other peers. */
+static void note_lost(struct ncclComm* comm, int rank) {
+  struct cpu_comm* cc = comm->engine_state;
+  int none = -1;
+  __atomic_compare_exchange_n(&cc->lost_rank, &none, rank, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
 ncclResult_t fifo_check(const struct conn* c, const struct wait_ctx* w) {
   if (comm_aborted(w->comm)) {
     WARN("%s #%llu on rank %d: the communicator was aborted while waiting on rank %d",
@@ -44,9 +69,24 @@ ncclResult_t fifo_check(const struct conn* c, const struct wait_ctx* w) {
     return ncclRemoteError;
   }
   uint32_t closed = __atomic_load_n(&c->ctrl->closed, __ATOMIC_ACQUIRE);
+  int dead = 0;
+  if (!closed && c->peer_pid > 0 && process_dead(c->peer_pid)) {
+    /* A peer that stopped for an error of its own closed its FIFOs before it exited: say why. */
+    dead = 1;
+    closed = __atomic_load_n(&c->ctrl->closed, __ATOMIC_ACQUIRE);
+  }
   if (closed) {
     const char* host = w->comm->peers[c->peer].host;
-    if (closed == FIFO_CLOSED_LOST)
+    uint32_t lost = __atomic_load_n(&c->ctrl->lost, __ATOMIC_ACQUIRE);
+    if (closed == FIFO_CLOSED_LOST) note_lost(w->comm, c->peer);
+    if (closed == FIFO_CLOSED_PEER && lost > 0 && lost <= (uint32_t)w->comm->nranks) {
+      const struct peer_info* p = &w->comm->peers[lost - 1];
+      note_lost(w->comm, (int)lost - 1);
+      WARN("%s #%llu on rank %d: peer rank %d stopped this operation because it lost peer rank %d "
+           "(host %s, pid %d): that process exited or was killed, or its connection broke",
+           coll_name(w->task->coll), (unsigned long long)w->task->seq, w->comm->rank, c->peer,
+           (int)lost - 1, p->host, p->pid);
+    } else if (closed == FIFO_CLOSED_LOST)
       WARN("%s #%llu on rank %d: the connection with peer rank %d (host %s) broke: the process "
            "exited or was killed, or the network failed",
            coll_name(w->task->coll), (unsigned long long)w->task->seq, w->comm->rank, c->peer,
@@ -61,8 +101,9 @@ ncclResult_t fifo_check(const struct conn* c, const struct wait_ctx* w) {
            coll_name(w->task->coll), (unsigned long long)w->task->seq, w->comm->rank, c->peer);
     return ncclRemoteError;
   }
-  if (c->peer_pid > 0 && process_dead(c->peer_pid)) {
+  if (dead) {
     const struct peer_info* p = &w->comm->peers[c->peer];
+    note_lost(w->comm, c->peer);
     WARN("%s #%llu on rank %d: peer rank %d (host %s, pid %d) is gone: the process exited or "
          "was killed",
          coll_name(w->task->coll), (unsigned long long)w->task->seq, w->comm->rank, c->peer,
@@ -72,17 +113,35 @@ ncclResult_t fifo_check(const struct conn* c, const struct wait_ctx* w) {
   return ncclSuccess;
 }
 
-/* Wait until (int32)(*word - target) >= 0. */
-static ncclResult_t wait_counter(uint32_t* word, uint32_t* waiting, uint32_t target,
-                                 const struct conn* c, const struct wait_ctx* w) {
-  static __thread int64_t spin = -1, check_ms;
-  if (spin < 0) spin = param_int(PARAM_CPU_SPIN), check_ms = param_int(PARAM_PEER_CHECK_MS);
+/* Rounds of a progress loop that poll again at once, before fifo_idle pauses between polls. */
+#define IDLE_HOT_ROUNDS 64
+
+/* MONEL_CPU_SPIN and MONEL_PEER_CHECK_MS, read once per process. */
+static int64_t cfg_spin = -1, cfg_check_ms;
+
+static int64_t wait_params(int64_t* check_ms) {
+  int64_t spin = __atomic_load_n(&cfg_spin, __ATOMIC_ACQUIRE);
+  if (spin < 0) {
+    __atomic_store_n(&cfg_check_ms, param_int(PARAM_PEER_CHECK_MS), __ATOMIC_RELAXED);
+    spin = param_int(PARAM_CPU_SPIN);
+    __atomic_store_n(&cfg_spin, spin, __ATOMIC_RELEASE);
+  }
+  *check_ms = __atomic_load_n(&cfg_check_ms, __ATOMIC_RELAXED);
+  return spin;
+}
+
+/* Wait until (int32)(*word - target) >= 0. While it spins and yields it polls `poll`, a word
+ * that reaches target no later than *word (the cell of the slot a receiver waits for); it
+ * sleeps on *word. */
+static ncclResult_t wait_counter(uint32_t* word, const uint32_t* poll, uint32_t* waiting,
+                                 uint32_t target, const struct conn* c, const struct wait_ctx* w) {
+  int64_t check_ms, spin = wait_params(&check_ms);
   for (int64_t i = 0; i < spin; i++) {
-    if ((int32_t)(__atomic_load_n(word, __ATOMIC_ACQUIRE) - target) >= 0) return ncclSuccess;
+    if (fifo_reached(poll, target)) return ncclSuccess;
     __builtin_ia32_pause();
   }
   for (int i = 0; i < 16; i++) {
-    if ((int32_t)(__atomic_load_n(word, __ATOMIC_ACQUIRE) - target) >= 0) return ncclSuccess;
+    if (fifo_reached(poll, target)) return ncclSuccess;
     sched_yield();
   }
   for (;;) {
@@ -90,66 +149,40 @@ static ncclResult_t wait_counter(uint32_t* word, uint32_t* waiting, uint32_t tar
     uint32_t v = __atomic_load_n(word, __ATOMIC_SEQ_CST);
     if ((int32_t)(v - target) >= 0) break;
     futex_wait(word, v, (int)check_ms);
-    if ((int32_t)(__atomic_load_n(word, __ATOMIC_ACQUIRE) - target) >= 0) break;
+    if (fifo_reached(word, target)) break;
     NCCLCHECK(fifo_check(c, w));
   }
   __atomic_store_n(waiting, 0, __ATOMIC_RELAXED);
   return ncclSuccess;
 }
 
-static void publish(uint32_t* word, uint32_t value, uint32_t* waiting) {
-  __atomic_store_n(word, value, __ATOMIC_SEQ_CST);
-  if (__atomic_load_n(waiting, __ATOMIC_SEQ_CST)) futex_wake(word);
-}
-
 ncclResult_t fifo_send_slot(struct conn* c, const struct wait_ctx* w, void** slot) {
-  NCCLCHECK(
-      wait_counter(&c->ctrl->head, &c->ctrl->head_waiting, c->pos - (uint32_t)c->nslots + 1, c, w));
-  *slot = c->slots + (size_t)(c->pos % (uint32_t)c->nslots) * c->slot_size;
+  if (!fifo_send_ready(c)) {
+    uint32_t need = c->pos - (uint32_t)c->nslots + 1;
+    NCCLCHECK(wait_counter(&c->ctrl->head, &c->ctrl->head, &c->ctrl->head_waiting, need, c, w));
+    c->head_seen = __atomic_load_n(&c->ctrl->head, __ATOMIC_ACQUIRE);
+  }
+  *slot = fifo_data(c->slots, c->slot_size, c->slot);
   return ncclSuccess;
-}
-
-void fifo_send_post(struct conn* c, size_t bytes) {
-  c->ctrl->sizes[c->pos % (uint32_t)c->nslots] = bytes;
-  c->pos++;
-  publish(&c->ctrl->tail, c->pos, &c->ctrl->tail_waiting);
 }
 
 ncclResult_t fifo_recv_slot(struct conn* c, const struct wait_ctx* w, const void** slot,
                             size_t* bytes) {
-  NCCLCHECK(wait_counter(&c->ctrl->tail, &c->ctrl->tail_waiting, c->pos + 1, c, w));
-  uint32_t i = c->pos % (uint32_t)c->nslots;
-  *slot = c->slots + (size_t)i * c->slot_size;
-  *bytes = c->ctrl->sizes[i];
+  const uint32_t* seq = &fifo_cell(c->slots, c->slot_size, c->slot)->seq;
+  NCCLCHECK(wait_counter(&c->ctrl->tail, seq, &c->ctrl->tail_waiting, c->pos + 1, c, w));
+  fifo_recv_take(c, slot, bytes);
   return ncclSuccess;
 }
 
-void fifo_recv_release(struct conn* c) {
-  c->pos++;
-  publish(&c->ctrl->head, c->pos, &c->ctrl->head_waiting);
-}
-
-void fifo_close(struct conn* c) {
+void fifo_close(struct conn* c, int lost_rank) {
   if (c->ctrl == NULL) return;
-  __atomic_store_n(&c->ctrl->closed, 1, __ATOMIC_SEQ_CST);
-  futex_wake(&c->ctrl->head);
-  futex_wake(&c->ctrl->tail);
-}
-
-int fifo_send_try(struct conn* c, void** slot) {
-  uint32_t head = __atomic_load_n(&c->ctrl->head, __ATOMIC_ACQUIRE);
-  if ((int32_t)(head - (c->pos - (uint32_t)c->nslots + 1)) < 0) return 0;
-  *slot = c->slots + (size_t)(c->pos % (uint32_t)c->nslots) * c->slot_size;
-  return 1;
-}
-
-int fifo_recv_try(struct conn* c, const void** slot, size_t* bytes) {
-  uint32_t tail = __atomic_load_n(&c->ctrl->tail, __ATOMIC_ACQUIRE);
-  if ((int32_t)(tail - (c->pos + 1)) < 0) return 0;
-  uint32_t i = c->pos % (uint32_t)c->nslots;
-  *slot = c->slots + (size_t)i * c->slot_size;
-  *bytes = c->ctrl->sizes[i];
-  return 1;
+  uint32_t none = 0;
+  if (lost_rank >= 0)
+    __atomic_compare_exchange_n(&c->ctrl->lost, &none, (uint32_t)lost_rank + 1, 0, __ATOMIC_SEQ_CST,
+                                __ATOMIC_SEQ_CST);
+  __atomic_store_n(&c->ctrl->closed, FIFO_CLOSED_PEER, __ATOMIC_SEQ_CST);
+  fifo_wake(&c->ctrl->head);
+  fifo_wake(&c->ctrl->tail);
 }
 
 static double now_ms(void) {
@@ -163,15 +196,14 @@ void fifo_idle_reset(struct fifo_idle* idle) {
 }
 
 int fifo_idle(struct fifo_idle* idle, struct conn* c, int is_send) {
-  static __thread int64_t spin = -1, check_ms;
-  if (spin < 0) spin = param_int(PARAM_CPU_SPIN), check_ms = param_int(PARAM_PEER_CHECK_MS);
+  int64_t check_ms, spin = wait_params(&check_ms);
   int64_t r = idle->rounds++;
-  if (r == 0 && idle->last_check == 0) idle->last_check = now_ms();
-  if (r < spin / 16) {
-    for (int i = 0; i < 16; i++) __builtin_ia32_pause();
+  if (r < spin) { /* the caller polls again after each round: at first without a pause */
+    if (r >= IDLE_HOT_ROUNDS) __builtin_ia32_pause();
     return 0;
   }
-  if (r < spin / 16 + 16 || c == NULL) {
+  if (r == spin && idle->last_check == 0) idle->last_check = now_ms();
+  if (r < spin + 16 || c == NULL) {
     sched_yield();
   } else {
     uint32_t* word = is_send ? &c->ctrl->head : &c->ctrl->tail;

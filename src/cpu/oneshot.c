@@ -1,5 +1,6 @@
 /* One-shot AllReduce on the CPU engine (algo/oneshot.h): the input goes to every peer in one
- * message per round, and each rank folds the n inputs in rank order as they arrive.
+ * message per round, and each rank folds the n inputs in rank order as they arrive (the first
+ * two in one pass over the output when the operator has no pre step).
  *
  * Connections: the point-to-point FIFOs of p2p.c (one per peer and direction), created for all
  * peers the first time; every rank runs the same operations in the same order, so all take part.
@@ -36,22 +37,24 @@ static ncclResult_t connect_all(struct ncclComm* comm) {
         NCCLCHECK(boot_recv(comm->boot, to, TAG_ONESHOT, desc, sizeof desc));
         NCCLCHECK(sc->tr->connect(sc, desc));
         NCCLCHECK(boot_send(comm->boot, to, TAG_ONESHOT + 1, &ack, 1));
+        fifo_prefault(sc);
         cc->p2p_send_ready[to] = 1;
       } else if (phase == 3 && !cc->p2p_recv_ready[from]) {
         NCCLCHECK(boot_recv(comm->boot, from, TAG_ONESHOT + 1, &ack, 1));
         NCCLCHECK(rc->tr->connected(rc));
+        fifo_prefault(rc);
         cc->p2p_recv_ready[from] = 1;
       }
     }
   return ncclSuccess;
 }
 
-/* One round: `len` bytes of my input at `in` to everyone; the folded result to `out`. */
+/* One round: `len` bytes of my input at `in` to everyone; the folded result to `out`. When `in`
+ * is `out` (in place), folding waits until every send has taken its copy. */
 static ncclResult_t round_run(struct ncclComm* comm, const struct task* t, const char* in,
-                              char* out, size_t len, unsigned char* sent) {
+                              char* out, size_t len, size_t count, unsigned char* sent) {
   struct cpu_comm* cc = comm->engine_state;
   int n = comm->nranks, rank = comm->rank, nsent = 0, next = 0;
-  size_t es = dtype_size(t->dtype), count = len / es;
   struct wait_ctx w = {comm, t};
   struct fifo_idle idle = {0, 0};
   memset(sent, 0, (size_t)n);
@@ -66,28 +69,38 @@ static ncclResult_t round_run(struct ncclComm* comm, const struct task* t, const
         waiting = waiting ? waiting : &cc->p2p_send[to];
         continue;
       }
-      memcpy(slot, in, len);
-      fifo_send_post(&cc->p2p_send[to], len);
+      fifo_send_copy_post(&cc->p2p_send[to], in, len);
       sent[to] = 1, nsent++, moved++;
     }
-    while (next < n) {
-      int r = oneshot_fold_rank(next);
-      int flags = (next == 0 ? RED_FIRST : 0) | (next == n - 1 ? RED_LAST : 0);
-      const void* src = in;
-      size_t got = len;
-      if (r != rank && !fifo_recv_try(&cc->p2p_recv[r], &src, &got)) {
-        waiting = &cc->p2p_recv[r];
+    while (next < n && (in != out || nsent == n - 1)) {
+      /* The first two inputs fold in one pass when the operator has no pre step. */
+      int take = next == 0 && n > 1 && t->op.kind != RED_PREMULSUM ? 2 : 1, k = 0;
+      const void* src[2] = {in, in};
+      for (; k < take; k++) {
+        int r = oneshot_fold_rank(next + k);
+        size_t got = len;
+        if (r != rank && !fifo_recv_try(&cc->p2p_recv[r], &src[k], &got)) break;
+        if (got != len) {
+          WARN("%s #%llu on rank %d: received %zu bytes from rank %d where %zu were expected: "
+               "the ranks were not given the same count and datatype",
+               coll_name(t->coll), (unsigned long long)t->seq, rank, got, r, len);
+          return ncclInvalidUsage;
+        }
+      }
+      if (k < take) {
+        waiting = &cc->p2p_recv[oneshot_fold_rank(next + k)];
         break;
       }
-      if (got != len) {
-        WARN("%s #%llu on rank %d: received %zu bytes from rank %d where %zu were expected: the "
-             "ranks were not given the same count and datatype",
-             coll_name(t->coll), (unsigned long long)t->seq, rank, got, r, len);
-        return ncclInvalidUsage;
-      }
-      red_apply(out, next == 0 ? NULL : out, src, count, t->dtype, &t->op, flags);
-      if (r != rank) fifo_recv_release(&cc->p2p_recv[r]);
-      next++, moved++;
+      int last = next + take == n ? RED_LAST : 0;
+      if (take == 2)
+        red_apply(out, src[0], src[1], count, t->dtype, &t->op, last);
+      else
+        red_apply(out, next == 0 ? NULL : out, src[0], count, t->dtype, &t->op,
+                  (next == 0 ? RED_FIRST : 0) | last);
+      for (k = 0; k < take; k++)
+        if (oneshot_fold_rank(next + k) != rank)
+          fifo_recv_release(&cc->p2p_recv[oneshot_fold_rank(next + k)]);
+      next += take, moved++;
     }
     if (moved) {
       fifo_idle_reset(&idle);
@@ -124,14 +137,17 @@ ncclResult_t cpu_oneshot_allreduce(struct ncclComm* comm, const struct task* t) 
     return ncclSuccess;
   }
   NCCLCHECK(cpu_oneshot_connect(comm));
-  size_t piece = cc->slot_size / es * es;
+  size_t piece = cc->slot_size; /* a multiple of 64, so of every element size */
   ncclResult_t res = ncclSuccess;
   unsigned char sent_small[64], *sent = n <= 64 ? sent_small : malloc((size_t)n);
-  /* Folding into the output overwrites an in-place input before its own turn: keep a copy. */
+  /* Folding into the output overwrites an in-place input before its own turn: keep a copy,
+   * unless it is one of the first two (inputs fold in rank order), which fold together in the
+   * first write. */
+  int keep = in == out && bytes && (comm->rank > 1 || t->op.kind == RED_PREMULSUM);
   size_t copy_len = bytes < piece ? bytes : piece;
   char copy_small[4096], *copy = NULL;
-  if (in == out && bytes) copy = copy_len <= sizeof copy_small ? copy_small : malloc(copy_len);
-  if (sent == NULL || (in == out && bytes && copy == NULL)) {
+  if (keep) copy = copy_len <= sizeof copy_small ? copy_small : malloc(copy_len);
+  if (sent == NULL || (keep && copy == NULL)) {
     WARN("%s #%llu on rank %d: out of host memory", coll_name(t->coll), (unsigned long long)t->seq,
          comm->rank);
     res = ncclSystemError;
@@ -141,7 +157,8 @@ ncclResult_t cpu_oneshot_allreduce(struct ncclComm* comm, const struct task* t) 
     size_t len = bytes - off < piece ? bytes - off : piece;
     const char* src = in + off;
     if (copy) src = memcpy(copy, in + off, len);
-    NCCLCHECKGOTO(round_run(comm, t, src, out + off, len, sent), res, out);
+    size_t count = len == bytes ? t->count : len / es;
+    NCCLCHECKGOTO(round_run(comm, t, src, out + off, len, count, sent), res, out);
   }
 out:
   if (copy != copy_small) free(copy);

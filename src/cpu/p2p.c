@@ -16,11 +16,9 @@
  * messages move nothing; a message to myself is a copy. */
 #include <stdlib.h>
 #include <string.h>
-#include "algo/p2p.h"
 #include "boot/boot.h"
 #include "core/check.h"
 #include "cpu/cpu.h"
-#include "util/dtype.h"
 
 #define TAG_P2P   0x50325000 /* + 0: descriptor, + 1: ack */
 #define SLOT_LAST ((uint64_t)1 << 63)
@@ -48,10 +46,10 @@ struct batch {
   struct chan* chans; /* 2 * nranks: receives then sends, by peer */
 };
 
-static ncclResult_t add_msg(struct batch* b, const struct task* t, const void* buf, size_t count,
-                            int peer, int is_send) {
-  size_t bytes = count * dtype_size(t->dtype);
-  if (bytes == 0) return ncclSuccess;
+/* One message of a task (core/task.c lists them in the order of their schedule). */
+static ncclResult_t add_msg(void* ctx, const struct task* t, char* buf, size_t bytes, int peer,
+                            int is_send) {
+  struct batch* b = ctx;
   if (b->n == b->cap) {
     int cap = b->cap ? 2 * b->cap : 64;
     struct msg* m = realloc(b->msgs, (size_t)cap * sizeof *m);
@@ -62,53 +60,13 @@ static ncclResult_t add_msg(struct batch* b, const struct task* t, const void* b
     }
     b->msgs = m, b->cap = cap;
   }
-  b->msgs[b->n++] = (struct msg){t, (char*)buf, bytes, peer, is_send, -1};
+  b->msgs[b->n++] = (struct msg){t, buf, bytes, peer, is_send, -1};
   return ncclSuccess;
 }
 
 /* The messages of one task, in the order of its schedule. */
 static ncclResult_t list_task(struct batch* b, const struct task* t) {
-  int n = b->comm->nranks, rank = b->comm->rank;
-  size_t es = dtype_size(t->dtype), cnt = t->count;
-  const char* in = t->sendbuff;
-  char* out = t->recvbuff;
-  switch (t->coll) {
-  case COLL_SEND:
-    return add_msg(b, t, in, cnt, t->root, 1);
-  case COLL_RECV:
-    return add_msg(b, t, out, cnt, t->root, 0);
-  case COLL_ALLTOALL:
-  case COLL_ALLTOALLV:
-    for (int s = 0; s < n; s++) {
-      int to = p2p_pairwise_send_peer(rank, n, s), from = p2p_pairwise_recv_peer(rank, n, s);
-      const size_t* v = t->vrows;
-      if (t->coll == COLL_ALLTOALL) {
-        NCCLCHECK(add_msg(b, t, in + (size_t)to * cnt * es, cnt, to, 1));
-        NCCLCHECK(add_msg(b, t, out + (size_t)from * cnt * es, cnt, from, 0));
-      } else {
-        NCCLCHECK(add_msg(b, t, in + v[n + to] * es, v[to], to, 1));
-        NCCLCHECK(add_msg(b, t, out + v[3 * n + from] * es, v[2 * n + from], from, 0));
-      }
-    }
-    return ncclSuccess;
-  case COLL_GATHER:
-    if (rank != t->root) return add_msg(b, t, in, cnt, t->root, 1);
-    NCCLCHECK(add_msg(b, t, in, cnt, rank, 1));
-    for (int s = 0; s < n; s++) {
-      int p = p2p_rooted_peer(t->root, n, s);
-      NCCLCHECK(add_msg(b, t, out + (size_t)p * cnt * es, cnt, p, 0));
-    }
-    return ncclSuccess;
-  case COLL_SCATTER:
-    if (rank != t->root) return add_msg(b, t, out, cnt, t->root, 0);
-    for (int s = 0; s < n; s++) {
-      int p = p2p_rooted_peer(t->root, n, s);
-      NCCLCHECK(add_msg(b, t, in + (size_t)p * cnt * es, cnt, p, 1));
-    }
-    return add_msg(b, t, out, cnt, rank, 0);
-  default:
-    return ncclInternalError;
-  }
+  return task_messages(t, b->comm->rank, b->comm->nranks, add_msg, b);
 }
 
 /* Messages to myself: the k-th send to self goes to the k-th receive from self. */
@@ -160,10 +118,12 @@ static ncclResult_t connect_peers(struct batch* b) {
         NCCLCHECK(boot_recv(comm->boot, to, TAG_P2P, desc, sizeof desc));
         NCCLCHECK(cc->p2p_send[to].tr->connect(&cc->p2p_send[to], desc));
         NCCLCHECK(boot_send(comm->boot, to, TAG_P2P + 1, &ack, 1));
+        fifo_prefault(&cc->p2p_send[to]);
         cc->p2p_send_ready[to] = 1;
       } else if (phase == 3 && rc->cur >= 0 && !cc->p2p_recv_ready[from]) {
         NCCLCHECK(boot_recv(comm->boot, from, TAG_P2P + 1, &ack, 1));
         NCCLCHECK(cc->p2p_recv[from].tr->connected(&cc->p2p_recv[from]));
+        fifo_prefault(&cc->p2p_recv[from]);
         cc->p2p_recv_ready[from] = 1;
       }
     }
@@ -185,8 +145,7 @@ static ncclResult_t progress(struct batch* b, struct chan* ch, int* moved) {
     if (ch->is_send) {
       void* slot;
       if (!fifo_send_try(ch->c, &slot)) break;
-      memcpy(slot, m->buf + ch->done, want);
-      fifo_send_post(ch->c, want | last);
+      fifo_send_copy_post(ch->c, m->buf + ch->done, want | last);
     } else {
       const void* slot;
       size_t got;

@@ -284,13 +284,13 @@ ncclResult_t cpu_tree_run(struct ncclComm* comm, const struct task* t) {
   return progress(&x, s, ns);
 }
 
-void cpu_tree_close(struct ncclComm* comm) {
+void cpu_tree_close(struct ncclComm* comm, int lost_rank) {
   struct cpu_comm* cc = comm->engine_state;
   if (cc == NULL || cc->tree == NULL) return;
   for (int t = 0; t < TREE_COUNT; t++)
     for (int p = 0; p < comm->nranks; p++) {
-      if (cc->tree->send[t]) fifo_close(&cc->tree->send[t][p]);
-      if (cc->tree->recv[t]) fifo_close(&cc->tree->recv[t][p]);
+      if (cc->tree->send[t]) fifo_close(&cc->tree->send[t][p], lost_rank);
+      if (cc->tree->recv[t]) fifo_close(&cc->tree->recv[t][p], lost_rank);
     }
 }
 

@@ -4,8 +4,9 @@
  * Wire format, both directions: a 16-byte frame header {type, seq, bytes}, then the payload
  * for DATA (bytes & FIFO_SIZE_BYTES of it; the flag bits above travel in the header). Sender ->
  * receiver: DATA (seq = slot number, bytes = slot size). Receiver -> sender: CREDIT (seq = the
- * receiver's head). Either way: CLOSE (this side failed), BYE (this side freed its end cleanly; it
- * then shuts down writing and waits for the peer's EOF).
+ * receiver's head). Either way: CLOSE (this side failed; seq = fifo_ctrl.lost, the rank whose
+ * loss made it stop), BYE (this side freed its end cleanly; it then shuts down writing and waits
+ * for the peer's EOF).
  *
  * Setup: the receiver listens on the NCCL_SOCKET_IFNAME interface and puts the address and a
  * random token in the descriptor; the sender connects and presents the token; the receiver
@@ -95,8 +96,9 @@ static void publish(uint32_t* word, uint32_t value, uint32_t* waiting) {
   if (__atomic_load_n(waiting, __ATOMIC_SEQ_CST)) wake_all(word);
 }
 
-static char* slot_at(struct link* l, uint32_t seq) {
-  return l->slots + (size_t)(seq % l->nslots) * l->slot_size;
+/* Where slot `seq` holds its `bytes` of data (flags included): its cell, or the slot area. */
+static char* payload_at(struct link* l, uint32_t seq, uint64_t bytes) {
+  return fifo_payload(l->slots, l->slot_size, seq % l->nslots, bytes);
 }
 
 /* Mark the local FIFO closed (unless it already is) and wake whoever waits on it. */
@@ -137,15 +139,19 @@ static int frame_begin(struct link* l) {
 static void frame_end(struct link* l) {
   struct frame* f = &l->in;
   switch (f->type) {
-  case FRAME_DATA:
-    l->ctrl->sizes[f->seq % l->nslots] = f->bytes;
+  case FRAME_DATA: {
+    struct fifo_cell* cell = fifo_cell(l->slots, l->slot_size, f->seq % l->nslots);
+    cell->bytes = f->bytes;
     l->moved++;
+    __atomic_store_n(&cell->seq, l->moved, __ATOMIC_RELEASE);
     publish(&l->ctrl->tail, l->moved, &l->ctrl->tail_waiting);
     break;
+  }
   case FRAME_CREDIT:
     publish(&l->ctrl->head, f->seq, &l->ctrl->head_waiting);
     break;
   case FRAME_CLOSE:
+    if (f->seq) __atomic_store_n(&l->ctrl->lost, f->seq, __ATOMIC_RELEASE);
     mark_closed(l, FIFO_CLOSED_PEER);
     break;
   default: /* BYE */
@@ -165,7 +171,8 @@ static int pump_in(struct link* l) {
   for (int round = 0; round < 64 && l->fd >= 0; round++) {
     int in_header = l->in_off < sizeof l->in;
     char* dst = in_header ? (char*)&l->in + l->in_off
-                          : slot_at(l, l->in.seq) + ((l->in.bytes & FIFO_SIZE_BYTES) - l->in_left);
+                          : payload_at(l, l->in.seq, l->in.bytes) +
+                                ((l->in.bytes & FIFO_SIZE_BYTES) - l->in_left);
     size_t want = in_header ? sizeof l->in - l->in_off : l->in_left;
     ssize_t k = recv(l->fd, dst, want, MSG_DONTWAIT);
     if (k == 0) {
@@ -208,13 +215,14 @@ static int frame_next(struct link* l) {
   f->seq = 0;
   if (closed && !l->close_sent) {
     f->type = FRAME_CLOSE;
+    f->seq = __atomic_load_n(&l->ctrl->lost, __ATOMIC_ACQUIRE);
     l->close_sent = 1;
   } else if (!closed && l->is_send &&
              __atomic_load_n(&l->ctrl->tail, __ATOMIC_ACQUIRE) != l->moved) {
     f->type = FRAME_DATA;
     f->seq = l->moved;
-    f->bytes = l->ctrl->sizes[l->moved % l->nslots];
-    l->out_data = slot_at(l, l->moved);
+    f->bytes = fifo_cell(l->slots, l->slot_size, l->moved % l->nslots)->bytes;
+    l->out_data = payload_at(l, l->moved, f->bytes);
   } else if (!closed && !l->is_send &&
              __atomic_load_n(&l->ctrl->head, __ATOMIC_ACQUIRE) != l->credited) {
     f->type = FRAME_CREDIT;
@@ -355,8 +363,7 @@ static ncclResult_t link_create(struct conn* c, int is_send, uint32_t nslots, si
   }
   struct link* l = NULL;
   NCCLCALLOC(l, 1);
-  size_t ctrl_len = (sizeof(struct fifo_ctrl) + 4095) & ~(size_t)4095;
-  l->mem_len = ctrl_len + (size_t)nslots * slot_size;
+  l->mem_len = fifo_mem_bytes((int)nslots, slot_size);
   l->mem = mmap(NULL, l->mem_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (l->mem == MAP_FAILED) {
     WARN("could not allocate the %zu-byte FIFO for peer rank %d: %s", l->mem_len, c->peer,
@@ -369,7 +376,7 @@ static ncclResult_t link_create(struct conn* c, int is_send, uint32_t nslots, si
   l->is_send = is_send;
   l->peer = c->peer;
   l->ctrl = l->mem;
-  l->slots = (char*)l->mem + ctrl_len;
+  l->slots = (char*)l->mem + FIFO_CTRL_BYTES;
   l->nslots = nslots;
   l->slot_size = slot_size;
   snprintf(l->where, sizeof l->where, "?");
@@ -380,6 +387,8 @@ static ncclResult_t link_create(struct conn* c, int is_send, uint32_t nslots, si
   c->nslots = (int)nslots;
   c->slot_size = slot_size;
   c->pos = 0;
+  c->slot = 0;
+  c->head_seen = 0;
   c->owner = !is_send;
   return ncclSuccess;
 }

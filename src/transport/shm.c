@@ -21,16 +21,14 @@ struct shm_desc {
   char name[64];
 };
 
-static size_t fifo_bytes(int nslots, size_t slot_size) {
-  return ((sizeof(struct fifo_ctrl) + 4095) & ~(size_t)4095) + (size_t)nslots * slot_size;
-}
-
 static void attach(struct conn* c, void* mem, int nslots, size_t slot_size) {
   c->ctrl = mem;
-  c->slots = (char*)mem + ((sizeof(struct fifo_ctrl) + 4095) & ~(size_t)4095);
+  c->slots = (char*)mem + FIFO_CTRL_BYTES;
   c->nslots = nslots;
   c->slot_size = slot_size;
   c->pos = 0;
+  c->slot = 0;
+  c->head_seen = 0;
 }
 
 static int shm_can_connect(const struct peer_info* me, const struct peer_info* peer) {
@@ -43,7 +41,7 @@ static ncclResult_t shm_setup(struct conn* c, int nslots, size_t slot_size, void
   d.pid = getpid();
   d.nslots = nslots;
   d.slot_size = slot_size;
-  d.len = fifo_bytes(nslots, slot_size);
+  d.len = fifo_mem_bytes(nslots, slot_size);
   uint64_t rnd = 0;
   if (getrandom(&rnd, sizeof rnd, 0) != sizeof rnd) rnd = (uint64_t)(uintptr_t)c ^ d.pid;
   snprintf(d.name, sizeof d.name, "/monel-%d-%016llx", d.pid, (unsigned long long)rnd);

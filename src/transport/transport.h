@@ -1,5 +1,10 @@
 /* Transports connect two ranks with a FIFO of `nslots` slots of `slot_size` bytes and two
  * counters: `tail` (slots the sender has filled) and `head` (slots the receiver has emptied).
+ * Each slot starts with a cell of one cache line: its size, its data when that is small
+ * (FIFO_INLINE_BYTES), and its sequence number, written last; the slot's data area follows. A
+ * receiver polls the cell and takes a small message with a single cache line from the sender,
+ * and a larger one from the lines right after it; the sender writes `tail` after the cell
+ * (waiters sleep on `tail`). Memory: the fifo_ctrl (FIFO_CTRL_BYTES), then the slots.
  * With shm the receiver owns the FIFO memory and the sender maps it; with net_socket each side
  * has a FIFO of its own and the proxy thread copies slots (and head credits back) over TCP, so
  * the engines see the same FIFO either way. Counters only grow (mod 2^32).
@@ -15,20 +20,54 @@
 #include <stdint.h>
 #include "nccl.h"
 
-#define FIFO_MAX_SLOTS  64
-#define FIFO_SIZE_BYTES ((((uint64_t)1) << 48) - 1) /* the byte count in a sizes[] word */
-#define CONN_DESC_BYTES 128
+#define FIFO_MAX_SLOTS    64
+#define FIFO_SIZE_BYTES   ((((uint64_t)1) << 48) - 1) /* the byte count in a cell's bytes word */
+#define CONN_DESC_BYTES   128
+#define FIFO_INLINE_BYTES 48 /* a slot of at most this many bytes travels in its cell */
+#define FIFO_CELL_BYTES   64
+
+struct fifo_cell {
+  _Alignas(64) uint32_t seq; /* slot number + 1 once the slot is filled (written last) */
+  uint32_t unused;
+  uint64_t bytes; /* bytes in the slot; bits above FIFO_SIZE_BYTES are flags of the engine that
+                   * transports pass through */
+  unsigned char data[FIFO_INLINE_BYTES]; /* the bytes, when they fit */
+};
 
 struct fifo_ctrl {
-  _Alignas(64) uint32_t tail;     /* written by the sender */
-  uint32_t tail_waiting;          /* the receiver sleeps on tail */
-  _Alignas(64) uint32_t head;     /* written by the receiver */
-  uint32_t head_waiting;          /* the sender sleeps on head */
-  _Alignas(64) uint32_t refs;     /* mappings of one process sharing this memory */
-  uint32_t closed;                /* FIFO_CLOSED_*: the side that waits stops with an error */
-  uint64_t sizes[FIFO_MAX_SLOTS]; /* bytes in each filled slot; bits above FIFO_SIZE_BYTES
-                                   * are flags of the engine that transports pass through */
+  _Alignas(64) uint32_t tail; /* written by the sender */
+  uint32_t tail_waiting;      /* the receiver sleeps on tail */
+  _Alignas(64) uint32_t head; /* written by the receiver */
+  uint32_t head_waiting;      /* the sender sleeps on head */
+  _Alignas(64) uint32_t refs; /* mappings of one process sharing this memory */
+  uint32_t closed;            /* FIFO_CLOSED_*: the side that waits stops with an error */
+  uint32_t lost;              /* with FIFO_CLOSED_PEER: 1 + the rank whose loss made the
+                               * closing side stop (0: an error of its own, or an abort) */
 };
+
+#define FIFO_CTRL_BYTES (((sizeof(struct fifo_ctrl) + 4095) / 4096) * 4096)
+
+/* Bytes of a FIFO's memory: its control page, then nslots of (cell, data area). */
+static inline size_t fifo_mem_bytes(int nslots, size_t slot_size) {
+  return FIFO_CTRL_BYTES + (size_t)nslots * (FIFO_CELL_BYTES + slot_size);
+}
+
+/* The cell of slot i, given where the slots start. */
+static inline struct fifo_cell* fifo_cell(char* slots, size_t slot_size, uint32_t i) {
+  return (struct fifo_cell*)(slots + (size_t)i * (FIFO_CELL_BYTES + slot_size));
+}
+
+/* The data area of slot i. */
+static inline char* fifo_data(char* slots, size_t slot_size, uint32_t i) {
+  return (char*)fifo_cell(slots, slot_size, i) + FIFO_CELL_BYTES;
+}
+
+/* Where the data of slot i (of `bytes`, flags included) lies: in its cell or in its area. */
+static inline char* fifo_payload(char* slots, size_t slot_size, uint32_t i, uint64_t bytes) {
+  struct fifo_cell* cell = fifo_cell(slots, slot_size, i);
+  if ((bytes & FIFO_SIZE_BYTES) <= FIFO_INLINE_BYTES) return (char*)cell->data;
+  return (char*)cell + FIFO_CELL_BYTES;
+}
 
 /* Values of fifo_ctrl.closed (0: open). */
 #define FIFO_CLOSED_PEER 1 /* a side failed (or aborted) and stopped using the FIFO */
@@ -41,14 +80,16 @@ struct peer_info;
 struct conn {
   const struct transport* tr;
   struct fifo_ctrl* ctrl;
-  char* slots;
+  char* slots; /* nslots of (cell, data area of slot_size bytes) */
   int nslots;
   size_t slot_size;
-  uint32_t pos; /* my counter: next slot to fill (sender) or to read (receiver) */
-  int peer;     /* comm rank of the other side */
-  int peer_pid; /* set by the engine before setup: the peer pid on this host, -1 if this
-                 * process, 0 on another host */
-  void* map;    /* what free() releases (net: the link, which holds the FIFO memory) */
+  uint32_t pos;       /* my counter: next slot to fill (sender) or to read (receiver) */
+  uint32_t slot;      /* pos % nslots */
+  uint32_t head_seen; /* sender: the last value of head it read */
+  int peer;           /* comm rank of the other side */
+  int peer_pid;       /* set by the engine before setup: the peer pid on this host, -1 if this
+                       * process, 0 on another host (or over TCP, where the connection tells) */
+  void* map;          /* what free() releases (net: the link, which holds the FIFO memory) */
   size_t map_len;
   char name[64]; /* shm name while it exists */
   int owner;     /* 1 on the receiver side */

@@ -1,12 +1,19 @@
 /* Errors: bad arguments give the right code and a sentence saying what is wrong; a rank killed
- * in the middle of an AllReduce makes every other rank return an error within 10 s. */
+ * in the middle of any collective (over shared memory or TCP) makes every other rank return
+ * ncclRemoteError or ncclSystemError within 10 s, naming the dead rank; ncclCommAbort then
+ * returns at once and nothing stays in /dev/shm. */
+#include <dirent.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 #include "common.h"
 #include "harness.h"
+#include "monel.h"
 
 static void expect_error(ncclResult_t got, ncclResult_t want, const char* words) {
   const char* msg = ncclGetLastError(NULL);
@@ -132,38 +139,192 @@ static double now(void) {
   return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 
-/* Rank 2 kills itself during the 5th AllReduce; the others must fail within 10 s. */
-static int killed_rank_main(int rank, int nranks, ncclUniqueId id, void* arg) {
+/* A rank killed during a collective. 4 ranks run the operation once (every connection it needs
+ * then exists); when the others have finished it (over TCP, data a rank has posted may still be
+ * on its way when it returns), rank 2 kills itself (SIGKILL) while the others run the operation
+ * again, and again, until it fails: a rank that does not wait on rank 2 itself may finish one,
+ * and fails in a later one, once the ranks that do wait on it have stopped. Each part is 2 MB,
+ * more than a FIFO holds, so that senders to the dead rank block too. */
+#define KILL_RANKS  4
+#define KILL_VICTIM 2
+#define KILL_COUNT  ((size_t)1 << 19) /* floats per part */
+
+enum kill_op {
+  K_ALLREDUCE,
+  K_BROADCAST,
+  K_REDUCE,
+  K_ALLGATHER,
+  K_REDUCESCATTER,
+  K_ALLTOALL,
+  K_ALLTOALLV,
+  K_GATHER,
+  K_SCATTER,
+  K_SENDRECV
+};
+
+struct kill_case {
+  enum kill_op op;
+  int root;         /* of Broadcast, Reduce, Gather, Scatter */
+  size_t count;     /* floats per part; KILL_COUNT when 0 */
+  const char* algo; /* NCCL_ALGO, or NULL */
+  int tcp;          /* NCCL_SHM_DISABLE=1 */
+  struct kill_shared* sh;
+};
+
+/* Shared by the ranks and the test process. */
+struct kill_shared {
+  int pids[KILL_RANKS];
+  int stale; /* objects in /dev/shm named after those pids before the ranks started */
+  int warm;  /* ranks that have run the operation once */
+};
+
+static int shm_count(const int* pids, int n, int verbose);
+
+static ncclResult_t kill_op_run(const struct kill_case* k, ncclComm_t comm, int rank, int n,
+                                float* s, float* r, const size_t* v) {
+  size_t cnt = k->count;
+  switch (k->op) {
+  case K_ALLREDUCE:
+    return ncclAllReduce(s, r, cnt, ncclFloat, ncclSum, comm, NULL);
+  case K_BROADCAST:
+    return ncclBroadcast(s, r, cnt, ncclFloat, k->root, comm, NULL);
+  case K_REDUCE:
+    return ncclReduce(s, r, cnt, ncclFloat, ncclSum, k->root, comm, NULL);
+  case K_ALLGATHER:
+    return ncclAllGather(s, r, cnt, ncclFloat, comm, NULL);
+  case K_REDUCESCATTER:
+    return ncclReduceScatter(s, r, cnt, ncclFloat, ncclSum, comm, NULL);
+  case K_ALLTOALL:
+    return ncclAlltoAll(s, r, cnt, ncclFloat, comm, NULL);
+  case K_ALLTOALLV:
+    return ncclAlltoAllv(s, v, v + n * n, r, v, v + n * n, NULL, 0, ncclFloat, comm, NULL);
+  case K_GATHER:
+    return ncclGather(s, r, cnt, ncclFloat, k->root, comm, NULL);
+  case K_SCATTER:
+    return ncclScatter(s, r, cnt, ncclFloat, k->root, comm, NULL);
+  case K_SENDRECV:
+    ncclGroupStart();
+    ncclSend(s, cnt, ncclFloat, (rank + 1) % n, comm, NULL);
+    ncclRecv(r, cnt, ncclFloat, (rank + n - 1) % n, comm, NULL);
+    return ncclGroupEnd();
+  }
+  return ncclInternalError;
+}
+
+static int kill_rank_main(int rank, int nranks, ncclUniqueId id, void* arg) {
+  const struct kill_case* k = arg;
+  alarm(30); /* a rank that hangs fails the test instead of stalling it */
+  k->sh->pids[rank] = (int)getpid();
+  /* An object of a dead process that had this pid, left by another program, is not ours. */
+  __atomic_add_fetch(&k->sh->stale, shm_count(&k->sh->pids[rank], 1, 0), __ATOMIC_SEQ_CST);
   ncclComm_t comm;
   MP_CHECK(ncclCommInitRank(&comm, nranks, id, rank));
-  size_t count = 4 << 20;
-  float* buf = calloc(count, sizeof(float));
-  double last = now();
+  size_t total = k->count * (size_t)nranks;
+  float* s = calloc(total, sizeof(float));
+  float* r = calloc(total, sizeof(float));
+  /* AlltoAllv: every pair moves one part, at the offsets AlltoAll would use. */
+  size_t* v = calloc(2 * (size_t)nranks * nranks, sizeof(size_t));
+  for (int i = 0; i < nranks * nranks; i++) {
+    v[i] = k->count;
+    v[nranks * nranks + i] = (size_t)(i % nranks) * k->count;
+  }
+  MP_CHECK(kill_op_run(k, comm, rank, nranks, s, r, v));
+  double t0 = now();
+  if (rank != KILL_VICTIM) __atomic_add_fetch(&k->sh->warm, 1, __ATOMIC_SEQ_CST);
+  while (rank == KILL_VICTIM && __atomic_load_n(&k->sh->warm, __ATOMIC_SEQ_CST) < nranks - 1) {
+    if (now() - t0 > 20) return 1;
+    sched_yield();
+  }
   for (int iter = 0; iter < 1000; iter++) {
-    if (rank == 2 && iter == 5) raise(SIGKILL);
-    ncclResult_t res = ncclAllReduce(buf, buf, count, ncclFloat, ncclSum, comm, NULL);
-    double t = now();
-    if (res != ncclSuccess) {
-      const char* msg = ncclGetLastError(comm);
-      ncclResult_t async = ncclSuccess;
-      ncclCommGetAsyncError(comm, &async);
-      fprintf(stderr, "rank %d: error %d after %.2f s: %s\n", rank, (int)res, t - last, msg);
-      int ok = (res == ncclRemoteError || res == ncclSystemError) && t - last < 10.0 &&
-               async == res && strstr(msg, "peer rank") != NULL;
-      /* rank 3 receives from rank 2: it sees the death itself (others may hear of it first
-       * from a neighbour that stopped) */
-      if (rank == 3 && strstr(msg, "peer rank 2") == NULL) ok = 0;
-      ncclCommAbort(comm);
-      free(buf);
-      return ok ? 0 : 1;
-    }
-    last = t;
+    if (rank == KILL_VICTIM) raise(SIGKILL);
+    ncclResult_t res = kill_op_run(k, comm, rank, nranks, s, r, v);
+    if (res == ncclSuccess) continue;
+    double t = now() - t0;
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", ncclGetLastError(comm));
+    ncclResult_t async = ncclSuccess;
+    ncclCommGetAsyncError(comm, &async);
+    double a0 = now();
+    ncclResult_t ab = ncclCommAbort(comm);
+    double ta = now() - a0;
+    fprintf(stderr, "rank %d: error %d after %.2f s (op %d), abort %.3f s: %s\n", rank, (int)res, t,
+            iter, ta, msg);
+    char dead[32];
+    snprintf(dead, sizeof dead, "rank %d", KILL_VICTIM);
+    int ok = (res == ncclRemoteError || res == ncclSystemError) && t < 10.0 && async == res &&
+             strstr(msg, "peer rank") != NULL && strstr(msg, dead) != NULL && ab == ncclSuccess &&
+             ta < 5.0;
+    free(s), free(r), free(v);
+    return ok ? 0 : 1;
   }
   fprintf(stderr, "rank %d never saw an error\n", rank);
   return 1;
 }
 
-TEST(killed_rank_allreduce) {
-  /* mp_run counts rank 2 (killed) as failed: exactly one failure is expected. */
-  CHECK_EQ(mp_run(4, killed_rank_main, NULL), 1);
+/* Shared-memory objects in /dev/shm named after the given processes. */
+static int shm_count(const int* pids, int n, int verbose) {
+  int left = 0;
+  DIR* d = opendir("/dev/shm");
+  if (d == NULL) return 0;
+  for (struct dirent* e; (e = readdir(d)) != NULL;) {
+    int pid = 0;
+    if (sscanf(e->d_name, "monel-%d-", &pid) != 1) continue;
+    for (int i = 0; i < n; i++)
+      if (pids[i] == pid) {
+        if (verbose) fprintf(stderr, "/dev/shm/%s is there\n", e->d_name);
+        left++;
+      }
+  }
+  closedir(d);
+  return left;
 }
+
+static void kill_run(struct kill_case k) {
+  if (k.count == 0) k.count = KILL_COUNT;
+  if (k.algo) setenv("NCCL_ALGO", k.algo, 1);
+  if (k.tcp) setenv("NCCL_SHM_DISABLE", "1", 1);
+  k.sh = mmap(NULL, sizeof *k.sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  CHECK(k.sh != MAP_FAILED);
+  memset(k.sh, 0, sizeof *k.sh);
+  /* mp_run counts rank 2 (killed) as failed: exactly one failure is expected. */
+  CHECK_EQ(mp_run(KILL_RANKS, kill_rank_main, &k), 1);
+  CHECK_EQ(shm_count(k.sh->pids, KILL_RANKS, 1), k.sh->stale);
+  munmap(k.sh, sizeof *k.sh);
+}
+
+#define KILL_TEST(name, ...)                                                                       \
+  TEST(killed_rank_##name) {                                                                       \
+    kill_run((struct kill_case){__VA_ARGS__});                                                     \
+  }
+
+/* Shared memory: every collective, the algorithms AllReduce, Broadcast and Reduce can run, and
+ * roots that are and are not the dead rank. */
+KILL_TEST(allreduce, .op = K_ALLREDUCE)
+KILL_TEST(allreduce_ring, .op = K_ALLREDUCE, .algo = "Ring")
+KILL_TEST(allreduce_tree, .op = K_ALLREDUCE, .algo = "Tree")
+KILL_TEST(allreduce_oneshot, .op = K_ALLREDUCE, .algo = "OneShot", .count = 1024)
+KILL_TEST(broadcast, .op = K_BROADCAST, .root = 0)
+KILL_TEST(broadcast_dead_root, .op = K_BROADCAST, .root = KILL_VICTIM)
+KILL_TEST(broadcast_tree, .op = K_BROADCAST, .root = 1, .algo = "Tree")
+KILL_TEST(reduce, .op = K_REDUCE, .root = 0)
+KILL_TEST(reduce_tree, .op = K_REDUCE, .root = 3, .algo = "Tree")
+KILL_TEST(allgather, .op = K_ALLGATHER)
+KILL_TEST(reducescatter, .op = K_REDUCESCATTER)
+KILL_TEST(alltoall, .op = K_ALLTOALL)
+KILL_TEST(alltoallv, .op = K_ALLTOALLV)
+KILL_TEST(gather, .op = K_GATHER, .root = 0)
+KILL_TEST(gather_dead_root, .op = K_GATHER, .root = KILL_VICTIM)
+KILL_TEST(scatter, .op = K_SCATTER, .root = 1)
+KILL_TEST(scatter_dead_root, .op = K_SCATTER, .root = KILL_VICTIM)
+KILL_TEST(sendrecv, .op = K_SENDRECV)
+/* TCP between the processes (NCCL_SHM_DISABLE=1). */
+KILL_TEST(allreduce_tcp, .op = K_ALLREDUCE, .tcp = 1)
+KILL_TEST(broadcast_tcp, .op = K_BROADCAST, .root = 0, .tcp = 1)
+KILL_TEST(reduce_tcp, .op = K_REDUCE, .root = 1, .tcp = 1)
+KILL_TEST(allgather_tcp, .op = K_ALLGATHER, .tcp = 1)
+KILL_TEST(reducescatter_tcp, .op = K_REDUCESCATTER, .tcp = 1)
+KILL_TEST(alltoall_tcp, .op = K_ALLTOALL, .tcp = 1)
+KILL_TEST(alltoallv_tcp, .op = K_ALLTOALLV, .tcp = 1)
+KILL_TEST(gather_tcp, .op = K_GATHER, .root = 3, .tcp = 1)
+KILL_TEST(scatter_tcp, .op = K_SCATTER, .root = 0, .tcp = 1)
+KILL_TEST(sendrecv_tcp, .op = K_SENDRECV, .tcp = 1)

@@ -1,6 +1,7 @@
 /* Point-to-point on the CPU engine: ncclSend/ncclRecv in groups (ring, all pairs, self, zero
  * size, many messages of varied sizes to varied peers, messages of several MB), AlltoAllv with
- * random counts including zeros, and a rank killed during AlltoAll. Data checked byte for byte. */
+ * random counts including zeros, an in-place AllReduce behind a Send on the same FIFO, and a rank
+ * killed during AlltoAll. Data checked byte for byte. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -245,6 +246,42 @@ TEST(alltoallv_8) {
 }
 TEST(threads_alltoallv_4) {
   CHECK_EQ(mp_run_threads(4, alltoallv_main, NULL), 0);
+}
+
+/* Send/Recv and the one-shot AllReduce share their FIFOs. Rank 1 fills its FIFO to rank 2 with
+ * a Send and goes on to an in-place AllReduce while rank 2, busy with 16 MB of work of its own,
+ * has not drained it yet: rank 1 gets rank 0's input before there is room to send to rank 2,
+ * and must still send rank 2 its own input, not the sum it folds into the same buffer. */
+static int send_then_allreduce_main(int rank, int nranks, ncclUniqueId id, void* arg) {
+  (void)arg;
+  ncclComm_t comm;
+  MP_CHECK(ncclCommInitRank(&comm, nranks, id, rank));
+  size_t big = (size_t)8 << 17; /* the FIFO's default capacity: 8 slots of 128 KB */
+  char* msg = calloc(big, 1);
+  size_t work_bytes = (size_t)16 << 20;
+  char* work = rank == 2 ? malloc(work_bytes) : NULL;
+  int bad = 0;
+  for (int iter = 0; iter < 20 && !bad; iter++) {
+    if (rank == 1) MP_CHECK(ncclSend(msg, big, ncclChar, 2, comm, NULL));
+    if (rank == 2) {
+      memset(work, iter, work_bytes);
+      MP_CHECK(ncclRecv(msg, big, ncclChar, 1, comm, NULL));
+    }
+    float x[2] = {(float)(rank + 1), (float)(10 * (rank + 1) + iter)};
+    MP_CHECK(ncclAllReduce(x, x, 2, ncclFloat, ncclSum, comm, NULL));
+    if (x[0] != 6 || x[1] != (float)(60 + 3 * iter)) {
+      fprintf(stderr, "rank %d, AllReduce %d: got {%g, %g}, expected {6, %d}\n", rank, iter, x[0],
+              x[1], 60 + 3 * iter);
+      bad = 1;
+    }
+  }
+  free(msg);
+  free(work);
+  ncclCommDestroy(comm);
+  return bad;
+}
+TEST(send_then_inplace_allreduce_3) {
+  CHECK_EQ(mp_run(3, send_then_allreduce_main, NULL), 0);
 }
 
 static double now(void) {

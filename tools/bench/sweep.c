@@ -79,9 +79,16 @@ static double graph_loop(struct bench_thread* t, struct bench_call* calls) {
 }
 
 /* Seconds per operation (or CPU seconds with -C). */
+static double combine(struct bench_thread* t, double mine, ncclRedOp_t op);
+
 static double timed_loop(struct bench_thread* t, struct bench_call* calls) {
   const struct bench_opts* o = &g_bench.opts;
   if (o->graph > 0 && bench_cuda_active() && !o->stream_null) return graph_loop(t, calls);
+  /* As nccl-tests does: one untimed call, then every rank lines up, so that no rank's clock
+   * includes another's late start (printing the previous line, for instance). */
+  launch(t, calls);
+  sync_all(t);
+  (void)combine(t, 0.0, ncclSum);
   pthread_barrier_wait(&g_bench.barrier);
   double t0 = bench_now();
   for (int it = 0; it < o->iters; it++) {
