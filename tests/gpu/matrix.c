@@ -120,7 +120,9 @@ static void build_cases(void) {
           size_t count = opt.counts[k];
           int nvar = coll == MX_SENDRECV ? MX_SR_NPATTERNS : is_rooted(coll) ? n : 1;
           for (int v = 0; v < nvar; v++) {
-            if (is_rooted(coll) && (count > 1023 || opt.quick) && v != 0 && v != n - 1) continue;
+            if (is_rooted(coll) && !opt.every_root && (count > 1023 || opt.quick) && v != 0 &&
+                v != n - 1)
+              continue;
             for (int ip = 0; ip < 2; ip++) {
               if (ip && (coll == MX_ALLTOALL || coll == MX_ALLTOALLV || coll == MX_SENDRECV))
                 continue;
@@ -424,7 +426,8 @@ static int run_mode(void) {
 
 static void usage(FILE* f) {
   fprintf(f, "usage: matrix [--mode all|threads|procs] [-n N] [--colls LIST] [--dtypes LIST]\n"
-             "              [--ops LIST] [--counts LIST] [--large N] [--quick] [--graph]\n"
+             "              [--ops LIST] [--counts LIST] [--large N] [--quick] [--every-root]\n"
+             "              [--graph]\n"
              "              [--capture global|thread|relaxed] [--allow-unsupported]\n"
              "              [--timeout SECONDS] [-v]\n"
              "  --mode procs runs under monelrun: monelrun -n N matrix --mode procs\n"
@@ -433,7 +436,9 @@ static void usage(FILE* f) {
              "  dtypes: int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 f8e4m3\n"
              "          f8e5m2 (or all)\n"
              "  ops:    sum prod max min avg premul premul_dev (or all)\n"
-             "  counts: sizes like 0,1,1023,64M+3 (default; --large sets the last one)\n");
+             "  counts: sizes like 0,1,1023,64M+3 (default; --large sets the last one)\n"
+             "  rooted collectives run every root up to 1023 elements, roots 0 and n-1 above\n"
+             "  (every root everywhere with --every-root)\n");
 }
 
 /* "123", "64M", "64M+3", "1K", "2G". */
@@ -494,6 +499,7 @@ static void parse(int argc, char** argv) {
                                            {"counts", required_argument, 0, 'C'},
                                            {"large", required_argument, 0, 'L'},
                                            {"quick", no_argument, 0, 'q'},
+                                           {"every-root", no_argument, 0, 'R'},
                                            {"graph", no_argument, 0, 'g'},
                                            {"capture", required_argument, 0, 'G'},
                                            {"allow-unsupported", no_argument, 0, 'u'},
@@ -554,6 +560,9 @@ static void parse(int argc, char** argv) {
       break;
     case 'q':
       opt.quick = 1;
+      break;
+    case 'R':
+      opt.every_root = 1;
       break;
     case 'g':
       opt.graph = 1;
