@@ -1,15 +1,13 @@
 /* Shared-memory transport between ranks of one host. Between processes the FIFO is a POSIX
  * shared-memory object, unlinked as soon as the sender has mapped it; between threads of one
  * process it is plain memory shared by pointer, freed by whichever side lets go last. */
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/random.h>
 #include <unistd.h>
 #include "core/check.h"
 #include "core/comm.h"
+#include "os/shm.h"
 #include "transport/transport.h"
 
 struct shm_desc {
@@ -42,28 +40,11 @@ static ncclResult_t shm_setup(struct conn* c, int nslots, size_t slot_size, void
   d.nslots = nslots;
   d.slot_size = slot_size;
   d.len = fifo_mem_bytes(nslots, slot_size);
-  uint64_t rnd = 0;
-  if (getrandom(&rnd, sizeof rnd, 0) != sizeof rnd) rnd = (uint64_t)(uintptr_t)c ^ d.pid;
-  snprintf(d.name, sizeof d.name, "/monel-%d-%016llx", d.pid, (unsigned long long)rnd);
-  int fd = shm_open(d.name, O_CREAT | O_EXCL | O_RDWR, 0600);
-  if (fd < 0) {
-    WARN("shm_open(%s) failed: %s; is /dev/shm mounted and writable?", d.name, strerror(errno));
-    return ncclSystemError;
-  }
-  snprintf(c->name, sizeof c->name, "%s", d.name);
-  if (ftruncate(fd, (off_t)d.len) != 0) {
-    WARN("could not size shared memory %s to %llu bytes: %s (is /dev/shm full?)", d.name,
-         (unsigned long long)d.len, strerror(errno));
-    close(fd);
-    return ncclSystemError;
-  }
-  void* mem = mmap(NULL, d.len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
-  if (mem == MAP_FAILED) {
-    WARN("mmap of shared memory %s (%llu bytes) failed: %s", d.name, (unsigned long long)d.len,
-         strerror(errno));
-    return ncclSystemError;
-  }
+  void* mem = NULL;
+  char name[OS_SHM_NAME];
+  NCCLCHECK(os_shm_create(d.len, name, &mem));
+  snprintf(d.name, sizeof d.name, "%s", name);
+  snprintf(c->name, sizeof c->name, "%s", name);
   c->map = mem;
   c->map_len = d.len;
   c->owner = 1;
@@ -85,16 +66,9 @@ static ncclResult_t shm_connect(struct conn* c, const void* in) {
     c->map_len = d.len;
     return ncclSuccess;
   }
-  int fd = shm_open(d.name, O_RDWR, 0600);
-  if (fd < 0) {
-    WARN("could not open the shared memory %s of peer rank %d (pid %d): %s", d.name, c->peer, d.pid,
-         strerror(errno));
-    return ncclSystemError;
-  }
-  void* mem = mmap(NULL, d.len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
-  if (mem == MAP_FAILED) {
-    WARN("mmap of peer rank %d's shared memory failed: %s", c->peer, strerror(errno));
+  void* mem = NULL;
+  if (os_shm_open(d.name, d.len, &mem) != ncclSuccess) {
+    WARN("could not map the shared memory %s of peer rank %d (pid %d)", d.name, c->peer, d.pid);
     return ncclSystemError;
   }
   c->map = mem;
@@ -104,20 +78,20 @@ static ncclResult_t shm_connect(struct conn* c, const void* in) {
 }
 
 static ncclResult_t shm_connected(struct conn* c) {
-  if (c->name[0]) shm_unlink(c->name);
+  os_shm_unlink(c->name);
   c->name[0] = '\0';
   return ncclSuccess;
 }
 
 static void shm_free(struct conn* c) {
   if (c == NULL) return;
-  if (c->name[0]) shm_unlink(c->name);
+  os_shm_unlink(c->name);
   c->name[0] = '\0';
   if (c->map) {
     /* Both sides of a same-process pair hold one mapping; the last one unmaps it. */
     if (c->peer_pid != -1 ||
         __atomic_sub_fetch(&((struct fifo_ctrl*)c->map)->refs, 1, __ATOMIC_ACQ_REL) == 0)
-      munmap(c->map, c->map_len);
+      os_shm_unmap(c->map, c->map_len);
   }
   c->map = NULL;
   c->ctrl = NULL;
