@@ -42,7 +42,7 @@ struct bench_coll {
   int has_op;       /* prints the redop column, sweeps -o */
   int has_root;     /* prints the root column, sweeps -r */
   int no_inplace;   /* in-place columns print N/A */
-  /* In place is timed but not checked (#wrong N/A), as nccl-tests does: a rank's send and
+  /* In place is timed but not checked (#wrong N/A), because a rank's send and
    * receive share one buffer, so the result depends on the library's timing. */
   int inplace_unchecked;
   int pow2_ranks; /* needs a power-of-two rank count */

@@ -84,7 +84,7 @@ static double combine(struct bench_thread* t, double mine, ncclRedOp_t op);
 static double timed_loop(struct bench_thread* t, struct bench_call* calls) {
   const struct bench_opts* o = &g_bench.opts;
   if (o->graph > 0 && bench_cuda_active() && !o->stream_null) return graph_loop(t, calls);
-  /* As nccl-tests does: one untimed call, then every rank lines up, so that no rank's clock
+  /* One untimed call, then every rank lines up, so that no rank's clock
    * includes another's late start (printing the previous line, for instance). */
   launch(t, calls);
   sync_all(t);
