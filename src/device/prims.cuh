@@ -41,12 +41,86 @@ template <typename T> __device__ static inline T ld_fifo(const T* p, bool sys) {
   return r;
 }
 
+/* 16 bytes of a source that starts `shift` bytes (1..15) past the aligned pack lo: the bytes
+ * shift..15 of lo followed by 0..shift-1 of hi. */
+__device__ static inline int4 shift_pack(int4 lo, int4 hi, unsigned shift) {
+  unsigned w[8] = {(unsigned)lo.x, (unsigned)lo.y, (unsigned)lo.z, (unsigned)lo.w,
+                   (unsigned)hi.x, (unsigned)hi.y, (unsigned)hi.z, (unsigned)hi.w};
+  unsigned b = (shift & 3) * 8, o[4];
+  /* the word offset is uniform over the block: each case indexes registers, not local memory */
+  switch (shift >> 2) {
+#define SHIFT_WORDS(K)                                                                             \
+  case K:                                                                                          \
+    for (int j = 0; j < 4; j++) o[j] = __funnelshift_r(w[j + K], w[j + K + 1], b);                 \
+    break;
+    SHIFT_WORDS(0)
+    SHIFT_WORDS(1)
+    SHIFT_WORDS(2)
+    SHIFT_WORDS(3)
+#undef SHIFT_WORDS
+  }
+  return make_int4((int)o[0], (int)o[1], (int)o[2], (int)o[3]);
+}
+
+/* Copies n bytes from src to dst (and dst2 if not NULL, which must have dst's alignment mod 16)
+ * whatever their alignments: bytes up to dst's first 16-byte boundary one by one, then 16-byte
+ * stores, each composed from the two aligned 16-byte loads of src it spans (never a byte outside
+ * [src, src + n)), then the last bytes one by one. */
+__device__ static void copy_any(const uint8_t* src, uint8_t* dst, uint8_t* dst2, size_t n,
+                                bool sys) {
+  const int nt = blockDim.x, tid = threadIdx.x;
+  size_t head = (16 - ((uintptr_t)dst & 15)) & 15;
+  if (head > n) head = n;
+  for (size_t i = tid; i < head; i += nt) {
+    uint8_t v = ld_slot(src + i, sys);
+    dst[i] = v;
+    if (dst2) dst2[i] = v;
+  }
+  src += head, dst += head, n -= head;
+  if (dst2) dst2 += head;
+  const size_t npk = n / 16;
+  const unsigned shift = (unsigned)((uintptr_t)src & 15);
+  const int4* a = (const int4*)(src - shift);
+  for (size_t base = tid; base < npk; base += (size_t)nt * UNROLL) {
+    int4 v[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) {
+      size_t i = base + (size_t)u * nt;
+      if (i < npk) {
+        int4 lo = ld_slot(a + i, sys);
+        v[u] = shift ? shift_pack(lo, ld_slot(a + i + 1, sys), shift) : lo;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) {
+      size_t i = base + (size_t)u * nt;
+      if (i >= npk) break;
+      ((int4*)dst)[i] = v[u];
+      if (dst2) ((int4*)dst2)[i] = v[u];
+    }
+  }
+  for (size_t i = npk * 16 + tid; i < n; i += nt) {
+    uint8_t v = ld_slot(src + i, sys);
+    dst[i] = v;
+    if (dst2) dst2[i] = v;
+  }
+}
+
 /* dst(s) = elem(rs, in) over n elements; any pointer may be NULL (unused). When in == out the
  * element is read before it is written, by the same thread. */
 template <typename T, int OP>
 __device__ static void move(const T* rs, const T* in, T* out, T* ss, size_t n, bool post, T s,
                             int nranks, bool sys = false) {
   const int P = 16 / sizeof(T);
+  /* A plain copy (one source, no factor, no division) of misaligned buffers: byte shifts keep it
+   * at 16 bytes a thread. */
+  if ((rs == NULL) != (in == NULL) && !(OP == RED_PREMULSUM && in) && !(OP == RED_AVG && post) &&
+      (out || ss) && (((uintptr_t)rs | (uintptr_t)in | (uintptr_t)out | (uintptr_t)ss) & 15) &&
+      (!out || !ss || (((uintptr_t)out ^ (uintptr_t)ss) & 15) == 0)) {
+    copy_any((const uint8_t*)(rs ? rs : in), (uint8_t*)(out ? out : ss), out ? (uint8_t*)ss : NULL,
+             n * sizeof(T), rs != NULL && sys);
+    return;
+  }
   union pack {
     int4 q;
     T e[16 / sizeof(T)];
