@@ -10,16 +10,24 @@ int gpu_current_device(void);
 int gpu_device_count(void);
 #endif
 
+int engine_gpu_allowed(void) {
+#ifdef MONEL_HAVE_CUDA
+  return strcmp(param_str(PARAM_ENGINE), "cpu") != 0;
+#else
+  return 0;
+#endif
+}
+
 int engine_default_device(void) {
 #ifdef MONEL_HAVE_CUDA
-  if (strcmp(param_str(PARAM_ENGINE), "cpu") != 0) return gpu_current_device();
+  if (engine_gpu_allowed()) return gpu_current_device();
 #endif
   return -1;
 }
 
 int engine_device_for_index(int i) {
 #ifdef MONEL_HAVE_CUDA
-  if (strcmp(param_str(PARAM_ENGINE), "cpu") != 0 && i < gpu_device_count()) return i;
+  if (engine_gpu_allowed() && i < gpu_device_count()) return i;
 #endif
   (void)i;
   return -1;

@@ -1,5 +1,5 @@
 /* Host-memory side of ncclMemAlloc: page-aligned, zeroed. The CUDA engine takes over when the
- * calling thread has a GPU. */
+ * calling thread has a GPU, unless MONEL_ENGINE=cpu (whose comms move host memory only). */
 #include <stdlib.h>
 #include <string.h>
 #include "core/check.h"
@@ -14,7 +14,7 @@ ncclResult_t gpu_mem_free(void* ptr, int* handled);
 ncclResult_t mem_alloc(void** ptr, size_t size) {
 #ifdef MONEL_HAVE_CUDA
   int handled = 0;
-  ncclResult_t r = gpu_mem_alloc(ptr, size, &handled);
+  ncclResult_t r = engine_gpu_allowed() ? gpu_mem_alloc(ptr, size, &handled) : ncclSuccess;
   if (handled) return r;
 #endif
   void* p = NULL;
