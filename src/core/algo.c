@@ -11,8 +11,9 @@
 
 #define ALL_ALGOS ((1u << ALGO_COUNT) - 1)
 
-static const char* const names[ALGO_COUNT] = {"Tree", "Ring",     "CollnetDirect", "CollnetChain",
-                                              "NVLS", "NVLSTree", "PAT",           "OneShot"};
+static const char* const names[ALGO_COUNT] = {"Tree",         "Ring",    "CollnetDirect",
+                                              "CollnetChain", "NVLS",    "NVLSTree",
+                                              "PAT",          "OneShot", "TwoShot"};
 
 /* The collectives NCCL_ALGO can name, by their lower-case NCCL names. */
 static const struct {
@@ -32,7 +33,7 @@ const char* algo_name(enum algo_id a) {
 unsigned algo_available(enum coll_kind coll) {
   switch (coll) {
   case COLL_ALLREDUCE:
-    return 1u << ALGO_RING | 1u << ALGO_TREE | 1u << ALGO_ONESHOT;
+    return 1u << ALGO_RING | 1u << ALGO_TREE | 1u << ALGO_ONESHOT | 1u << ALGO_TWOSHOT;
   case COLL_BROADCAST:
   case COLL_REDUCE:
     return 1u << ALGO_RING | 1u << ALGO_TREE;
@@ -72,7 +73,7 @@ static ncclResult_t parse_list(const char* s, const char* end, unsigned* mask, c
       if (a == ALGO_COUNT) {
         snprintf(err, errlen,
                  "\"%.*s\" is not an algorithm (the names are Tree, Ring, CollnetDirect, "
-                 "CollnetChain, NVLS, NVLSTree, PAT and OneShot, in any case)",
+                 "CollnetChain, NVLS, NVLSTree, PAT, OneShot and TwoShot, in any case)",
                  (int)(we - w), w);
         return ncclInvalidUsage;
       }

@@ -7,8 +7,8 @@
  * Among the allowed algorithms that the collective has, the cost model (tune.c) picks the
  * cheapest for the task's size and rank count. NCCL's other names (CollnetDirect, CollnetChain,
  * NVLS, NVLSTree, PAT) are accepted in the list but Monel has none of them; Monel adds OneShot
- * (AllReduce only). A list that leaves a collective without an algorithm, or an unknown name, is
- * a usage error. */
+ * and TwoShot (AllReduce only, CPU engine). A list that leaves a collective without an algorithm,
+ * or an unknown name, is a usage error. */
 #ifndef MONEL_CORE_ALGO_H
 #define MONEL_CORE_ALGO_H
 #include <stddef.h>
@@ -23,6 +23,7 @@ enum algo_id {
   ALGO_NVLS_TREE,
   ALGO_PAT,
   ALGO_ONESHOT, /* Monel's own (algo/oneshot.h): AllReduce of small buffers in one step */
+  ALGO_TWOSHOT, /* Monel's own (algo/twoshot.h): AllReduce in two steps, pieces straight to peers */
   ALGO_COUNT
 };
 

@@ -4,7 +4,8 @@
  * buffer. Tree (algo/tree.h): 2h steps for AllReduce (h for Broadcast and Reduce) with
  * h = floor(log2(n-1)) + 1, an inner node moving the whole buffer up and down. Both pipelines
  * fill with one chunk per step before the bandwidth term applies. One-shot (algo/oneshot.h): one
- * step, (n-1) copies of the buffer per rank.
+ * step, (n-1) copies of the buffer per rank. Two-shot (algo/twoshot.h): two steps, the ring's
+ * volume, every piece through one copy.
  * The CPU engine's figures were fitted to all_reduce_perf on 2 and 4 processes of a 64-core Xeon
  * host (ring 2.5 us at 8 B and 7.5 ms at 32 MB on 4 ranks; one-shot as fast as the ring at
  * 8 KB, twice as slow at 32 KB); the CUDA engine's are those of NVLink. */
@@ -20,6 +21,10 @@
 /* An inner tree node folds two children and feeds two: measured 1.4x the ring's time per byte
  * on 4 ranks from 128 KB up; 1.5 keeps the ring for every size where the tree lost. */
 #define TREE_COPY_FACTOR 1.5
+/* Two-shot pieces go through one FIFO copy each, unpipelined: 2.05x the ring's time per byte
+ * moved puts the crossover to the ring at 32-64 KB on 4 ranks and 128-256 KB on 8, as measured
+ * on a 16-core Xeon host (ring 24.8 us, two-shot 30.1 us at 128 KB on 4 ranks). */
+#define TWOSHOT_COPY_FACTOR 2.05
 
 struct figures {
   double alpha_us; /* per step */
@@ -70,9 +75,17 @@ static double tree_us(const struct figures* f, enum coll_kind coll, double n, do
   return steps * f->alpha_us + (moved + fill) / (f->gbps * 1e3);
 }
 
-/* Every rank sends the buffer to every other and folds all n of them: one step. */
+/* Every rank sends the buffer to every other and folds all n of them: one step. The n - 1
+ * readers of one buffer contend: each further rank adds a quarter to the time per byte (on the
+ * 16-core host, the one-shot's time per byte was 1.6x the model's on 4 ranks and 3x on 8). */
 static double oneshot_us(const struct figures* f, double n, double bytes) {
-  return f->alpha_us + ONESHOT_COPY_FACTOR * (n - 1) * bytes / (f->gbps * 1e3);
+  double contention = 1 + (n - 2) / 4;
+  return f->alpha_us + ONESHOT_COPY_FACTOR * contention * (n - 1) * bytes / (f->gbps * 1e3);
+}
+
+/* Pieces to every peer and back: two steps, 2(n-1)/n of the buffer each way per rank. */
+static double twoshot_us(const struct figures* f, double n, double bytes) {
+  return 2 * f->alpha_us + TWOSHOT_COPY_FACTOR * 2 * (n - 1) / n * bytes / (f->gbps * 1e3);
 }
 
 double tune_algo_us(const struct ncclComm* comm, const struct task* t, enum algo_id algo) {
@@ -83,6 +96,8 @@ double tune_algo_us(const struct ncclComm* comm, const struct task* t, enum algo
     return tree_us(&f, t->coll, n, bytes);
   if (algo == ALGO_ONESHOT && (algo_available(t->coll) & (1u << ALGO_ONESHOT)))
     return oneshot_us(&f, n, bytes);
+  if (algo == ALGO_TWOSHOT && (algo_available(t->coll) & (1u << ALGO_TWOSHOT)))
+    return twoshot_us(&f, n, bytes);
   return ring_us(&f, t->coll, n, bytes);
 }
 

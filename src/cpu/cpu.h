@@ -41,6 +41,13 @@ ncclResult_t cpu_tree_run(struct ncclComm* comm, const struct task* t);
 ncclResult_t cpu_oneshot_allreduce(struct ncclComm* comm, const struct task* t);
 /* Create those FIFOs now (collective: every rank calls it at the same operation). */
 ncclResult_t cpu_oneshot_connect(struct ncclComm* comm);
+/* AllReduce in two steps over the same FIFOs (algo/twoshot.h). */
+ncclResult_t cpu_twoshot_allreduce(struct ncclComm* comm, const struct task* t);
+/* One pass of a progress loop over the point-to-point FIFOs that moved `moved` things: reset the
+ * idle state, or wait a little on `waiting` (the connection this side waits for, may be NULL)
+ * and check every peer now and then (fails when one is gone or the comm was aborted). */
+ncclResult_t cpu_mesh_idle(struct ncclComm* comm, const struct task* t, struct fifo_idle* idle,
+                           int moved, struct conn* waiting);
 /* Close the tree connections (peers waiting on them stop), and free them. */
 void cpu_tree_close(struct ncclComm* comm, int lost_rank);
 void cpu_tree_free(struct ncclComm* comm);

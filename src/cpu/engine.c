@@ -133,6 +133,7 @@ static ncclResult_t run_task(struct ncclComm* comm, struct task* t) {
       NCCLCHECK(cpu_oneshot_connect(comm));
     if (algo == ALGO_TREE) return cpu_tree_run(comm, t);
     if (algo == ALGO_ONESHOT) return cpu_oneshot_allreduce(comm, t);
+    if (algo == ALGO_TWOSHOT) return cpu_twoshot_allreduce(comm, t);
     NCCLCHECK(ensure_ring(comm));
     return t->coll == COLL_ALLREDUCE ? cpu_ring_allreduce(comm, t) : cpu_ring_chain(comm, t);
   }

@@ -55,7 +55,6 @@ static ncclResult_t round_run(struct ncclComm* comm, const struct task* t, const
                               char* out, size_t len, size_t count, unsigned char* sent) {
   struct cpu_comm* cc = comm->engine_state;
   int n = comm->nranks, rank = comm->rank, nsent = 0, next = 0;
-  struct wait_ctx w = {comm, t};
   struct fifo_idle idle = {0, 0};
   memset(sent, 0, (size_t)n);
   while (nsent < n - 1 || next < n) {
@@ -102,19 +101,26 @@ static ncclResult_t round_run(struct ncclComm* comm, const struct task* t, const
           fifo_recv_release(&cc->p2p_recv[oneshot_fold_rank(next + k)]);
       next += take, moved++;
     }
-    if (moved) {
-      fifo_idle_reset(&idle);
-      continue;
-    }
-    if (waiting == NULL) continue;
-    if (fifo_idle(&idle, waiting, waiting == &cc->p2p_send[waiting->peer])) {
-      for (int p = 0; p < n; p++)
-        if (p != rank) {
-          NCCLCHECK(fifo_check(&cc->p2p_send[p], &w));
-          NCCLCHECK(fifo_check(&cc->p2p_recv[p], &w));
-        }
-    }
+    NCCLCHECK(cpu_mesh_idle(comm, t, &idle, moved, waiting));
   }
+  return ncclSuccess;
+}
+
+ncclResult_t cpu_mesh_idle(struct ncclComm* comm, const struct task* t, struct fifo_idle* idle,
+                           int moved, struct conn* waiting) {
+  struct cpu_comm* cc = comm->engine_state;
+  struct wait_ctx w = {comm, t};
+  if (moved) {
+    fifo_idle_reset(idle);
+    return ncclSuccess;
+  }
+  if (waiting == NULL || !fifo_idle(idle, waiting, waiting == &cc->p2p_send[waiting->peer]))
+    return ncclSuccess;
+  for (int p = 0; p < comm->nranks; p++)
+    if (p != comm->rank) {
+      NCCLCHECK(fifo_check(&cc->p2p_send[p], &w));
+      NCCLCHECK(fifo_check(&cc->p2p_recv[p], &w));
+    }
   return ncclSuccess;
 }
 

@@ -1,10 +1,10 @@
 /* Algorithm choice on the CPU engine: AllReduce, Broadcast and Reduce with NCCL_ALGO forcing Tree
- * and Ring (and OneShot for AllReduce), on 1, 2, 3, 4, 5 and 8 ranks as processes: every dtype (x
- * every op for the reductions, PreMulSum with both scalar residences) x counts {0, 1, 7, 1023,
- * 64K+3} x in/out of place x every root, plus 1M+3 elements on a few types; checked exactly. The
- * environment is set before the ranks are forked (parameters are read once per process). Then the
- * choice itself: the log names the algorithm that ran, and impossible or malformed NCCL_ALGO values
- * fail with ncclInvalidUsage and a sentence that names the cause. */
+ * and Ring (and OneShot and TwoShot for AllReduce), on 1, 2, 3, 4, 5 and 8 ranks as processes:
+ * every dtype (x every op for the reductions, PreMulSum with both scalar residences) x counts {0,
+ * 1, 7, 1023, 64K+3} x in/out of place x every root, plus 1M+3 elements on a few types; checked
+ * exactly. The environment is set before the ranks are forked (parameters are read once per
+ * process). Then the choice itself: the log names the algorithm that ran, and impossible or
+ * malformed NCCL_ALGO values fail with ncclInvalidUsage and a sentence that names the cause. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,6 +148,7 @@ FORCED(tree_allreduce, "Tree", ALLREDUCE)
 FORCED(tree_broadcast, "Tree", BROADCAST)
 FORCED(tree_reduce, "Tree", REDUCE)
 FORCED(oneshot_allreduce, "OneShot", ALLREDUCE)
+FORCED(twoshot_allreduce, "TwoShot", ALLREDUCE)
 FORCED(ring_allreduce, "Ring", ALLREDUCE)
 FORCED(ring_broadcast, "Ring", BROADCAST)
 FORCED(ring_reduce, "Ring", REDUCE)
@@ -221,7 +222,7 @@ TEST(log_names_forced_tree) {
 
 TEST(log_names_forced_ring) {
   char dir[64];
-  run_logged("^TREE,oneshot", 8, 1, dir);
+  run_logged("^TREE,oneshot,TwoShot", 8, 1, dir);
   CHECK(log_has(dir, "AllReduce of 4 bytes", "Ring"));
   rm_dir(dir);
 }
@@ -230,6 +231,13 @@ TEST(log_names_forced_oneshot) {
   char dir[64];
   run_logged("allreduce:OneShot", 4, 3000, dir);
   CHECK(log_has(dir, "AllReduce of 12000 bytes", "OneShot"));
+  rm_dir(dir);
+}
+
+TEST(log_names_forced_twoshot) {
+  char dir[64];
+  run_logged("allreduce:TwoShot", 5, 3001, dir);
+  CHECK(log_has(dir, "AllReduce of 12004 bytes", "TwoShot"));
   rm_dir(dir);
 }
 
@@ -303,7 +311,9 @@ TEST(error_unknown_collective) {
   CHECK_EQ(run_failing("allreduce:tree;alltoall:ring", ALLREDUCE, "\"alltoall\" is not a", 0), 0);
 }
 TEST(error_nothing_left) {
-  CHECK_EQ(run_failing("^ring,tree,OneShot", ALLREDUCE, "leaves no algorithm for AllReduce", 0), 0);
+  CHECK_EQ(
+      run_failing("^ring,tree,OneShot,twoshot", ALLREDUCE, "leaves no algorithm for AllReduce", 0),
+      0);
 }
 TEST(error_only_nvls) {
   CHECK_EQ(run_failing("NVLS", ALLREDUCE, "leaves no algorithm for AllReduce", 0), 0);

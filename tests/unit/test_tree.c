@@ -82,6 +82,8 @@ TEST(parse_accepts_nccl_forms) {
   CHECK_RES(algo_parse(" ring , TREE ,oneshot", m, err, sizeof err), ncclSuccess);
   CHECK_EQ(m[COLL_ALLREDUCE], bit(ALGO_RING) | bit(ALGO_TREE) | bit(ALGO_ONESHOT));
   CHECK_EQ(m[COLL_REDUCE], bit(ALGO_RING) | bit(ALGO_TREE) | bit(ALGO_ONESHOT));
+  CHECK_RES(algo_parse("TwoShot,oneshot", m, err, sizeof err), ncclSuccess);
+  CHECK_EQ(m[COLL_ALLREDUCE], bit(ALGO_ONESHOT) | bit(ALGO_TWOSHOT));
   CHECK_RES(algo_parse("^Tree", m, err, sizeof err), ncclSuccess);
   CHECK_EQ(m[COLL_ALLREDUCE], all & ~bit(ALGO_TREE));
   CHECK_RES(algo_parse("allreduce:tree;Broadcast:ring", m, err, sizeof err), ncclSuccess);
@@ -107,7 +109,8 @@ TEST(parse_rejects_unknown_names) {
 }
 
 TEST(available_algorithms) {
-  CHECK_EQ(algo_available(COLL_ALLREDUCE), bit(ALGO_RING) | bit(ALGO_TREE) | bit(ALGO_ONESHOT));
+  CHECK_EQ(algo_available(COLL_ALLREDUCE),
+           bit(ALGO_RING) | bit(ALGO_TREE) | bit(ALGO_ONESHOT) | bit(ALGO_TWOSHOT));
   CHECK_EQ(algo_available(COLL_BROADCAST), bit(ALGO_RING) | bit(ALGO_TREE));
   CHECK_EQ(algo_available(COLL_REDUCE), bit(ALGO_RING) | bit(ALGO_TREE));
   CHECK_EQ(algo_available(COLL_ALLGATHER), bit(ALGO_RING));
