@@ -1,9 +1,9 @@
 /* AllReduce on GPUs, checked exactly: every dtype x op (sum, prod, max, min, avg, premulsum with a
- * host and a device scalar) x counts {0, 1, 1023, 1M+3} x in/out-of-place, with ncclCommInitAll
- * (one thread drives every GPU in one group) and with one thread per GPU (ncclCommInitRank);
- * CUDA graph capture and replay; then a bandwidth figure.
- * Inputs are small integers, so every order of reduction gives the same bits.
- * Usage: test_gpu_allreduce [check|bench]   (default: both). Prints PASS/FAIL/SKIP. */
+ * host and a device scalar) x counts {0, 1, 1023, 100003, 1M+3} x in/out-of-place, with
+ * ncclCommInitAll (one thread drives every GPU in one group) and with one thread per GPU
+ * (ncclCommInitRank); CUDA graph capture and replay; then a bandwidth figure. Inputs are small
+ * integers, so every order of reduction gives the same bits. Usage: test_gpu_allreduce
+ * [check|bench]   (default: both). Prints PASS/FAIL/SKIP. */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <math.h>
@@ -95,7 +95,8 @@ static int check_all(int ndev) {
   ncclComm_t comms[MAXDEV];
   NK(ncclCommInitAll(comms, ndev, NULL));
   struct rank_case rc[MAXDEV];
-  size_t counts[4] = {0, 1, 1023, big_count()}, max_bytes = counts[3] * 8;
+  /* 100003 elements: the one-shot at 100-400 KB (up to MONEL_ONESHOT_MAX), the ring at 800 KB */
+  size_t counts[5] = {0, 1, 1023, 100003, big_count()}, max_bytes = counts[4] * 8;
   for (int r = 0; r < ndev; r++) {
     memset(&rc[r], 0, sizeof rc[r]);
     rc[r].comm = comms[r], rc[r].dev = r, rc[r].rank = r, rc[r].nranks = ndev;
@@ -105,7 +106,7 @@ static int check_all(int ndev) {
   int fails = 0, cases = 0;
   for (int t = 0; t < NTYPES; t++)
     for (int op = 0; op < NOPS; op++)
-      for (int c = 0; c < 4; c++)
+      for (int c = 0; c < 5; c++)
         for (int inplace = 0; inplace < 2; inplace++) {
           ncclDataType_t dt = types[t];
           for (int r = 0; r < ndev; r++) prepare(&rc[r], op, dt, counts[c], inplace);
@@ -116,7 +117,7 @@ static int check_all(int ndev) {
           for (int r = 0; r < ndev; r++) fails += verify(&rc[r], op, dt, counts[c], inplace, want);
           cases++;
         }
-  printf("%s InitAll: %d cases (12 dtypes x 7 ops x 4 counts x 2 placements) on %d GPUs, %d "
+  printf("%s InitAll: %d cases (12 dtypes x 7 ops x 5 counts x 2 placements) on %d GPUs, %d "
          "failures\n",
          fails ? "FAIL" : "PASS", cases, ndev, fails);
 
@@ -196,15 +197,15 @@ static void* rank_main(void* p) {
   rc.dev = ta->rank, rc.rank = ta->rank, rc.nranks = ta->nranks;
   CK(cudaSetDevice(rc.dev));
   NK(ncclCommInitRank(&rc.comm, ta->nranks, ta->id, ta->rank));
-  size_t counts[4] = {0, 1, 1023, big_count()};
-  alloc_rank(&rc, counts[3] * 8);
-  void* want = malloc(counts[3] * 8);
+  size_t counts[5] = {0, 1, 1023, 100003, big_count()};
+  alloc_rank(&rc, counts[4] * 8);
+  void* want = malloc(counts[4] * 8);
   for (int t = 0; t < NTYPES; t++)
     for (int op = 0; op < NOPS; op++)
-      for (int c = 0; c < 4; c++)
+      for (int c = 0; c < 5; c++)
         for (int inplace = 0; inplace < 2; inplace++) {
           ncclDataType_t dt = types[t];
-          if (c == 3 && op != OP_SUM && op != OP_PREMUL_DEV) continue; /* keep it short */
+          if (c == 4 && op != OP_SUM && op != OP_PREMUL_DEV) continue; /* keep it short */
           prepare(&rc, op, dt, counts[c], inplace);
           enqueue(&rc, dt, counts[c], inplace);
           expected(want, op, dt, counts[c], ta->nranks);
