@@ -91,6 +91,7 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
     g->p2p_ok = 1;
   }
   CUDACHECK(cudaEventCreateWithFlags(&g->join_ev, cudaEventDisableTiming));
+  CUDACHECK(cudaEventCreateWithFlags(&g->order_ev, cudaEventDisableTiming));
   CUDACHECK(cudaDeviceSynchronize());
   for (int dt = 0; dt < ncclNumTypes; dt++)
     for (int op = RED_SUM; op <= RED_PREMULSUM; op++) {
@@ -236,8 +237,36 @@ static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struc
   return launched(comm, t, dev_ring_launch(&a, t->stream));
 }
 
+/* The kernels of a comm share its FIFOs and step counters, so they must run one after the other
+ * even when the user puts them on different streams (as NCCL orders them): a kernel on another
+ * stream than the comm's previous kernel first waits for that stream. Both streams must be
+ * outside stream capture or in the same capture; between an eager stream and a captured one no
+ * order can be expressed, and the user orders graph launches against other work. A previous
+ * stream that no longer exists (destroyed since) is skipped. */
+ncclResult_t gpu_order_after_last(struct gpu_comm* g, cudaStream_t s) {
+  int had = g->has_last;
+  cudaStream_t last = g->last_stream;
+  g->last_stream = s, g->has_last = 1;
+  if (!had || last == s) return ncclSuccess;
+  enum cudaStreamCaptureStatus cs_last, cs_now;
+  unsigned long long id_last = 0, id_now = 0;
+  if (cudaStreamGetCaptureInfo(last, &cs_last, &id_last, NULL, NULL, NULL, NULL) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return ncclSuccess;
+  }
+  CUDACHECK(cudaStreamGetCaptureInfo(s, &cs_now, &id_now, NULL, NULL, NULL, NULL));
+  int same = (cs_last == cudaStreamCaptureStatusNone && cs_now == cudaStreamCaptureStatusNone) ||
+             (cs_last == cudaStreamCaptureStatusActive && cs_now == cudaStreamCaptureStatusActive &&
+              id_last == id_now);
+  if (!same) return ncclSuccess;
+  CUDACHECK(cudaEventRecord(g->order_ev, last));
+  CUDACHECK(cudaStreamWaitEvent(s, g->order_ev, 0));
+  return ncclSuccess;
+}
+
 static ncclResult_t launch_task(struct ncclComm* comm, struct gpu_comm* g, struct task* t) {
   if (t->count == 0) return ncclSuccess;
+  NCCLCHECK(gpu_order_after_last(g, t->stream));
   if (t->coll == COLL_ALLREDUCE || t->coll == COLL_ALLGATHER || t->coll == COLL_REDUCESCATTER) {
     /* One-shot while what each rank writes, (n-1) * bytes per peer, stays within
      * MONEL_ONESHOT_MAX (all of DEV_LL_MAX_BYTES when NCCL_PROTO leaves only LL). */
@@ -319,6 +348,7 @@ static void gpu_comm_free(struct ncclComm* comm) {
       if (g->p2p_steps) (void)cudaFree(g->p2p_steps);
     }
     if (g->join_ev) (void)cudaEventDestroy(g->join_ev);
+    if (g->order_ev) (void)cudaEventDestroy(g->order_ev);
     (void)cudaGetLastError();
   }
   if (saved >= 0) cudaSetDevice(saved);

@@ -65,7 +65,10 @@ struct gpu_comm {
   int nmaps;
   struct gmsg* msgs; /* host scratch: the messages of a batch */
   int msg_cap;
-  cudaEvent_t join_ev;          /* joins the streams of a batch */
+  cudaEvent_t join_ev;      /* joins the streams of a batch */
+  cudaEvent_t order_ev;     /* orders a kernel after the previous one on another stream */
+  cudaStream_t last_stream; /* stream of the comm's last kernel (valid if has_last) */
+  int has_last;
   struct dev_p2p_args p2p_args; /* host scratch: one launch's arguments */
   size_t dev_bytes;             /* device memory this comm allocated */
 };
@@ -87,5 +90,7 @@ void gpu_disconnect(struct gpu_comm* g);
 /* p2p.c: run the messages of Send/Recv/AlltoAll(v)/Gather/Scatter tasks together. */
 int gpu_p2p_channels(int nchannels_max);
 ncclResult_t gpu_p2p_run(struct ncclComm* comm, struct task* const* tasks, int ntasks);
+/* engine.c: make stream s wait for the comm's previous kernel when that ran on another stream. */
+ncclResult_t gpu_order_after_last(struct gpu_comm* g, cudaStream_t s);
 
 #endif

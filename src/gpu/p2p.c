@@ -201,6 +201,7 @@ ncclResult_t gpu_p2p_run(struct ncclComm* comm, struct task* const* tasks, int n
     }
   cudaStream_t stream = tasks[0]->stream;
   struct dev_p2p_args* a = &g->p2p_args;
+  NCCLCHECK(gpu_order_after_last(g, stream));
   NCCLCHECK(join_streams(g, tasks, ntasks, 0));
   int ok = 1, nops = 0;
   args_init(g, comm, a);

@@ -1,9 +1,11 @@
 /* AllReduce on GPUs, checked exactly: every dtype x op (sum, prod, max, min, avg, premulsum with a
  * host and a device scalar) x counts {0, 1, 1023, 100003, 1M+3} x in/out-of-place, with
  * ncclCommInitAll (one thread drives every GPU in one group) and with one thread per GPU
- * (ncclCommInitRank); CUDA graph capture and replay; then a bandwidth figure. Inputs are small
- * integers, so every order of reduction gives the same bits. Usage: test_gpu_allreduce
- * [check|bench]   (default: both). Prints PASS/FAIL/SKIP. */
+ * (ncclCommInitRank); CUDA graph capture and replay; four AllReduces per comm alternating
+ * between two streams; then a bandwidth figure. Inputs are small integers, so every order of
+ * reduction gives the same bits.
+ * Usage: test_gpu_allreduce [check|bench|streams] (default: check and bench; streams: the
+ * two-stream check alone). Prints PASS/FAIL/SKIP. */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <math.h>
@@ -184,6 +186,78 @@ static int check_all(int ndev) {
   return fails + gfails;
 }
 
+/* ---- one comm, two streams ---- */
+/* Four AllReduces per comm alternate between two streams, in one group and then one group each;
+ * the kernels of a comm share its FIFOs, so Monel must run them one after the other. */
+static int check_streams(int ndev) {
+  enum { NOPS_S = 4 };
+  ncclComm_t comms[MAXDEV];
+  NK(ncclCommInitAll(comms, ndev, NULL));
+  size_t count = (1 << 20) + 5, bytes = count * 4;
+  cudaStream_t st[MAXDEV][2];
+  float *send[MAXDEV][NOPS_S], *recv[MAXDEV][NOPS_S];
+  float* host = malloc(bytes);
+  for (int r = 0; r < ndev; r++) {
+    CK(cudaSetDevice(r));
+    for (int k = 0; k < 2; k++) CK(cudaStreamCreateWithFlags(&st[r][k], cudaStreamNonBlocking));
+    for (int k = 0; k < NOPS_S; k++) {
+      CK(cudaMalloc((void**)&send[r][k], bytes));
+      CK(cudaMalloc((void**)&recv[r][k], bytes));
+      for (size_t i = 0; i < count; i++)
+        host[i] = (float)(input_value(OP_SUM, ncclFloat32, r, i) + 3 * k);
+      CK(cudaMemcpy(send[r][k], host, bytes, cudaMemcpyHostToDevice));
+    }
+  }
+  int fails = 0;
+  for (int grouping = 0; grouping < 2; grouping++) {
+    for (int r = 0; r < ndev; r++) {
+      CK(cudaSetDevice(r));
+      for (int k = 0; k < NOPS_S; k++) CK(cudaMemset(recv[r][k], 0, bytes));
+      CK(cudaDeviceSynchronize());
+    }
+    if (grouping == 0) NK(ncclGroupStart());
+    for (int k = 0; k < NOPS_S; k++) {
+      if (grouping == 1) NK(ncclGroupStart());
+      for (int r = 0; r < ndev; r++)
+        NK(ncclAllReduce(send[r][k], recv[r][k], count, ncclFloat32, ncclSum, comms[r],
+                         st[r][k % 2]));
+      if (grouping == 1) NK(ncclGroupEnd());
+    }
+    if (grouping == 0) NK(ncclGroupEnd());
+    for (int r = 0; r < ndev; r++) {
+      CK(cudaSetDevice(r));
+      CK(cudaDeviceSynchronize());
+      for (int k = 0; k < NOPS_S && !fails; k++) {
+        CK(cudaMemcpy(host, recv[r][k], bytes, cudaMemcpyDeviceToHost));
+        for (size_t i = 0; i < count; i++) {
+          double w = 0;
+          for (int q = 0; q < ndev; q++) w += input_value(OP_SUM, ncclFloat32, q, i) + 3 * k;
+          if (host[i] != (float)w) {
+            printf("FAIL two streams (%s) rank %d op %d element %zu: %g, expected %g\n",
+                   grouping ? "one group each" : "one group", r, k, i, host[i], w);
+            fails++;
+            break;
+          }
+        }
+      }
+    }
+  }
+  for (int r = 0; r < ndev; r++) {
+    CK(cudaSetDevice(r));
+    for (int k = 0; k < NOPS_S; k++) {
+      CK(cudaFree(send[r][k]));
+      CK(cudaFree(recv[r][k]));
+    }
+    for (int k = 0; k < 2; k++) CK(cudaStreamDestroy(st[r][k]));
+    NK(ncclCommDestroy(comms[r]));
+  }
+  free(host);
+  printf("%s two streams: 4 AllReduces per comm alternating between 2 streams on %d GPUs, in one "
+         "group and one group each\n",
+         fails ? "FAIL" : "PASS", ndev);
+  return fails;
+}
+
 /* ---- one thread per GPU ---- */
 struct thread_arg {
   ncclUniqueId id;
@@ -302,11 +376,16 @@ int main(int argc, char** argv) {
   if (ndev > MAXDEV) ndev = MAXDEV;
   setvbuf(stdout, NULL, _IOLBF, 0);
   int fails = 0;
-  if (strcmp(mode, "bench") != 0) {
-    fails += check_all(ndev);
-    fails += check_threads(ndev);
+  if (strcmp(mode, "streams") == 0) {
+    fails += check_streams(ndev);
+  } else {
+    if (strcmp(mode, "bench") != 0) {
+      fails += check_all(ndev);
+      fails += check_threads(ndev);
+      fails += check_streams(ndev);
+    }
+    if (strcmp(mode, "check") != 0) bench(ndev);
   }
-  if (strcmp(mode, "check") != 0) bench(ndev);
   printf("%s test_gpu_allreduce\n", fails ? "FAIL" : "PASS");
   return fails ? 1 : 0;
 }
