@@ -130,10 +130,12 @@ ncclResult_t cpu_twoshot_allreduce(struct ncclComm* comm, const struct task* t) 
   NCCLCHECK(cpu_oneshot_connect(comm));
   /* a round's largest piece, ceil(count / n) elements, fits a slot */
   size_t per_round = (cc->slot_size / es) * (size_t)n;
-  size_t max_piece = (per_round + n - 1) / n * es;
+  size_t first = t->count < per_round ? t->count : per_round; /* the largest round */
+  size_t max_piece = (first + n - 1) / n * es;
   int keep = t->sendbuff == t->recvbuff && me != 0;
   unsigned char state_small[64], *state = n <= 64 ? state_small : malloc((size_t)n);
-  char copy_small[1024], *copy = NULL;
+  /* the sizes the cost model gives the two-shot need no allocation */
+  char copy_small[16384], *copy = NULL;
   if (keep) copy = max_piece <= sizeof copy_small ? copy_small : malloc(max_piece);
   ncclResult_t res = ncclSuccess;
   if (state == NULL || (keep && copy == NULL)) {
