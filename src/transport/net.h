@@ -1,0 +1,70 @@
+/* The network interface: how bytes cross between hosts, for both engines. It has the shape of
+ * NCCL's net plugin API (devices, properties, listen/connect/accept, memory registration,
+ * isend/irecv/test, close), so that an external NCCL net plugin (v8-v11, net_plugin.c) and the
+ * built-in TCP implementation (net_tcp.c, named "Socket" as in NCCL) are used the same way.
+ *
+ * Semantics (those of the plugin API):
+ *  - listen() fills a NET_HANDLE_BYTES handle that the peer passes to connect().
+ *  - connect() and accept() never block: they succeed with *comm == NULL until the connection is
+ *    up, and are called again.
+ *  - isend()/irecv() never block: *request == NULL means "not now, call again". A send matches
+ *    the receive with the same tag, in order. Sizes given to irecv are upper bounds; test()
+ *    reports the received size. Zero-byte messages are legal and match.
+ *  - test() sets *done; a finished request is freed by the implementation. An error from any
+ *    call is fatal to that connection (ncclRemoteError when the peer went away).
+ *  - Buffers are registered before use (reg_mr with NET_PTR_HOST for host memory).
+ *  - At most NET_MAX_REQUESTS requests are in flight per comm.
+ * Who may call: transport/ (the net transport's links) and proxy/. */
+#ifndef MONEL_TRANSPORT_NET_H
+#define MONEL_TRANSPORT_NET_H
+#include <stddef.h>
+#include <stdint.h>
+#include "nccl.h"
+
+#define NET_HANDLE_BYTES 128
+#define NET_MAX_REQUESTS 32
+#define NET_PTR_HOST     0x1
+#define NET_PTR_CUDA     0x2
+
+struct net_props {
+  char name[64];     /* device name for logs */
+  char pci_path[256];
+  uint64_t guid;
+  int ptr_support;   /* NET_PTR_* */
+  int speed_mbps;
+  int port;
+  float latency_us;
+  int max_comms;
+  int max_recvs;     /* most buffers one irecv may group */
+  size_t max_bytes;  /* largest single transfer */
+};
+
+struct net {
+  const char* name; /* "Socket" for the built-in one; a plugin's own name */
+  ncclResult_t (*devices)(int* ndev);
+  ncclResult_t (*get_properties)(int dev, struct net_props* props);
+  ncclResult_t (*listen)(int dev, void* handle, void** listen_comm);
+  ncclResult_t (*connect)(int dev, void* handle, void** send_comm);
+  ncclResult_t (*accept)(void* listen_comm, void** recv_comm);
+  ncclResult_t (*reg_mr)(void* comm, void* data, size_t size, int type, void** mhandle);
+  ncclResult_t (*dereg_mr)(void* comm, void* mhandle);
+  ncclResult_t (*isend)(void* send_comm, void* data, size_t size, int tag, void* mhandle,
+                        void** request);
+  ncclResult_t (*irecv)(void* recv_comm, int n, void** data, size_t* sizes, int* tags,
+                        void** mhandles, void** request);
+  ncclResult_t (*test)(void* request, int* done, size_t* sizes);
+  ncclResult_t (*close_send)(void* send_comm);
+  ncclResult_t (*close_recv)(void* recv_comm);
+  ncclResult_t (*close_listen)(void* listen_comm);
+};
+
+/* The network this process uses, chosen once: an external plugin (NCCL_NET_PLUGIN, or
+ * libnccl-net.so on the library path) unless NCCL_NET=Socket or NCCL_NET_PLUGIN=none, else the
+ * built-in TCP one. NCCL_NET=NAME picks by name and fails with a sentence if none matches.
+ * *dev is the device to use (0 unless the network reports several). */
+ncclResult_t net_get(const struct net** out, int* dev);
+
+/* The built-in TCP implementation (net_tcp.c). */
+extern const struct net net_tcp;
+
+#endif
