@@ -198,7 +198,8 @@ NCCL_API(const char*, ncclGetErrorString, ncclResult_t result) {
 }
 
 NCCL_API(const char*, ncclGetLastError, ncclComm_t comm) {
-  (void)comm;
+  /* A comm that failed on its own (a dead peer found while the user was elsewhere) says why. */
+  if (comm_is_live(comm) && __atomic_load_n(&comm->failed, __ATOMIC_ACQUIRE)) return comm->fail_msg;
   return log_last_error();
 }
 

@@ -1,5 +1,6 @@
 /* Communicator life cycle: create (bootstrap, peer exchange, engine), split, shrink, finalize,
  * abort, free; and the registry that lets the API reject destroyed or foreign comm pointers. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,11 +51,8 @@ static void reg_remove(struct ncclComm* c) {
   pthread_mutex_unlock(&reg_lock);
 }
 
-ncclResult_t comm_check(struct ncclComm* comm, const char* fn, int allow_pending) {
-  if (comm == NULL) {
-    WARN("%s: comm is NULL: pass a communicator made by ncclCommInitRank or ncclCommInitAll", fn);
-    return ncclInvalidArgument;
-  }
+int comm_is_live(struct ncclComm* comm) {
+  if (comm == NULL) return 0;
   uint64_t gen = __atomic_load_n(&reg_gen, __ATOMIC_ACQUIRE);
   int found = reg_seen.comm == comm && reg_seen.gen == gen;
   if (!found) {
@@ -64,7 +62,15 @@ ncclResult_t comm_check(struct ncclComm* comm, const char* fn, int allow_pending
     pthread_mutex_unlock(&reg_lock);
     if (found) reg_seen.comm = comm, reg_seen.gen = gen;
   }
-  if (!found || comm->magic != COMM_MAGIC) {
+  return found && comm->magic == COMM_MAGIC;
+}
+
+ncclResult_t comm_check(struct ncclComm* comm, const char* fn, int allow_pending) {
+  if (comm == NULL) {
+    WARN("%s: comm is NULL: pass a communicator made by ncclCommInitRank or ncclCommInitAll", fn);
+    return ncclInvalidArgument;
+  }
+  if (!comm_is_live(comm)) {
     WARN("%s: comm %p is not a live communicator (it was destroyed, or never created)", fn,
          (void*)comm);
     return ncclInvalidArgument;
@@ -206,6 +212,22 @@ ncclResult_t comm_finalize(struct ncclComm* comm) {
 void comm_abort(struct ncclComm* comm) {
   __atomic_store_n(&comm->abort_flag, 1, __ATOMIC_RELEASE);
   if (comm->boot) boot_abort(comm->boot);
+  if (comm->engine && comm->engine->abort) comm->engine->abort(comm);
+}
+
+void comm_fail(struct ncclComm* comm, ncclResult_t res, const char* fmt, ...) {
+  int expected = 0;
+  if (!__atomic_compare_exchange_n(&comm->failed, &expected, 1, 0, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE))
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(comm->fail_msg, sizeof comm->fail_msg, fmt, ap);
+  va_end(ap);
+  WARN("%s", comm->fail_msg);
+  ncclResult_t prev = ncclSuccess;
+  __atomic_compare_exchange_n(&comm->async_error, &prev, res, 0, __ATOMIC_ACQ_REL,
+                              __ATOMIC_ACQUIRE);
   if (comm->engine && comm->engine->abort) comm->engine->abort(comm);
 }
 

@@ -36,6 +36,8 @@ struct ncclComm {
   int boot_local;           /* the bootstrap is in-process (threads of one process) */
   int abort_flag;           /* atomic: set by ncclCommAbort */
   ncclResult_t async_error; /* atomic: ncclInProgress while a nonblocking init runs */
+  char fail_msg[512];       /* the sentence of the first failure comm_fail recorded */
+  int failed;               /* atomic: comm_fail ran (fail_msg is set) */
   uint64_t seq;             /* operations enqueued so far */
   uint64_t comm_hash;       /* names the comm in logs */
   struct boot* boot;
@@ -59,6 +61,8 @@ struct ncclComm {
  * ncclInvalidArgument and a sentence naming `fn`. A comm still initialising gives ncclInvalidUsage
  * unless allow_pending. */
 ncclResult_t comm_check(struct ncclComm* comm, const char* fn, int allow_pending);
+/* 1 if comm is a live communicator (quiet: no log line). */
+int comm_is_live(struct ncclComm* comm);
 /* comm_begin allocates and registers a comm (async_error = ncclInProgress); comm_connect runs
  * the bootstrap and engine setup and stores the result in async_error. comm_create does both:
  * inline for a blocking comm, on a thread for a nonblocking one (returning ncclInProgress). */
@@ -75,6 +79,12 @@ ncclResult_t comm_shrink(struct ncclComm* parent, const int* exclude, int nexclu
                          struct ncclComm** out, const ncclConfig_t* config, int flags);
 ncclResult_t comm_finalize(struct ncclComm* comm);
 void comm_abort(struct ncclComm* comm);
+/* A failure the comm cannot recover from, found by any thread (a dead peer, a broken connection,
+ * a kernel error): the first call WARNs `fmt`, keeps it for ncclGetLastError(comm), sets the
+ * comm's asynchronous error to `res` and makes its pending and future operations stop (the
+ * engine's abort: kernels leave their waits). Later calls are ignored. */
+void comm_fail(struct ncclComm* comm, ncclResult_t res, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 void comm_free(struct ncclComm* comm);
 ncclResult_t comm_config_parse(const ncclConfig_t* user, ncclConfig_t* out);
 

@@ -27,16 +27,16 @@
 #define NET_PTR_CUDA     0x2
 
 struct net_props {
-  char name[64];     /* device name for logs */
+  char name[64]; /* device name for logs */
   char pci_path[256];
   uint64_t guid;
-  int ptr_support;   /* NET_PTR_* */
+  int ptr_support; /* NET_PTR_* */
   int speed_mbps;
   int port;
   float latency_us;
   int max_comms;
-  int max_recvs;     /* most buffers one irecv may group */
-  size_t max_bytes;  /* largest single transfer */
+  int max_recvs;    /* most buffers one irecv may group */
+  size_t max_bytes; /* largest single transfer */
 };
 
 struct net {
