@@ -27,9 +27,9 @@
 #include "core/watch_report.h"
 #include "os/socket.h"
 
-#define WATCH_MAGIC   0x6d776174u /* "mwat" */
-#define WATCH_BEAT_S  1.0
-#define WATCH_POLL_MS 100
+#define WATCH_MAGIC     0x6d776174u /* "mwat" */
+#define WATCH_BEAT_S    1.0
+#define WATCH_POLL_MS   100
 #define WATCH_CONNECT_S 30.0
 
 enum { MSG_HELLO = 1, MSG_BEAT, MSG_BYE, MSG_DEAD, MSG_HANG, MSG_REPORT };
@@ -68,7 +68,7 @@ struct watch {
   double last_move;
   double pid_check;
   uint64_t hang_key_sent, hang_key_logged;
-  int dead;             /* atomic: a peer is gone (dead_text says who) */
+  int dead; /* atomic: a peer is gone (dead_text says who) */
   char dead_text[384];
 };
 
@@ -167,8 +167,8 @@ static void fail_if_pending(struct watch* w) {
 
 static void peer_dead(struct watch* w, const struct dead_msg* d, int from_dir) {
   if (__atomic_load_n(&w->dead, __ATOMIC_ACQUIRE)) return;
-  snprintf(w->dead_text, sizeof w->dead_text, "peer rank %d (host %s, pid %d) %s", d->rank,
-           d->host, d->pid, d->why);
+  snprintf(w->dead_text, sizeof w->dead_text, "peer rank %d (host %s, pid %d) %s", d->rank, d->host,
+           d->pid, d->why);
   __atomic_store_n(&w->dead, 1, __ATOMIC_RELEASE);
   tell_dead(w, d, from_dir);
   fail_if_pending(w);
@@ -300,13 +300,16 @@ static void service_link(struct watch* w, int dir, double now) {
   if (gone) {
     sock_close(&l->fd);
     if (!l->bye)
-      found_dead(w, l->peer, "closed its connection without a goodbye: the process exited or was killed");
+      found_dead(w, l->peer,
+                 "closed its connection without a goodbye: the process exited or was killed");
     return;
   }
   double limit = (double)param_int(PARAM_PEER_TIMEOUT);
   if (!l->bye && limit > 0 && now - l->seen > limit) {
     char why[160];
-    snprintf(why, sizeof why, "sent nothing for %.0f s: its host is unreachable or the process is stopped", now - l->seen);
+    snprintf(why, sizeof why,
+             "sent nothing for %.0f s: its host is unreachable or the process is stopped",
+             now - l->seen);
     sock_close(&l->fd);
     found_dead(w, l->peer, why);
   }
@@ -321,7 +324,8 @@ static void check_pids(struct watch* w) {
     const struct peer_info* p = &comm->peers[r];
     if (r == comm->rank || p->host_hash != me->host_hash || p->pid <= 0 || p->pid == me->pid)
       continue;
-    if (kill(p->pid, 0) == -1 && errno == ESRCH) found_dead(w, r, "is no longer running (its pid is gone)");
+    if (kill(p->pid, 0) == -1 && errno == ESRCH)
+      found_dead(w, r, "is no longer running (its pid is gone)");
   }
 }
 
@@ -330,7 +334,8 @@ static void service(struct watch* w, double now) {
   for (int dir = 0; dir < 2; dir++) service_link(w, dir, now);
   if (now - w->beat_sent >= WATCH_BEAT_S) {
     w->beat_sent = now;
-    for (int dir = 0; dir < 2; dir++) (void)send_msg(&w->link[dir], MSG_BEAT, w->comm->rank, NULL, 0);
+    for (int dir = 0; dir < 2; dir++)
+      (void)send_msg(&w->link[dir], MSG_BEAT, w->comm->rank, NULL, 0);
   }
   if (now - w->pid_check >= WATCH_BEAT_S) {
     w->pid_check = now;
@@ -460,8 +465,8 @@ static ncclResult_t connect_ring(struct watch* w) {
   w->link[IN].seen = w->link[OUT].seen = now;
 out:
   if (res != ncclSuccess && err != SOCK_OK)
-    WARN("rank %d: could not set up its watch connections to ranks %d and %d: %s", me,
-         (me + 1) % n, (me + n - 1) % n, sock_err_str(err));
+    WARN("rank %d: could not set up its watch connections to ranks %d and %d: %s", me, (me + 1) % n,
+         (me + n - 1) % n, sock_err_str(err));
   sock_close(&lfd);
   free(addrs);
   return res;
@@ -525,8 +530,15 @@ ncclResult_t watch_issue(struct ncclComm* comm, const struct task* tasks, int nt
     struct wop* o = &w->ops[w->nops++ % WATCH_OPS];
     int p2p = t->coll == COLL_SEND || t->coll == COLL_RECV;
     if (!p2p) w->ncoll++;
-    *o = (struct wop){t->seq, w->ncoll, t->count, (int32_t)t->coll, (int32_t)t->dtype,
-                      reduces_op(t->coll) ? t->op.kind : -1, t->root, p2p, 0};
+    *o = (struct wop){t->seq,
+                      w->ncoll,
+                      t->count,
+                      (int32_t)t->coll,
+                      (int32_t)t->dtype,
+                      reduces_op(t->coll) ? t->op.kind : -1,
+                      t->root,
+                      p2p,
+                      0};
     if (t->seq > w->issued) w->issued = t->seq;
   }
   pthread_mutex_unlock(&w->lock);

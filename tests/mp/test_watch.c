@@ -20,10 +20,10 @@
 
 struct watch_case {
   int nranks;
-  int skip_rank;     /* rank that never calls the second AllReduce (-1: none) */
-  size_t count[8];   /* count of the second AllReduce per rank */
-  const char* want;  /* words every rank's report must hold */
-  char* seen;        /* shared: nranks slots of SLOT bytes, the report each rank logged */
+  int skip_rank;    /* rank that never calls the second AllReduce (-1: none) */
+  size_t count[8];  /* count of the second AllReduce per rank */
+  const char* want; /* words every rank's report must hold */
+  char* seen;       /* shared: nranks slots of SLOT bytes, the report each rank logged */
   char logdir[64];
 };
 
