@@ -49,14 +49,15 @@ static inline size_t dev_ll_buffer_bytes(int nranks) {
 /* What every kernel of a comm shares with the host (gpu/engine.c). abort: a word of pinned host
  * memory mapped into the GPU; once the host sets it (ncclCommAbort, ncclCommRevoke, a dead peer)
  * every wait of every kernel of the comm gives up within DEV_ABORT_SPINS polls and the kernel
- * returns, its results undefined. done: a word of mapped host memory where the last block of a
- * launch to finish writes the launch's seq (operations up to seq are complete), so the host sees
- * progress without synchronising. finished: a device counter of the launch's finished blocks. */
+ * returns, its results undefined. ctr: counters in device memory, updated with fire-and-forget
+ * reductions (no round trip): blocks started, blocks finished, and the highest seq of a finished
+ * block; the host copies them now and then to see progress without synchronising (engine.c).
+ * Aborted blocks count as finished too, so the host knows when they are gone. */
+enum { DEV_CTR_STARTED, DEV_CTR_FINISHED, DEV_CTR_DONE_SEQ, DEV_CTR_WORDS };
 struct dev_ctl {
   const volatile uint32_t* abort;
-  volatile uint64_t* done;
-  unsigned int* finished;
-  uint64_t seq; /* the sequence number of the launch's last operation */
+  unsigned long long* ctr; /* DEV_CTR_WORDS */
+  uint64_t seq;            /* the sequence number of the launch's last operation */
 };
 #define DEV_ABORT_SPINS 1024 /* polls of a wait between two looks at the abort word */
 

@@ -74,6 +74,7 @@ __global__ void __launch_bounds__(DEV_LL_NTHREADS) oneshot_kernel(struct dev_one
     uint64_t u;
     T e[8 / sizeof(T)];
   };
+  block_started(&a.ctl);
   if (tid == 0) flag_s = a.seq[b] + 1;
   __syncthreads();
   const uint32_t flag = flag_s;
@@ -146,13 +147,9 @@ __global__ void __launch_bounds__(DEV_LL_NTHREADS) oneshot_kernel(struct dev_one
       st_bytes(out, i, bytes, acc.u);
     }
   }
-  __shared__ int any_aborted;
-  if (tid == 0) any_aborted = 0;
-  __syncthreads();
-  if (aborted) any_aborted = 1;
   __syncthreads();
   if (tid == 0) a.seq[b] = flag;
-  launch_done(&a.ctl, any_aborted != 0);
+  block_finished(&a.ctl);
 }
 
 #define ONESHOT_LAUNCH(T, OP)                                                                      \

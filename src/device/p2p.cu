@@ -26,6 +26,7 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 2) p2p_kernel(struct dev_p2p_arg
   __shared__ struct fifo_state cs;
   const struct dev_p2p_block bk = a.blocks[blockIdx.x];
   const int c = bk.ch, peer = bk.peer, tid = threadIdx.x;
+  block_started(&a.ctl);
   if (bk.kind == DEV_P2P_SELF) {
     for (int k = 0; k < bk.nops; k++) {
       const struct dev_p2p_op src = a.ops[bk.first + 2 * k], dst = a.ops[bk.first + 2 * k + 1];
@@ -36,7 +37,7 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 2) p2p_kernel(struct dev_p2p_arg
       move<uint8_t, RED_SUM>(NULL, (const uint8_t*)src.buf + lo, (uint8_t*)dst.buf + lo, NULL,
                              hi - lo, false, 0, 1);
     }
-    launch_done(&a.ctl, false);
+    block_finished(&a.ctl);
     return;
   }
   const bool is_send = bk.kind == DEV_P2P_SEND;
@@ -65,7 +66,7 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 2) p2p_kernel(struct dev_p2p_arg
       size_t len = hi - at < a.slot_bytes ? hi - at : a.slot_bytes;
       fifo_step<uint8_t, RED_SUM>(&cs, &rc, is_send ? VERB_SEND : VERB_RECV, (const uint8_t*)op.buf,
                                   (uint8_t*)op.buf, at, at, len, 0, 1);
-      if (cs.aborted) return;
+      if (cs.aborted) goto out;
     }
   }
   if (tid == 0) {
@@ -74,7 +75,8 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 2) p2p_kernel(struct dev_p2p_arg
     else
       steps[1] = cs.recvd;
   }
-  launch_done(&a.ctl, false);
+out:
+  block_finished(&a.ctl);
 }
 
 extern "C" cudaError_t dev_p2p_launch(const struct dev_p2p_args* a, cudaStream_t stream) {

@@ -165,15 +165,14 @@ __device__ static inline bool wait_aborted(const volatile uint32_t* abort, unsig
   return (++*spins % DEV_ABORT_SPINS) == 0 && *abort != 0;
 }
 
-/* The end of a launch: the last block to finish publishes the launch's seq to the host. Blocks
- * of an aborted launch do not. */
-__device__ static inline void launch_done(const struct dev_ctl* ctl, bool aborted) {
-  if (threadIdx.x != 0 || aborted) return;
-  /* No fence: the word only tells the host's watch that the launch ended, it orders no data. */
-  if (atomicAdd(ctl->finished, 1u) == gridDim.x - 1) {
-    *ctl->finished = 0;
-    *ctl->done = ctl->seq;
-  }
+/* A block's start and end for the host's progress counters (dev.h dev_ctl). */
+__device__ static inline void block_started(const struct dev_ctl* ctl) {
+  if (threadIdx.x == 0) atomicAdd(&ctl->ctr[DEV_CTR_STARTED], 1ull);
+}
+__device__ static inline void block_finished(const struct dev_ctl* ctl) {
+  if (threadIdx.x != 0) return;
+  atomicMax(&ctl->ctr[DEV_CTR_DONE_SEQ], (unsigned long long)ctl->seq);
+  atomicAdd(&ctl->ctr[DEV_CTR_FINISHED], 1ull);
 }
 
 struct fifo_state {

@@ -35,6 +35,7 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) ring_kernel(struct dev_ring_a
   rc.abort = a.ctl.abort;
   uint64_t* steps = a.steps + DEV_STEP_WORDS * c;
   T s = load_scalar<T>(a.device_scalar, a.scalar);
+  block_started(&a.ctl);
   if (tid == 0) {
     cs.sent = steps[0];
     cs.recvd = steps[1];
@@ -64,7 +65,7 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) ring_kernel(struct dev_ring_a
         size_t first = (size_t)sp.chunk * chunk, len = 0;
         if (first < block) len = block - first < chunk ? block - first : chunk;
         fifo_step<T, OP>(&cs, &rc, sp.verb, in, out, base + first, base + first, len, s, n);
-        if (cs.aborted) return;
+        if (cs.aborted) goto out;
       }
       base += block;
       continue;
@@ -74,14 +75,14 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) ring_kernel(struct dev_ring_a
       enum verb v = a.coll == DEV_BROADCAST ? ring_broadcast_verb(a.rank, n, a.root)
                                             : ring_reduce_verb(a.rank, n, a.root);
       fifo_step<T, OP>(&cs, &rc, v, in, out, base, base, len, s, n);
-      if (cs.aborted) return;
+      if (cs.aborted) goto out;
     } else if (a.coll == DEV_ALLGATHER) {
       int nsteps = ring_allgather_nsteps(n);
       for (int st = 0; st < nsteps; st++) {
         struct step sp = ring_allgather_step(a.rank, n, st);
         size_t o = n > 1 ? (size_t)sp.chunk * a.count + base : base;
         fifo_step<T, OP>(&cs, &rc, sp.verb, in, out, base, o, len, s, n);
-        if (cs.aborted) return;
+        if (cs.aborted) goto out;
       }
     } else {
       int nsteps = ring_reducescatter_nsteps(n);
@@ -89,7 +90,7 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) ring_kernel(struct dev_ring_a
         struct step sp = ring_reducescatter_step(a.rank, n, st);
         size_t i = n > 1 ? (size_t)sp.chunk * a.count + base : base;
         fifo_step<T, OP>(&cs, &rc, sp.verb, in, out, i, base, len, s, n);
-        if (cs.aborted) return;
+        if (cs.aborted) goto out;
       }
     }
     base += len;
@@ -99,7 +100,8 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) ring_kernel(struct dev_ring_a
     steps[1] = cs.recvd;
     steps[2] = cs.head_seen;
   }
-  launch_done(&a.ctl, false);
+out:
+  block_finished(&a.ctl);
 }
 
 #define RING_LAUNCH(T, OP)                                                                         \

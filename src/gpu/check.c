@@ -43,8 +43,12 @@ static ncclResult_t check_stream(struct ncclComm* comm, struct gpu_comm* g, cuda
   /* The legacy and per-thread default streams belong to the current device. */
   if (s == NULL || s == cudaStreamLegacy || s == cudaStreamPerThread || s == g->good_stream)
     return ncclSuccess;
+  /* A stream being captured may not be asked for its device (that would end the capture). */
+  enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+  cudaError_t e = cudaStreamIsCapturing(s, &cs);
+  if (e == cudaSuccess && cs != cudaStreamCaptureStatusNone) return ncclSuccess;
   int dev = -1;
-  cudaError_t e = cudaStreamGetDevice(s, &dev);
+  if (e == cudaSuccess) e = cudaStreamGetDevice(s, &dev);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     WARN("%s: stream %p is not a valid CUDA stream (%s)", fn, (void*)s, cudaGetErrorString(e));

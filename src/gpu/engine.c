@@ -92,13 +92,15 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
     /* One rank: messages to itself only, and no FIFO; still a valid (unused) address. */
     g->p2p_ok = 1;
   }
-  CUDACHECK(cudaHostAlloc((void**)&g->ctl_host, 128, cudaHostAllocMapped | cudaHostAllocPortable));
-  memset(g->ctl_host, 0, 128);
-  void* ctl_dev = NULL;
-  CUDACHECK(cudaHostGetDevicePointer(&ctl_dev, g->ctl_host, 0));
-  g->ctl.abort = (const volatile uint32_t*)ctl_dev;
-  g->ctl.done = (volatile uint64_t*)((char*)ctl_dev + GPU_CTL_DONE);
-  NCCLCHECK(dev_zalloc(g, (void**)&g->ctl.finished, sizeof(unsigned int)));
+  CUDACHECK(cudaHostAlloc((void**)&g->ctl_host, 64, cudaHostAllocMapped | cudaHostAllocPortable));
+  memset(g->ctl_host, 0, 64);
+  void* abort_dev = NULL;
+  CUDACHECK(cudaHostGetDevicePointer(&abort_dev, g->ctl_host, 0));
+  g->ctl.abort = (const volatile uint32_t*)abort_dev;
+  NCCLCHECK(dev_zalloc(g, (void**)&g->ctl.ctr, sizeof(unsigned long long) * DEV_CTR_WORDS));
+  CUDACHECK(cudaMallocHost((void**)&g->ctr_host, sizeof(unsigned long long) * DEV_CTR_WORDS));
+  memset(g->ctr_host, 0, sizeof(unsigned long long) * DEV_CTR_WORDS);
+  CUDACHECK(cudaStreamCreateWithFlags(&g->ctl_stream, cudaStreamNonBlocking));
   CUDACHECK(cudaEventCreateWithFlags(&g->join_ev, cudaEventDisableTiming));
   CUDACHECK(cudaEventCreateWithFlags(&g->order_ev, cudaEventDisableTiming));
   CUDACHECK(cudaDeviceSynchronize());
@@ -188,7 +190,7 @@ static ncclResult_t launch_oneshot(struct ncclComm* comm, struct gpu_comm* g, st
   memcpy(a.scalar, t->op.scalar, sizeof a.scalar);
   a.device_scalar = t->op.device_scalar;
   a.seq = g->ll_seq;
-  a.ctl = gpu_ctl(g, t->seq, t->seq);
+  a.ctl = gpu_ctl(g, t->seq, t->seq, t->stream);
   memcpy(a.peer_ll, g->peer_ll, sizeof a.peer_ll);
   return launched(comm, t, dev_oneshot_launch(&a, t->stream));
 }
@@ -240,7 +242,7 @@ static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struc
   a.slot_bytes = g->slot_bytes;
   a.steps = g->steps;
   a.sysmem = g->host_fifos;
-  a.ctl = gpu_ctl(g, t->seq, t->seq);
+  a.ctl = gpu_ctl(g, t->seq, t->seq, t->stream);
   for (int c = 0; c < a.nchannels && n > 1; c++) {
     a.ch[c].recv_fifo = g->fifo_mem.ptr + (size_t)c * g->fifo_bytes;
     a.ch[c].send_fifo = g->next_fifo + (size_t)c * g->fifo_bytes;
@@ -333,11 +335,35 @@ static ncclResult_t gpu_run(struct ncclComm* comm, struct task* tasks, int ntask
   return res;
 }
 
-struct dev_ctl gpu_ctl(struct gpu_comm* g, uint64_t done_seq, uint64_t issued_seq) {
+struct dev_ctl gpu_ctl(struct gpu_comm* g, uint64_t done_seq, uint64_t issued_seq, cudaStream_t s) {
   struct dev_ctl c = g->ctl;
   c.seq = done_seq;
-  __atomic_store_n(&g->launched, issued_seq, __ATOMIC_RELEASE);
+  enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(s, &cs) != cudaSuccess) (void)cudaGetLastError();
+  if (cs == cudaStreamCaptureStatusNone)
+    __atomic_store_n(&g->eager_seq, issued_seq, __ATOMIC_RELEASE);
   return c;
+}
+
+/* Refreshes ctr_seen from the device counters: takes the copy in flight if it is complete and
+ * starts the next one on ctl_stream (which waits for no kernel). wait: until a fresh copy is in.
+ * The caller's current device is the comm's. */
+static void poll_counters(struct gpu_comm* g, int wait) {
+  size_t bytes = sizeof(unsigned long long) * DEV_CTR_WORDS;
+  for (int round = 0; round < 1 + wait; round++) {
+    if (g->ctr_copying) {
+      cudaError_t e = wait ? cudaStreamSynchronize(g->ctl_stream) : cudaStreamQuery(g->ctl_stream);
+      if (e == cudaErrorNotReady) return;
+      (void)cudaGetLastError();
+      g->ctr_copying = 0;
+      if (e == cudaSuccess) memcpy(g->ctr_seen, g->ctr_host, bytes);
+    }
+    if (cudaMemcpyAsync(g->ctr_host, g->ctl.ctr, bytes, cudaMemcpyDeviceToHost, g->ctl_stream) ==
+        cudaSuccess)
+      g->ctr_copying = 1;
+    else
+      (void)cudaGetLastError();
+  }
 }
 
 /* The abort word: every wait of the comm's kernels, running or queued, gives up (dev.h). Any
@@ -348,35 +374,43 @@ static void gpu_abort(struct ncclComm* comm) {
   __atomic_store_n((uint32_t*)g->ctl_host, 1, __ATOMIC_RELEASE);
 }
 
+/* Pending: an eager launch not reported done, or a block running (a graph replay too). */
+static void progress_seen(struct gpu_comm* g, uint64_t* issued, uint64_t* done) {
+  uint64_t eager = __atomic_load_n(&g->eager_seq, __ATOMIC_ACQUIRE);
+  uint64_t d = g->ctr_seen[DEV_CTR_DONE_SEQ];
+  int running = g->ctr_seen[DEV_CTR_STARTED] > g->ctr_seen[DEV_CTR_FINISHED];
+  *done = d;
+  *issued = eager > d ? eager : running ? d + 1 : d;
+}
+
+/* The watch thread's view of the comm's progress (at most one copy behind). */
 static void gpu_progress(struct ncclComm* comm, uint64_t* issued, uint64_t* done) {
   struct gpu_comm* g = comm->engine_state;
   *issued = *done = 0;
-  if (g == NULL || g->ctl_host == NULL) return;
-  *issued = __atomic_load_n(&g->launched, __ATOMIC_ACQUIRE);
-  *done = __atomic_load_n((uint64_t*)(g->ctl_host + GPU_CTL_DONE), __ATOMIC_ACQUIRE);
+  if (g == NULL || g->ctl_stream == NULL || cudaSetDevice(comm->cuda_dev) != cudaSuccess) return;
+  poll_counters(g, 0);
+  progress_seen(g, issued, done);
 }
 
-/* Waits until the comm's kernels are over: unbounded for a healthy comm; for an aborted or
- * failed one (whose kernels leave their waits) at most GPU_DRAIN_S, so that abort returns even
- * when something else holds the stream. Returns 1 if they are over. Only the comm's own stream
- * is waited for, never the whole device (other comms may be stuck). */
+/* Waits until the comm's kernels are over (the last eager launch reported done and no block
+ * runs): unbounded for a healthy comm; for an aborted or failed one (whose kernels leave their
+ * waits) at most GPU_DRAIN_S, so that abort returns even if something else holds its stream.
+ * Only the comm's own counters are watched, never the device or a user stream (other comms may
+ * be stuck; the user may have destroyed the stream). Returns 1 if they are over. */
 #define GPU_DRAIN_S 1.5
 static int drain(struct ncclComm* comm, struct gpu_comm* g) {
-  if (!g->has_last) return 1;
-  if (cudaEventRecord(g->order_ev, g->last_stream) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
+  if (g->ctl_stream == NULL) return 1;
   int bounded = comm_aborted(comm) || __atomic_load_n(&comm->failed, __ATOMIC_ACQUIRE);
-  if (!bounded) return cudaEventSynchronize(g->order_ev) == cudaSuccess;
   struct timespec t0, t;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   for (;;) {
-    cudaError_t e = cudaEventQuery(g->order_ev);
-    if (e == cudaSuccess) return 1;
-    if (e != cudaErrorNotReady) return 0;
+    uint64_t issued = 0, done = 0;
+    poll_counters(g, 1);
+    progress_seen(g, &issued, &done);
+    if (done >= issued) return 1;
     clock_gettime(CLOCK_MONOTONIC, &t);
-    if ((double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec) > GPU_DRAIN_S)
+    if (bounded &&
+        (double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec) > GPU_DRAIN_S)
       return 0;
     sched_yield();
   }
@@ -406,9 +440,11 @@ static void gpu_comm_free(struct ncclComm* comm) {
       if (g->steps) (void)cudaFree(g->steps);
       if (g->ll_seq) (void)cudaFree(g->ll_seq);
       if (g->p2p_steps) (void)cudaFree(g->p2p_steps);
-      if (g->ctl.finished) (void)cudaFree(g->ctl.finished);
+      if (g->ctl.ctr) (void)cudaFree(g->ctl.ctr);
       if (g->ctl_host) (void)cudaFreeHost(g->ctl_host);
+      if (g->ctr_host) (void)cudaFreeHost(g->ctr_host);
     }
+    if (g->ctl_stream) (void)cudaStreamDestroy(g->ctl_stream);
     if (g->join_ev) (void)cudaEventDestroy(g->join_ev);
     if (g->order_ev) (void)cudaEventDestroy(g->order_ev);
     (void)cudaGetLastError();

@@ -71,11 +71,17 @@ struct gpu_comm {
   int has_last;
   struct dev_p2p_args p2p_args;  /* host scratch: one launch's arguments */
   struct dev_p2p_args p2p_args2; /* ... and the next one's */
-  /* Abort and progress (dev.h dev_ctl): ctl_host is pinned host memory mapped into the GPU,
-   * the abort word at 0 and the done word at GPU_CTL_DONE; ctl holds their device addresses. */
-  char* ctl_host;
+  /* Abort and progress (dev.h dev_ctl): ctl_host is pinned host memory mapped into the GPU
+   * holding the abort word; ctl holds its device address and the device counters. ctr_host
+   * receives copies of the counters on ctl_stream (engine.c poll_counters); ctr_seen is the
+   * last complete copy. eager_seq: seq of the last kernel launched outside stream capture. */
+  uint32_t* ctl_host;
   struct dev_ctl ctl;
-  uint64_t launched; /* atomic: seq of the comm's last kernel launch */
+  cudaStream_t ctl_stream;
+  unsigned long long* ctr_host;
+  unsigned long long ctr_seen[DEV_CTR_WORDS];
+  int ctr_copying;
+  uint64_t eager_seq; /* atomic */
   /* check.c: pointers and the stream that passed the checks lately */
 #define GPU_GOOD_PTRS 4
   const void* good_ptrs[GPU_GOOD_PTRS];
@@ -101,11 +107,9 @@ void gpu_disconnect(struct gpu_comm* g);
 /* p2p.c: run the messages of Send/Recv/AlltoAll(v)/Gather/Scatter tasks together. */
 int gpu_p2p_channels(int nchannels_max);
 ncclResult_t gpu_p2p_run(struct ncclComm* comm, struct task* const* tasks, int ntasks);
-#define GPU_CTL_DONE 64
-
-/* engine.c: the dev_ctl of a launch that reports done_seq done when it finishes; operations up
- * to issued_seq count as launched. */
-struct dev_ctl gpu_ctl(struct gpu_comm* g, uint64_t done_seq, uint64_t issued_seq);
+/* engine.c: the dev_ctl of a launch on stream s that reports done_seq done when it finishes;
+ * outside stream capture, operations up to issued_seq count as launched. */
+struct dev_ctl gpu_ctl(struct gpu_comm* g, uint64_t done_seq, uint64_t issued_seq, cudaStream_t s);
 /* check.c: the engine's check_task. */
 ncclResult_t gpu_check_task(struct ncclComm* comm, const struct task* t, const char* fn);
 /* engine.c: make stream s wait for the comm's previous kernel when that ran on another stream. */

@@ -161,7 +161,7 @@ static void args_init(struct gpu_comm* g, struct ncclComm* comm, struct dev_p2p_
 static ncclResult_t launch(struct ncclComm* comm, const struct task* t, uint64_t done_seq,
                            uint64_t issued_seq, struct dev_p2p_args* a, cudaStream_t stream) {
   if (a->nblocks == 0) return ncclSuccess;
-  a->ctl = gpu_ctl(comm->engine_state, done_seq, issued_seq);
+  a->ctl = gpu_ctl(comm->engine_state, done_seq, issued_seq, stream);
   cudaError_t e = dev_p2p_launch(a, stream);
   if (e == cudaSuccess) return ncclSuccess;
   WARN("%s #%llu on rank %d: the point-to-point kernel launch failed: %s", coll_name(t->coll),

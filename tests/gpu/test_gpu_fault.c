@@ -97,9 +97,9 @@ static int kill_rank(int rank, int nranks, ncclUniqueId id, void* arg) {
   for (int iter = 0;; iter++) {
     if (rank == 1 && iter == 5) raise(SIGKILL);
     if (rank == 0 && iter == 5) t_kill = now(); /* rank 1 dies about now */
-    ncclResult_t res = exec ? (cudaGraphLaunch(exec, st) == cudaSuccess ? ncclSuccess
-                                                                        : ncclUnhandledCudaError)
-                            : run_op(mode_op, comm, rank, s, r, st);
+    ncclResult_t res =
+        exec ? (cudaGraphLaunch(exec, st) == cudaSuccess ? ncclSuccess : ncclUnhandledCudaError)
+             : run_op(mode_op, comm, rank, s, r, st);
     ncclResult_t async = ncclSuccess;
     while (res == ncclSuccess || res == ncclInProgress) { /* the watchdog's poll */
       ncclCommGetAsyncError(comm, &async);
@@ -126,8 +126,8 @@ static int kill_rank(int rank, int nranks, ncclUniqueId id, void* arg) {
     }
     double t_drain = now() - d0;
     int ok = (res == ncclRemoteError || async == ncclRemoteError) && t_err < 10 &&
-             strstr(msg, "rank 1") != NULL && ab == ncclSuccess && t_abort < 2 && q == cudaSuccess &&
-             t_drain < 1;
+             strstr(msg, "rank 1") != NULL && ab == ncclSuccess && t_abort < 2 &&
+             q == cudaSuccess && t_drain < 1;
     printf("%s kill %s: error %d/%d %.2f s after the kill, abort %.3f s, stream drained in %.3f s "
            "(%s): %s\n",
            ok ? "PASS" : "FAIL", mode_op, (int)res, (int)async, t_err, t_abort, t_drain,
@@ -258,12 +258,12 @@ static int badinput_case(void) {
   int fails = 0;
   fails += expect("host pointer", ncclAllReduce(host, d0, 1024, ncclFloat, ncclSum, comms[0], s0),
                   ncclInvalidArgument, "is host memory that CUDA does not know");
-  fails += expect("buffer of another GPU",
-                  ncclAllReduce(d0, d1, 1024, ncclFloat, ncclSum, comms[0], s0),
-                  ncclInvalidArgument, "is memory of GPU 1");
-  fails += expect("stream of another GPU",
-                  ncclAllReduce(d0, d0, 1024, ncclFloat, ncclSum, comms[0], s1),
-                  ncclInvalidArgument, "belongs to GPU 1");
+  fails +=
+      expect("buffer of another GPU", ncclAllReduce(d0, d1, 1024, ncclFloat, ncclSum, comms[0], s0),
+             ncclInvalidArgument, "is memory of GPU 1");
+  fails +=
+      expect("stream of another GPU", ncclAllReduce(d0, d0, 1024, ncclFloat, ncclSum, comms[0], s1),
+             ncclInvalidArgument, "belongs to GPU 1");
   fails += expect("NULL comm", ncclAllReduce(d0, d0, 1024, ncclFloat, ncclSum, NULL, s0),
                   ncclInvalidArgument, "comm is NULL");
   NK(ncclCommAbort(comms[0]));
@@ -277,6 +277,7 @@ static int badinput_case(void) {
 }
 
 int main(int argc, char** argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0); /* ranks end with _exit: every line must be out by then */
   setenv("NCCL_NVLS_ENABLE", "0", 1);
   const char* mode = argc > 1 ? argv[1] : "";
   mode_op = argc > 2 ? argv[2] : "allreduce";
