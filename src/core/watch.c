@@ -332,6 +332,11 @@ static void check_pids(struct watch* w) {
 static void service(struct watch* w, double now) {
   if (comm_aborted(w->comm)) return;
   for (int dir = 0; dir < 2; dir++) service_link(w, dir, now);
+  /* A peer died while nothing waited: fail once something does (a kernel that started after the
+   * news, a graph replay the enqueue path never sees). */
+  if (__atomic_load_n(&w->dead, __ATOMIC_ACQUIRE) &&
+      !__atomic_load_n(&w->comm->failed, __ATOMIC_ACQUIRE))
+    fail_if_pending(w);
   if (now - w->beat_sent >= WATCH_BEAT_S) {
     w->beat_sent = now;
     for (int dir = 0; dir < 2; dir++)

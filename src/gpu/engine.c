@@ -374,13 +374,16 @@ static void gpu_abort(struct ncclComm* comm) {
   __atomic_store_n((uint32_t*)g->ctl_host, 1, __ATOMIC_RELEASE);
 }
 
-/* Pending: an eager launch not reported done, or a block running (a graph replay too). */
+/* Pending: an eager launch not reported done, or a block running (a graph replay too): then
+ * done < issued. */
 static void progress_seen(struct gpu_comm* g, uint64_t* issued, uint64_t* done) {
   uint64_t eager = __atomic_load_n(&g->eager_seq, __ATOMIC_ACQUIRE);
   uint64_t d = g->ctr_seen[DEV_CTR_DONE_SEQ];
   int running = g->ctr_seen[DEV_CTR_STARTED] > g->ctr_seen[DEV_CTR_FINISHED];
-  *done = d;
-  *issued = eager > d ? eager : running ? d + 1 : d;
+  /* done_seq is the highest seq a block finished: while blocks run, the operation at that seq
+   * (or an earlier eager one) may still be unfinished. */
+  *issued = eager > d ? eager : d;
+  *done = running ? (eager < d ? eager : d) - 1 : d;
 }
 
 /* The watch thread's view of the comm's progress (at most one copy behind). */
