@@ -17,8 +17,8 @@
 #define TAG_CONN            0x434f4e00 /* + 0: descriptor, + 1: ack */
 #define ONESHOT_EAGER_RANKS 8          /* see run_task */
 
-/* Shared memory within a host unless NCCL_SHM_DISABLE=1; TCP otherwise (its progress thread
- * is held by the comm until cpu_comm_free). */
+/* Shared memory within a host unless NCCL_SHM_DISABLE=1; the network otherwise (net_link: TCP or a
+ * net plugin) (its progress thread is held by the comm until cpu_comm_free). */
 static const struct transport* pick_transport(const struct ncclComm* comm, int peer) {
   const struct peer_info *me = &comm->peers[comm->rank], *p = &comm->peers[peer];
   if (param_int(PARAM_SHM_DISABLE) != 1 && shm_transport.can_connect(me, p)) return &shm_transport;

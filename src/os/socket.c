@@ -155,36 +155,46 @@ static int usable(const struct ifaddrs* ifa, int family) {
   return 1;
 }
 
-ncclResult_t sock_iface_find(union sock_addr* out, char* ifname, size_t ifname_len) {
+/* 1 if an earlier entry of the list already named this interface. */
+static int listed(const struct ifaddrs* list, const struct ifaddrs* ifa, int family) {
+  for (const struct ifaddrs* p = list; p != ifa; p = p->ifa_next)
+    if (usable(p, family) && strcmp(p->ifa_name, ifa->ifa_name) == 0) return 1;
+  return 0;
+}
+
+int sock_iface_list(union sock_addr* addrs, char (*names)[SOCK_IFNAME_LEN], int max) {
   struct ifaddrs* list = NULL;
-  const struct ifaddrs* pick = NULL;
   const char* spec = param_str(PARAM_SOCKET_IFNAME);
-  int family = family_wanted();
-  SYSCHECK(getifaddrs(&list), "getifaddrs");
-  for (int pass = 0; pass < 2 && pick == NULL; pass++) {
-    for (const struct ifaddrs* ifa = list; ifa != NULL && pick == NULL; ifa = ifa->ifa_next) {
-      if (!usable(ifa, family)) continue;
+  int family = family_wanted(), n = 0;
+  if (getifaddrs(&list) != 0) return 0;
+  for (int pass = 0; pass < 2 && n == 0; pass++) {
+    for (const struct ifaddrs* ifa = list; ifa != NULL && n < max; ifa = ifa->ifa_next) {
+      if (!usable(ifa, family) || listed(list, ifa, family)) continue;
       int loop = (ifa->ifa_flags & IFF_LOOPBACK) != 0;
-      if (spec[0] != '\0') {
-        if (sock_ifname_match(spec, ifa->ifa_name)) pick = ifa;
-      } else if (pass == 0 ? !loop : loop) {
-        pick = ifa; /* pass 0: first non-loopback; pass 1: loopback */
-      }
+      if (spec[0] != '\0' ? !sock_ifname_match(spec, ifa->ifa_name) || pass == 1
+                          : (pass == 0 ? loop : !loop))
+        continue; /* pass 0: the interfaces asked for, or every non-loopback; pass 1: loopback */
+      memset(&addrs[n], 0, sizeof addrs[n]);
+      memcpy(&addrs[n], ifa->ifa_addr,
+             ifa->ifa_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                                  : sizeof(struct sockaddr_in));
+      if (names != NULL) snprintf(names[n], SOCK_IFNAME_LEN, "%s", ifa->ifa_name);
+      n++;
     }
   }
-  if (pick == NULL) {
-    freeifaddrs(list);
+  freeifaddrs(list);
+  return n;
+}
+
+ncclResult_t sock_iface_find(union sock_addr* out, char* ifname, size_t ifname_len) {
+  char name[1][SOCK_IFNAME_LEN];
+  if (sock_iface_list(out, name, 1) == 0) {
     WARN("no usable network interface matches NCCL_SOCKET_IFNAME=\"%s\" NCCL_SOCKET_FAMILY=\"%s\"; "
          "set them to an interface that is up",
-         spec, param_str(PARAM_SOCKET_FAMILY));
+         param_str(PARAM_SOCKET_IFNAME), param_str(PARAM_SOCKET_FAMILY));
     return ncclSystemError;
   }
-  memset(out, 0, sizeof(*out));
-  memcpy(out, pick->ifa_addr,
-         pick->ifa_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-                                               : sizeof(struct sockaddr_in));
-  if (ifname != NULL && ifname_len > 0) snprintf(ifname, ifname_len, "%s", pick->ifa_name);
-  freeifaddrs(list);
+  if (ifname != NULL && ifname_len > 0) snprintf(ifname, ifname_len, "%s", name[0]);
   return ncclSuccess;
 }
 
@@ -208,6 +218,21 @@ ncclResult_t sock_listen_open(union sock_addr* addr, int* fd) {
 out:
   sock_close(&s);
   return res;
+}
+
+int sock_nonblock(int fd) {
+  int flags = fcntl(fd, F_GETFL);
+  return flags < 0 ? -1 : fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+}
+
+void sock_keepalive(int fd) {
+  int on = 1, idle = 10, intvl = 2, cnt = 3;
+  unsigned user_ms = 20000;
+  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms, sizeof user_ms);
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
 }
 
 static void tune(int s) {

@@ -29,6 +29,7 @@ enum sock_err {
 };
 
 #define SOCK_ADDR_STRLEN 64
+#define SOCK_IFNAME_LEN  16
 
 /* Monotonic clock in seconds. */
 double sock_time_now(void);
@@ -42,6 +43,9 @@ ncclResult_t sock_addr_parse(const char* str, union sock_addr* out);
 /* Pick the address to listen on: NCCL_SOCKET_IFNAME (prefix list, '^' excludes, '=' exact),
  * NCCL_SOCKET_FAMILY; default the first non-loopback up interface, else loopback. Port 0. */
 ncclResult_t sock_iface_find(union sock_addr* out, char* ifname, size_t ifname_len);
+/* Every usable interface in that order, one address each (the first of the family asked for):
+ * at most `max` into addrs (and names, if not NULL). Returns how many; 0 when none is up. */
+int sock_iface_list(union sock_addr* addrs, char (*names)[SOCK_IFNAME_LEN], int max);
 /* 1 if `name` is selected by the NCCL_SOCKET_IFNAME-style `spec` (exposed for tests). */
 int sock_ifname_match(const char* spec, const char* name);
 
@@ -58,6 +62,11 @@ ncclResult_t sock_send_all(int fd, const void* buf, size_t n, double deadline,
                            const volatile int* abort, enum sock_err* err);
 ncclResult_t sock_recv_all(int fd, void* buf, size_t n, double deadline, const volatile int* abort,
                            enum sock_err* err);
+/* O_NONBLOCK on; -1 with errno on failure. */
+int sock_nonblock(int fd);
+/* A host that vanishes sends no FIN: keepalive probes find it when the connection is idle
+ * (about 16 s), the TCP user timeout when sent data stays unacknowledged (20 s). */
+void sock_keepalive(int fd);
 /* A sentence fragment for an error: "the peer closed the connection", ... */
 const char* sock_err_str(enum sock_err e);
 void sock_close(int* fd);

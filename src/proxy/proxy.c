@@ -1,5 +1,5 @@
-/* The host progress thread: see proxy.h. It passes over the live TCP links without sleeping
- * while data moves, yields for a while when nothing did, then sleeps on the sockets 1 ms at a
+/* The host progress thread: see proxy.h. It passes over the live network links without sleeping
+ * while data moves, yields for a while when nothing did, then sleeps in net_link_wait 1 ms at a
  * time (a local counter moved by an executor is noticed at the next pass). */
 #include "proxy/proxy.h"
 #include <pthread.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/check.h"
-#include "transport/net_socket.h"
+#include "transport/net_link.h"
 
 #define IDLE_YIELDS 64 /* passes that yield before the thread sleeps on the sockets */
 
@@ -21,12 +21,12 @@ static void* proxy_main(void* arg) {
   (void)arg;
   int idle = 0;
   while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
-    if (net_socket_progress()) {
+    if (net_link_progress()) {
       idle = 0;
     } else if (++idle < IDLE_YIELDS) {
       sched_yield();
     } else {
-      net_socket_wait(1);
+      net_link_wait(1);
     }
   }
   return NULL;
@@ -37,7 +37,7 @@ static void after_fork_child(void) {
   pthread_mutex_init(&lock, NULL);
   holders = NULL, nholders = cap = 0; /* the parent's array stays with the parent */
   running = 0;
-  net_socket_forget();
+  net_link_forget();
 }
 
 static void register_fork_handler(void) {

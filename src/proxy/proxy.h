@@ -1,7 +1,7 @@
-/* The host progress thread. One per process, shared by every communicator that has a TCP
- * (net_socket) connection: it moves slots and credits between the local FIFOs and the sockets
- * so that the engines wait on local memory only. A communicator takes the thread with
- * proxy_acquire() before its first TCP connection and gives it back with proxy_release() after
+/* The host progress thread. One per process, shared by every communicator that has a network
+ * (net_socket) connection: it moves slots between the local FIFOs and the network so that the
+ * engines wait on local memory only. A communicator takes the thread with
+ * proxy_acquire() before its first network connection and gives it back with proxy_release() after
  * freeing its connections; the thread stops when no communicator holds it.
  * Who may call: the engines (cpu/, gpu/). */
 #ifndef MONEL_PROXY_PROXY_H

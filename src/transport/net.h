@@ -64,7 +64,11 @@ struct net {
  * *dev is the device to use (0 unless the network reports several). */
 ncclResult_t net_get(const struct net** out, int* dev);
 
-/* The built-in TCP implementation (net_tcp.c). */
+/* The built-in TCP implementation (net_tcp.c, net_tcp_io.c). */
 extern const struct net net_tcp;
+/* For a progress thread using net_tcp: sleep until one of its comms may progress (a control
+ * socket with a request waiting is ready, or a helper thread finished a piece), at most `ms`
+ * milliseconds. Several threads may wait at once. */
+void net_tcp_wait(int ms);
 
 #endif

@@ -5,8 +5,8 @@
  * receiver polls the cell and takes a small message with a single cache line from the sender,
  * and a larger one from the lines right after it; the sender writes `tail` after the cell
  * (waiters sleep on `tail`). Memory: the fifo_ctrl (FIFO_CTRL_BYTES), then the slots.
- * With shm the receiver owns the FIFO memory and the sender maps it; with net_socket each side
- * has a FIFO of its own and the proxy thread copies slots (and head credits back) over TCP, so
+ * With shm the receiver owns the FIFO memory and the sender maps it; with the net transport each
+ * side has a FIFO of its own and the proxy thread moves slots through the network (net.h), so
  * the engines see the same FIFO either way. Counters only grow (mod 2^32).
  *
  * Setup, for the pair (sender S -> receiver R), both sides taking part:
@@ -22,13 +22,13 @@
 
 #define FIFO_MAX_SLOTS    64
 #define FIFO_SIZE_BYTES   ((((uint64_t)1) << 48) - 1) /* the byte count in a cell's bytes word */
-#define CONN_DESC_BYTES   128
+#define CONN_DESC_BYTES   256
 #define FIFO_INLINE_BYTES 48 /* a slot of at most this many bytes travels in its cell */
 #define FIFO_CELL_BYTES   64
 
 struct fifo_cell {
   _Alignas(64) uint32_t seq; /* slot number + 1 once the slot is filled (written last) */
-  uint32_t unused;
+  uint32_t kind;  /* the net transport keeps a message type here; engines leave it alone */
   uint64_t bytes; /* bytes in the slot; bits above FIFO_SIZE_BYTES are flags of the engine that
                    * transports pass through */
   unsigned char data[FIFO_INLINE_BYTES]; /* the bytes, when they fit */
@@ -110,8 +110,9 @@ struct transport {
 };
 
 extern const struct transport shm_transport;
-/* TCP: each side keeps its FIFO in local memory; the proxy thread (proxy/) moves filled slots
- * and credits between them through transport/net_socket.h. */
+/* Between hosts: each side keeps its FIFO in local memory; the proxy thread (proxy/) moves
+ * filled slots between them through the network of net.h (net_link.h). Its name, as logs show
+ * it, is "net_socket/" and the network's name ("net_socket/Socket" for the built-in TCP one). */
 extern const struct transport net_socket_transport;
 
 #endif

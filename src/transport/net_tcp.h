@@ -1,0 +1,149 @@
+/* The built-in TCP network's private parts, shared by net_tcp.c (devices, listen/connect/accept,
+ * close) and net_tcp_io.c (registration, isend/irecv/test, helper threads, wait).
+ *
+ * A comm is one control socket plus D = NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD data
+ * sockets, all to the same peer. Every message starts with a header on the control socket
+ * {tag, check word, size}; a message of at most TCP_INLINE_MAX bytes follows its header there. A
+ * larger one is cut into at most D pieces of at least TCP_CHUNK_MIN bytes that go, one each, over
+ * consecutive data sockets (after the socket the previous large message ended on); both sides
+ * compute the same cut from the size in the header, so pieces carry no header. Each data socket
+ * keeps its pieces in message order, so a receiver reads a socket only once it matched the
+ * message of its next piece. Helper threads (D / NCCL_NSOCKS_PERTHREAD of them, started at the
+ * comm's first large message) move the pieces; the caller's thread moves control bytes inside
+ * isend/irecv/test. Who may include: net_tcp*.c only. */
+#ifndef MONEL_TRANSPORT_NET_TCP_H
+#define MONEL_TRANSPORT_NET_TCP_H
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "os/socket.h"
+#include "transport/net.h"
+
+#define TCP_MAGIC      0x6d746370u /* "mtcp": handles and socket hellos */
+#define TCP_MSG_CHECK  0x6d6d7367u /* "mmsg": in every message header */
+#define TCP_MAX_SOCKS  64          /* data sockets per comm (threads x sockets per thread) */
+#define TCP_MAX_RECVS  8           /* buffers one irecv may group */
+#define TCP_INLINE_MAX (64 * 1024) /* messages up to this size travel on the control socket */
+#define TCP_CHUNK_MIN  (64 * 1024) /* smallest piece of a message cut over data sockets */
+#define TCP_QUEUE      (NET_MAX_REQUESTS * TCP_MAX_RECVS) /* pieces waiting per data socket */
+#define TCP_MAX_DEVS   16
+
+/* What listen() writes into the NET_HANDLE_BYTES handle. */
+struct tcp_handle {
+  uint32_t magic;
+  uint16_t nthreads, nsocks; /* the listener's choice; the connector follows it */
+  uint64_t token;            /* a connection presenting another token is dropped */
+  union sock_addr addr;
+  struct tcp_connecting* stage; /* the connector's progress between its calls (NULL at first) */
+};
+_Static_assert(sizeof(struct tcp_handle) <= NET_HANDLE_BYTES, "TCP handle too large");
+
+/* The first bytes on every socket of a comm, connector -> listener. */
+struct tcp_hello {
+  uint32_t magic;
+  uint32_t index; /* 0: control socket; 1..D: data sockets */
+  uint64_t token;
+  uint64_t conn_id; /* groups the sockets of one connection */
+  uint16_t nthreads, nsocks;
+  uint32_t pad;
+};
+
+struct tcp_msg_hdr {
+  int32_t tag;
+  uint32_t check;
+  uint64_t size;
+};
+
+struct tcp_req;
+
+struct tcp_piece {
+  char* ptr;
+  size_t len;
+  struct tcp_req* req;
+};
+
+struct tcp_sock {
+  int fd;
+  uint32_t head, tail; /* the queue of pieces, under the helper's lock */
+  struct tcp_piece q[TCP_QUEUE];
+};
+
+struct tcp_helper {
+  pthread_t thread;
+  struct tcp_comm* comm;
+  int first, count; /* its data sockets */
+  int wake_fd;      /* eventfd: new pieces, or stop */
+  int stop;
+  pthread_mutex_t lock;
+};
+
+struct tcp_buf {
+  char* data;
+  size_t size; /* send: the size; receive: the most it takes */
+  size_t got;  /* receive: the size of the message matched to it */
+  int tag;
+  int matched;
+};
+
+struct tcp_req {
+  struct tcp_comm* comm;
+  void* handle;
+  int used;
+  int n;         /* buffers (1 for a send) */
+  int nmatched;  /* receive: buffers matched to a message so far */
+  int ctrl_done; /* send: header (and inline bytes) written; receive: all matched and inline read */
+  int pending;   /* pieces not moved yet (atomic: helper threads decrement) */
+  uint64_t seq;  /* position among the comm's requests */
+  struct tcp_buf b[TCP_MAX_RECVS];
+};
+
+/* An object net_tcp_wait polls: its fd with the events its owner wants (atomic; 0: none). */
+struct tcp_poll {
+  struct tcp_poll* next;
+  int fd;
+  int events;
+};
+
+struct tcp_comm {
+  int is_send;
+  void* handle;
+  struct tcp_poll poll; /* the control socket */
+  int ctrl;
+  int ndata, nthreads, nsocks;
+  struct tcp_sock* socks;     /* ndata */
+  struct tcp_helper* helpers; /* nthreads, started on the first large message */
+  int helpers_started;
+  struct tcp_req reqs[NET_MAX_REQUESTS];
+  int inflight;
+  uint64_t posted;   /* requests posted so far (the next one's seq) */
+  uint64_t ctrl_seq; /* the request whose message the control socket moves now */
+  uint32_t next_sock;
+  /* The control stream's current message. */
+  struct tcp_msg_hdr hdr;
+  size_t off;         /* bytes of header + inline payload moved */
+  struct tcp_buf* in; /* receive: the buffer the message was matched to */
+  int err;            /* atomic: a sock_err (or -1: a protocol error); 0 while healthy */
+  int failing;        /* atomic: set by the first thread that records a failure */
+  int err_errno;
+  ncclResult_t err_res;
+  char peer[SOCK_ADDR_STRLEN];
+};
+
+/* net_tcp_io.c */
+ncclResult_t net_tcp_reg_mr(void* comm, void* data, size_t size, int type, void** mhandle);
+ncclResult_t net_tcp_dereg_mr(void* comm, void* mhandle);
+ncclResult_t net_tcp_isend(void* send_comm, void* data, size_t size, int tag, void* mhandle,
+                           void** request);
+ncclResult_t net_tcp_irecv(void* recv_comm, int n, void** data, size_t* sizes, int* tags,
+                           void** mhandles, void** request);
+ncclResult_t net_tcp_test(void* request, int* done, size_t* sizes);
+/* Stops the comm's helper threads and frees its requests (the caller closes its sockets). */
+void net_tcp_comm_stop(struct tcp_comm* c);
+/* The comm's failure, once: records it and logs it (INFO for a peer gone, else WARN). */
+void net_tcp_comm_fail(struct tcp_comm* c, int why, int err, ncclResult_t res);
+/* Registers/unregisters an object for net_tcp_wait; wakes a waiter. */
+void net_tcp_poll_add(struct tcp_poll* p);
+void net_tcp_poll_remove(struct tcp_poll* p);
+void net_tcp_wake(void);
+
+#endif

@@ -1,0 +1,521 @@
+/* The built-in TCP network's data path (see net_tcp.h): registration (host memory only; the
+ * handle records nothing the sockets need), isend/irecv/test, the helper threads that move pieces
+ * of large messages over the data sockets, and net_tcp_wait for a progress thread.
+ *
+ * Requests of a comm carry a sequence number in posting order. The control socket moves the
+ * message of request `ctrl_seq`: a sender writes its header (and inline bytes); a receiver reads
+ * the next header and matches it to the first unmatched buffer of that request with the same tag
+ * (a grouped receive takes one message per buffer), then reads inline bytes or hands the pieces
+ * to the helpers. A request is done once its control part is done and no piece is pending. */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include "core/check.h"
+#include "transport/net_handle.h"
+#include "transport/net_tcp.h"
+
+struct tcp_mr {
+  char* base;
+  size_t size;
+};
+
+void net_tcp_comm_fail(struct tcp_comm* c, int why, int err, ncclResult_t res) {
+  int no = 0;
+  if (!__atomic_compare_exchange_n(&c->failing, &no, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    return;
+  c->err_errno = err;
+  c->err_res = res;
+  __atomic_store_n(&c->err, why, __ATOMIC_RELEASE);
+  if (why > 0)
+    INFO(LOG_NET, "Socket: the connection %s %s broke: %s%s%s", c->is_send ? "to" : "from", c->peer,
+         sock_err_str((enum sock_err)why), why == SOCK_SYSERR ? ": " : "",
+         why == SOCK_SYSERR ? strerror(err) : "");
+  net_tcp_wake();
+}
+
+/* The comm's failure as a result, or ncclSuccess while it is healthy. */
+static ncclResult_t failed(struct tcp_comm* c) {
+  return __atomic_load_n(&c->err, __ATOMIC_ACQUIRE) ? c->err_res : ncclSuccess;
+}
+
+/* After send/recv returned k <= 0: 0 to retry later (would block), 1 to go on (EINTR), -1 after
+ * recording the comm's failure. */
+static int io_error(struct tcp_comm* c, ssize_t k) {
+  if (k == 0) {
+    net_tcp_comm_fail(c, SOCK_EOF, 0, ncclRemoteError);
+    return -1;
+  }
+  if (errno == EINTR) return 1;
+  if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+  int e = errno;
+  if (e == ECONNRESET || e == EPIPE)
+    net_tcp_comm_fail(c, SOCK_RESET, e, ncclRemoteError);
+  else
+    net_tcp_comm_fail(c, SOCK_SYSERR, e, e == ETIMEDOUT ? ncclRemoteError : ncclSystemError);
+  return -1;
+}
+
+/* ---- helper threads ---------------------------------------------------------------------- */
+
+/* Moves what it can of a piece: 1 done, 0 would block, -1 failed. */
+static int piece_move(struct tcp_comm* c, int fd, struct tcp_piece* p) {
+  while (p->len > 0) {
+    ssize_t k = c->is_send ? send(fd, p->ptr, p->len, MSG_DONTWAIT | MSG_NOSIGNAL)
+                           : recv(fd, p->ptr, p->len, MSG_DONTWAIT);
+    if (k > 0) {
+      p->ptr += k;
+      p->len -= (size_t)k;
+      continue;
+    }
+    int r = io_error(c, k);
+    if (r <= 0) return r;
+  }
+  return 1;
+}
+
+static int helper_stopping(struct tcp_helper* h) {
+  pthread_mutex_lock(&h->lock);
+  int stop = h->stop;
+  pthread_mutex_unlock(&h->lock);
+  return stop;
+}
+
+static void* helper_main(void* arg) {
+  struct tcp_helper* h = arg;
+  struct tcp_comm* c = h->comm;
+  struct pollfd fds[TCP_MAX_SOCKS + 1];
+  while (!helper_stopping(h)) {
+    int nf = 0, moved = 0;
+    for (int i = 0; i < h->count && !__atomic_load_n(&c->err, __ATOMIC_ACQUIRE); i++) {
+      struct tcp_sock* k = &c->socks[h->first + i];
+      pthread_mutex_lock(&h->lock);
+      int have = k->head != k->tail;
+      pthread_mutex_unlock(&h->lock);
+      if (!have) continue;
+      struct tcp_piece* p = &k->q[k->head % TCP_QUEUE]; /* only this thread moves head */
+      int r = piece_move(c, k->fd, p);
+      if (r == 0) fds[nf++] = (struct pollfd){.fd = k->fd, .events = c->is_send ? POLLOUT : POLLIN};
+      if (r != 1) continue;
+      struct tcp_req* req = p->req;
+      pthread_mutex_lock(&h->lock);
+      k->head++;
+      pthread_mutex_unlock(&h->lock);
+      if (__atomic_sub_fetch(&req->pending, 1, __ATOMIC_ACQ_REL) == 0) net_tcp_wake();
+      moved = 1;
+    }
+    if (moved) continue;
+    fds[nf++] = (struct pollfd){.fd = h->wake_fd, .events = POLLIN};
+    if (poll(fds, (nfds_t)nf, 1000) > 0 && (fds[nf - 1].revents & POLLIN)) {
+      uint64_t v;
+      if (read(h->wake_fd, &v, sizeof v) < 0) { /* nothing to do: it was drained already */
+      }
+    }
+  }
+  return NULL;
+}
+
+static void helper_poke(struct tcp_helper* h) {
+  uint64_t one = 1;
+  if (write(h->wake_fd, &one, sizeof one) < 0) { /* the counter is full: a wakeup is pending */
+  }
+}
+
+static ncclResult_t helpers_start(struct tcp_comm* c) {
+  NCCLCALLOC(c->helpers, c->nthreads);
+  for (int t = 0; t < c->nthreads; t++) {
+    struct tcp_helper* h = &c->helpers[t];
+    h->comm = c;
+    h->first = t * c->nsocks;
+    h->count = c->nsocks;
+    pthread_mutex_init(&h->lock, NULL);
+    h->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    int err = h->wake_fd < 0 ? errno : pthread_create(&h->thread, NULL, helper_main, h);
+    if (err != 0) {
+      if (h->wake_fd >= 0) close(h->wake_fd);
+      pthread_mutex_destroy(&h->lock);
+      WARN("Socket: could not start a helper thread for the connection with %s: %s", c->peer,
+           strerror(err));
+      return ncclSystemError;
+    }
+    pthread_setname_np(h->thread, "monel-tcp");
+    c->helpers_started = t + 1;
+  }
+  return ncclSuccess;
+}
+
+void net_tcp_comm_stop(struct tcp_comm* c) {
+  for (int t = 0; t < c->helpers_started; t++) {
+    struct tcp_helper* h = &c->helpers[t];
+    pthread_mutex_lock(&h->lock);
+    h->stop = 1;
+    pthread_mutex_unlock(&h->lock);
+    helper_poke(h);
+    pthread_join(h->thread, NULL);
+    close(h->wake_fd);
+    pthread_mutex_destroy(&h->lock);
+  }
+  free(c->helpers);
+  c->helpers = NULL;
+  c->helpers_started = 0;
+  for (int i = 0; i < NET_MAX_REQUESTS; i++)
+    if (c->reqs[i].used) net_handle_free(c->reqs[i].handle);
+}
+
+/* Cuts a large message into pieces over consecutive data sockets; the receiver makes the same
+ * cut from the size in the header. */
+static ncclResult_t pieces_queue(struct tcp_comm* c, struct tcp_req* r, char* data, size_t size) {
+  size_t n = size / TCP_CHUNK_MIN;
+  if (n < 1) n = 1;
+  if (n > (size_t)c->ndata) n = (size_t)c->ndata;
+  size_t per = (size + n - 1) / n;
+  if (!c->helpers_started) {
+    ncclResult_t res = helpers_start(c);
+    if (res != ncclSuccess) {
+      net_tcp_comm_fail(c, -1, 0, res);
+      return res;
+    }
+  }
+  __atomic_add_fetch(&r->pending, (int)n, __ATOMIC_ACQ_REL);
+  for (size_t j = 0; j < n; j++) {
+    size_t off = j * per;
+    int s = (int)((c->next_sock + j) % (size_t)c->ndata);
+    struct tcp_sock* k = &c->socks[s];
+    struct tcp_helper* h = &c->helpers[s / c->nsocks];
+    pthread_mutex_lock(&h->lock);
+    k->q[k->tail % TCP_QUEUE] =
+        (struct tcp_piece){.ptr = data + off, .len = size - off < per ? size - off : per, .req = r};
+    k->tail++;
+    pthread_mutex_unlock(&h->lock);
+    helper_poke(h);
+  }
+  c->next_sock = (uint32_t)((c->next_sock + n) % (size_t)c->ndata);
+  return ncclSuccess;
+}
+
+/* ---- the control socket -------------------------------------------------------------------- */
+
+static struct tcp_req* req_by_seq(struct tcp_comm* c, uint64_t seq) {
+  for (int i = 0; i < NET_MAX_REQUESTS; i++)
+    if (c->reqs[i].used && c->reqs[i].seq == seq) return &c->reqs[i];
+  return NULL;
+}
+
+/* Bytes of a message that follow its header on the control socket. */
+static size_t inline_bytes(uint64_t size) {
+  return size <= TCP_INLINE_MAX ? (size_t)size : 0;
+}
+
+static void ctrl_send(struct tcp_comm* c) {
+  struct tcp_req* r;
+  int events = 0;
+  while (!failed(c) && (r = req_by_seq(c, c->ctrl_seq)) != NULL) {
+    size_t inl = inline_bytes(r->b[0].size);
+    size_t total = sizeof c->hdr + inl;
+    if (c->off == 0) c->hdr = (struct tcp_msg_hdr){r->b[0].tag, TCP_MSG_CHECK, r->b[0].size};
+    while (c->off < total) {
+      struct iovec iov[2];
+      int n = 0;
+      if (c->off < sizeof c->hdr)
+        iov[n++] = (struct iovec){(char*)&c->hdr + c->off, sizeof c->hdr - c->off};
+      size_t data_off = c->off > sizeof c->hdr ? c->off - sizeof c->hdr : 0;
+      if (inl > data_off) iov[n++] = (struct iovec){r->b[0].data + data_off, inl - data_off};
+      struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+      ssize_t k = sendmsg(c->ctrl, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (k > 0) {
+        c->off += (size_t)k;
+        continue;
+      }
+      int e = io_error(c, k);
+      if (e < 0) goto out;
+      if (e == 0) {
+        events = POLLOUT;
+        goto out;
+      }
+    }
+    r->ctrl_done = 1;
+    c->off = 0;
+    c->ctrl_seq++;
+  }
+out:
+  __atomic_store_n(&c->poll.events, events, __ATOMIC_RELAXED);
+}
+
+/* A header arrived for request r: match it to a buffer. 0 after recording a failure. */
+static int ctrl_match(struct tcp_comm* c, struct tcp_req* r) {
+  const struct tcp_msg_hdr* h = &c->hdr;
+  if (h->check != TCP_MSG_CHECK) {
+    WARN("Socket: the peer at %s sent a malformed message header: is another program connected "
+         "to this port?",
+         c->peer);
+    net_tcp_comm_fail(c, -1, 0, ncclRemoteError);
+    return 0;
+  }
+  struct tcp_buf* b = NULL;
+  for (int i = 0; i < r->n && b == NULL; i++)
+    if (!r->b[i].matched && r->b[i].tag == h->tag) b = &r->b[i];
+  if (b == NULL) {
+    WARN("Socket: a message with tag %d arrived from %s, but no buffer of the receive posted for "
+         "it (%d buffers, first tag %d) waits for that tag: sends and receives must match in order",
+         h->tag, c->peer, r->n, r->b[0].tag);
+    net_tcp_comm_fail(c, -1, 0, ncclInvalidUsage);
+    return 0;
+  }
+  if (h->size > b->size) {
+    WARN("Socket: a message of %llu bytes with tag %d arrived from %s, but its receive buffer "
+         "holds %zu bytes: post receives at least as large as the sends",
+         (unsigned long long)h->size, h->tag, c->peer, b->size);
+    net_tcp_comm_fail(c, -1, 0, ncclInvalidUsage);
+    return 0;
+  }
+  b->matched = 1;
+  b->got = (size_t)h->size;
+  r->nmatched++;
+  c->in = b;
+  if (h->size > TCP_INLINE_MAX && pieces_queue(c, r, b->data, (size_t)h->size) != ncclSuccess)
+    return 0;
+  return 1;
+}
+
+static void ctrl_recv(struct tcp_comm* c) {
+  const size_t hdr = sizeof c->hdr;
+  struct tcp_req* r;
+  int events = 0;
+  while (!failed(c) && (r = req_by_seq(c, c->ctrl_seq)) != NULL) {
+    size_t total = c->off < hdr ? hdr : hdr + inline_bytes(c->hdr.size);
+    if (c->off < total) {
+      char* dst = c->off < hdr ? (char*)&c->hdr + c->off : c->in->data + (c->off - hdr);
+      ssize_t k = recv(c->ctrl, dst, total - c->off, MSG_DONTWAIT);
+      if (k <= 0) {
+        int e = io_error(c, k);
+        if (e == 0) events = POLLIN;
+        if (e <= 0) break;
+        continue;
+      }
+      c->off += (size_t)k;
+      if (c->off == hdr && !ctrl_match(c, r)) break;
+      continue;
+    }
+    c->off = 0; /* the message is in (its pieces may still be on their way) */
+    c->in = NULL;
+    if (r->nmatched == r->n) {
+      r->ctrl_done = 1;
+      c->ctrl_seq++;
+    }
+  }
+  __atomic_store_n(&c->poll.events, events, __ATOMIC_RELAXED);
+}
+
+static void ctrl_progress(struct tcp_comm* c) {
+  if (c->is_send)
+    ctrl_send(c);
+  else
+    ctrl_recv(c);
+}
+
+/* ---- the calls ----------------------------------------------------------------------------- */
+
+static struct tcp_comm* comm_get(void* handle, int is_send, const char* call) {
+  struct tcp_comm* c = net_handle_get(handle, is_send ? NET_KIND_SEND : NET_KIND_RECV);
+  if (c == NULL)
+    WARN("Socket: %s was given %p, which is not an open %s comm (closed already?)", call, handle,
+         is_send ? "send" : "receive");
+  return c;
+}
+
+ncclResult_t net_tcp_reg_mr(void* comm, void* data, size_t size, int type, void** mhandle) {
+  *mhandle = NULL;
+  if (net_handle_get(comm, NET_KIND_SEND) == NULL && net_handle_get(comm, NET_KIND_RECV) == NULL) {
+    WARN("Socket: reg_mr was given %p, which is not an open send or receive comm", comm);
+    return ncclInvalidArgument;
+  }
+  if (type != NET_PTR_HOST) {
+    WARN("Socket: reg_mr was asked to register memory of type %d; this network moves host "
+         "memory only (NET_PTR_HOST)",
+         type);
+    return ncclInvalidArgument;
+  }
+  struct tcp_mr* mr = NULL;
+  NCCLCALLOC(mr, 1);
+  mr->base = data;
+  mr->size = size;
+  *mhandle = net_handle_new(mr, NET_KIND_MR);
+  if (*mhandle == NULL) {
+    free(mr);
+    return ncclSystemError;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t net_tcp_dereg_mr(void* comm, void* mhandle) {
+  struct tcp_mr* mr = net_handle_get(mhandle, NET_KIND_MR);
+  if (mr == NULL) {
+    WARN("Socket: dereg_mr was given %p, which is not a live registration", mhandle);
+    return ncclInvalidArgument;
+  }
+  net_handle_free(mhandle);
+  free(mr);
+  return ncclSuccess;
+}
+
+/* A free request of the comm, or NULL when NET_MAX_REQUESTS are in flight. */
+static ncclResult_t req_new(struct tcp_comm* c, struct tcp_req** out) {
+  *out = NULL;
+  if (c->inflight == NET_MAX_REQUESTS) return ncclSuccess;
+  struct tcp_req* r = NULL;
+  for (int i = 0; i < NET_MAX_REQUESTS && r == NULL; i++)
+    if (!c->reqs[i].used) r = &c->reqs[i];
+  memset(r, 0, sizeof *r);
+  r->handle = net_handle_new(r, NET_KIND_REQUEST);
+  if (r->handle == NULL) return ncclSystemError;
+  r->comm = c;
+  r->used = 1;
+  r->seq = c->posted++;
+  c->inflight++;
+  *out = r;
+  return ncclSuccess;
+}
+
+ncclResult_t net_tcp_isend(void* send_comm, void* data, size_t size, int tag, void* mhandle,
+                           void** request) {
+  struct tcp_comm* c = comm_get(send_comm, 1, "isend");
+  struct tcp_req* r = NULL;
+  *request = NULL;
+  if (c == NULL) return ncclInvalidArgument;
+  NCCLCHECK(failed(c));
+  NCCLCHECK(req_new(c, &r));
+  if (r == NULL) return ncclSuccess; /* not now */
+  r->n = 1;
+  r->b[0] = (struct tcp_buf){.data = data, .size = size, .tag = tag};
+  if (size > TCP_INLINE_MAX) NCCLCHECK(pieces_queue(c, r, data, size));
+  ctrl_progress(c);
+  *request = r->handle;
+  return ncclSuccess;
+}
+
+ncclResult_t net_tcp_irecv(void* recv_comm, int n, void** data, size_t* sizes, int* tags,
+                           void** mhandles, void** request) {
+  struct tcp_comm* c = comm_get(recv_comm, 0, "irecv");
+  struct tcp_req* r = NULL;
+  *request = NULL;
+  if (c == NULL) return ncclInvalidArgument;
+  if (n < 1 || n > TCP_MAX_RECVS) {
+    WARN("Socket: irecv was asked to group %d buffers; it takes 1 to %d", n, TCP_MAX_RECVS);
+    return ncclInvalidArgument;
+  }
+  NCCLCHECK(failed(c));
+  NCCLCHECK(req_new(c, &r));
+  if (r == NULL) return ncclSuccess;
+  r->n = n;
+  for (int i = 0; i < n; i++)
+    r->b[i] = (struct tcp_buf){.data = data[i], .size = sizes[i], .tag = tags[i]};
+  ctrl_progress(c);
+  *request = r->handle;
+  return ncclSuccess;
+}
+
+static int complete(struct tcp_req* r) {
+  return r->ctrl_done && __atomic_load_n(&r->pending, __ATOMIC_ACQUIRE) == 0;
+}
+
+ncclResult_t net_tcp_test(void* request, int* done, size_t* sizes) {
+  struct tcp_req* r = net_handle_get(request, NET_KIND_REQUEST);
+  *done = 0;
+  if (r == NULL) {
+    WARN("Socket: test was given %p, which is not a pending request (finished and freed "
+         "already, or its comm closed?)",
+         request);
+    return ncclInvalidArgument;
+  }
+  struct tcp_comm* c = r->comm;
+  /* A request that finished before the comm failed still reports its data. */
+  if (!complete(r)) {
+    NCCLCHECK(failed(c));
+    ctrl_progress(c);
+    if (!complete(r)) return failed(c);
+  }
+  *done = 1;
+  if (sizes != NULL)
+    for (int i = 0; i < r->n; i++) sizes[i] = c->is_send ? r->b[i].size : r->b[i].got;
+  net_handle_free(r->handle);
+  r->used = 0;
+  c->inflight--;
+  return ncclSuccess;
+}
+
+/* ---- waiting for any comm ------------------------------------------------------------------ */
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tcp_poll* reg;
+static int wake_fd = -1;
+
+/* In a child after fork(): the parent's comms are not ours. */
+static void after_fork_child(void) {
+  pthread_mutex_init(&reg_lock, NULL);
+  reg = NULL;
+  if (wake_fd >= 0) close(wake_fd);
+  wake_fd = -1;
+}
+
+static void register_fork_handler(void) {
+  pthread_atfork(NULL, NULL, after_fork_child);
+}
+
+void net_tcp_poll_add(struct tcp_poll* p) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, register_fork_handler);
+  pthread_mutex_lock(&reg_lock);
+  if (wake_fd < 0)
+    __atomic_store_n(&wake_fd, eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), __ATOMIC_RELEASE);
+  p->next = reg;
+  reg = p;
+  pthread_mutex_unlock(&reg_lock);
+}
+
+void net_tcp_poll_remove(struct tcp_poll* p) {
+  pthread_mutex_lock(&reg_lock);
+  for (struct tcp_poll** q = &reg; *q != NULL; q = &(*q)->next)
+    if (*q == p) {
+      *q = p->next;
+      break;
+    }
+  pthread_mutex_unlock(&reg_lock);
+}
+
+void net_tcp_wake(void) {
+  int fd = __atomic_load_n(&wake_fd, __ATOMIC_ACQUIRE);
+  uint64_t one = 1;
+  if (fd >= 0 && write(fd, &one, sizeof one) < 0) { /* full: a wakeup is pending anyway */
+  }
+}
+
+void net_tcp_wait(int ms) {
+  struct pollfd* fds = NULL;
+  int n = 0;
+  pthread_mutex_lock(&reg_lock);
+  for (struct tcp_poll* p = reg; p != NULL; p = p->next) n++;
+  fds = malloc(sizeof *fds * (size_t)(n + 1));
+  n = 0;
+  for (struct tcp_poll* p = reg; p != NULL && fds != NULL; p = p->next) {
+    int ev = __atomic_load_n(&p->events, __ATOMIC_RELAXED);
+    if (ev != 0) fds[n++] = (struct pollfd){.fd = p->fd, .events = (short)ev};
+  }
+  int wfd = wake_fd;
+  pthread_mutex_unlock(&reg_lock);
+  if (fds == NULL) {
+    poll(NULL, 0, ms);
+    return;
+  }
+  if (wfd >= 0) fds[n++] = (struct pollfd){.fd = wfd, .events = POLLIN};
+  if (poll(fds, (nfds_t)n, ms) > 0 && wfd >= 0 && (fds[n - 1].revents & POLLIN)) {
+    uint64_t v;
+    if (read(wfd, &v, sizeof v) < 0) { /* another waiter drained it */
+    }
+  }
+  free(fds);
+}
