@@ -9,7 +9,11 @@
  *
  * Cost: 2(n-1) steps of alpha, 2(n-1)/n * bytes over each link (bandwidth-optimal).
  * Preconditions: n >= 1; every rank runs the same number of blocks with the same chunking.
- * Steps are a pure function of (rank, nranks, step); compiles as C and CUDA. */
+ * Steps are a pure function of (rank, nranks, step); compiles as C and CUDA.
+ * Ring positions: in every ring*.h schedule, `rank` (and `root`) are positions in the comm's ring
+ * order (topo/ring_order.h), r0..r3 above the ranks at positions 0..3; the engine connects to the
+ * ranks at the next and previous positions. Here chunks only cut the buffer, so they need no
+ * map. */
 #ifndef MONEL_ALGO_RING_H
 #define MONEL_ALGO_RING_H
 #include "algo/prim.h"

@@ -1,5 +1,6 @@
 /* Ring AllGather: each rank's block travels once around the ring; every rank stores each block
- * as it passes. Chunk c of the output is rank c's contribution.
+ * as it passes. Chunk c is the contribution of the rank at ring position c (`rank` is my position,
+ * see ring.h): the engine puts it at that rank's place in the output.
  *
  *   r0 -> r1 -> r2 -> r3 -> r0
  *   step 0: ri sends ci (its own), steps 1..n-2: receive c(i-s), store, forward; step n-1: store

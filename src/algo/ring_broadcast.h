@@ -11,7 +11,8 @@
  * Cost: with the buffer cut in k chunks, (n - 1 + k - 1) steps of alpha + bytes/k * beta each;
  * for large buffers about alpha*(n+k) + bytes*beta (each link carries the buffer once).
  * Preconditions: n >= 1, 0 <= root < n; every rank cuts the buffer into the same chunks. The
- * verb is the same for every chunk: ring_broadcast_verb(rank, nranks, root). */
+ * verb is the same for every chunk: ring_broadcast_verb(rank, nranks, root), with my ring position
+ * and the root's (see ring.h). */
 #ifndef MONEL_ALGO_RING_BROADCAST_H
 #define MONEL_ALGO_RING_BROADCAST_H
 #include "algo/ring.h"

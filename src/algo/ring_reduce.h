@@ -11,7 +11,8 @@
  * Cost: like the ring Broadcast, (n - 1 + k - 1) steps for k chunks, plus one reduction of the
  * chunk per step; each link carries the buffer once.
  * Preconditions: n >= 1, 0 <= root < n; same chunking on every rank. The verb is the same for
- * every chunk: ring_reduce_verb(rank, nranks, root). */
+ * every chunk: ring_reduce_verb(rank, nranks, root), with my ring position and the root's (see
+ * ring.h). */
 #ifndef MONEL_ALGO_RING_REDUCE_H
 #define MONEL_ALGO_RING_REDUCE_H
 #include "algo/ring.h"

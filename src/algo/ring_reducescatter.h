@@ -1,5 +1,6 @@
-/* Ring ReduceScatter: chunk c of the input (the part that rank c keeps) travels around the ring
- * collecting every rank's contribution and ends at rank c.
+/* Ring ReduceScatter: chunk c of the input (the part that the rank at ring position c keeps; the
+ * engine reads it at that rank's place in the input) travels around the ring collecting every
+ * rank's contribution and ends at position c. `rank` is my position (see ring.h).
  *
  *   r0 -> r1 -> r2 -> r3 -> r0
  *   step s: rank i works on chunk (i - s - 1) mod n; the last step lands chunk i on rank i

@@ -109,6 +109,20 @@ ALGO_HD static inline struct tree_node tree_node_of(int rank, int nranks, int ro
   return nd;
 }
 
+/* tree_node_of built on ring positions instead of ranks: order[p] is the rank at position p and
+ * pos[r] the position of rank r (core's comm->ring_order and ring_pos, whose hosts are runs of
+ * neighbouring positions). An in-order tree keeps a run of positions together (it is cut from
+ * the rest at O(log n) links), so the trees cross between hosts O(hosts * log n) times instead of
+ * on nearly every link when hosts interleave. Nodes are named by rank; with the identity order
+ * this is tree_node_of. */
+ALGO_HD static inline struct tree_node tree_node_in_order(int rank, int nranks, int root, int t,
+                                                          const int* order, const int* pos) {
+  struct tree_node nd = tree_node_of(pos[rank], nranks, pos[root], t);
+  if (nd.parent >= 0) nd.parent = order[nd.parent];
+  for (int i = 0; i < nd.nchild; i++) nd.child[i] = order[nd.child[i]];
+  return nd;
+}
+
 /* Links from the root to the deepest leaf. */
 ALGO_HD static inline int tree_height(int nranks) {
   int h = 0;

@@ -11,6 +11,7 @@
 #include "core/comm.h"
 #include "core/param.h"
 #include "topo/host.h"
+#include "topo/ring_order.h"
 
 /* ---- registry of live comms ---- */
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -101,6 +102,30 @@ static const struct engine* pick_engine(int cuda_dev) {
   return &cpu_engine;
 }
 
+/* The ring order of the comm, alike on every rank (from the peers' host hashes); rank 0 logs it
+ * once. */
+static ncclResult_t ring_setup(struct ncclComm* comm) {
+  int n = comm->nranks;
+  uint64_t* hash = NULL;
+  NCCLCALLOC(comm->ring_order, n);
+  NCCLCALLOC(comm->ring_pos, n);
+  NCCLCALLOC(hash, n);
+  for (int r = 0; r < n; r++) hash[r] = comm->peers[r].host_hash;
+  topo_ring_order(n, hash, comm->ring_order);
+  for (int p = 0; p < n; p++) comm->ring_pos[comm->ring_order[p]] = p;
+  if (comm->rank == 0 && LOG_ENABLED(LOG_INFO)) {
+    char line[1024];
+    size_t o = 0;
+    for (int p = 0; p < n && o < sizeof line - 16; p++)
+      o += (size_t)snprintf(line + o, sizeof line - o, "%s%d", p ? " " : "", comm->ring_order[p]);
+    if (o >= sizeof line - 16) snprintf(line + o, sizeof line - o, " ...");
+    INFO(LOG_INIT, "comm %p nranks %d ring order %s (%d host crossings)", (void*)comm, n, line,
+         topo_ring_crossings(n, hash, comm->ring_order));
+  }
+  free(hash);
+  return ncclSuccess;
+}
+
 /* The part of init that talks to peers: runs inline or on the nonblocking init thread. */
 static ncclResult_t connect_peers(struct ncclComm* comm, const ncclUniqueId* id) {
   ncclResult_t res = ncclSuccess;
@@ -116,6 +141,7 @@ static ncclResult_t connect_peers(struct ncclComm* comm, const ncclUniqueId* id)
   topo_host_name(me->host, sizeof me->host);
   NCCLCHECK(boot_allgather(comm->boot, comm->peers, sizeof(struct peer_info)));
   comm->comm_hash = topo_hash(id->internal, sizeof id->internal);
+  NCCLCHECK(ring_setup(comm));
   NCCLCHECK(comm->engine->comm_init(comm));
   double t2 = now_s();
   INFO(LOG_INIT,
@@ -238,6 +264,8 @@ void comm_free(struct ncclComm* comm) {
   if (comm->engine && comm->engine->comm_free) comm->engine->comm_free(comm);
   boot_free(comm->boot);
   free(comm->peers);
+  free(comm->ring_order);
+  free(comm->ring_pos);
   free(comm->tasks);
   pthread_mutex_destroy(&comm->lock);
   comm->magic = 0;

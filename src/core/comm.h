@@ -42,6 +42,10 @@ struct ncclComm {
   uint64_t comm_hash;       /* names the comm in logs */
   struct boot* boot;
   struct peer_info* peers; /* nranks entries */
+  /* The ring every engine runs its ring algorithms on (topo_ring_order: the ranks of a host are
+   * neighbours); the identity when every rank is on one host. nranks entries each. */
+  int* ring_order; /* ring position -> rank */
+  int* ring_pos;   /* rank -> ring position */
   const struct engine* engine;
   void* engine_state;
   ncclConfig_t config;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "algo/ring.h"
 #include "boot/boot.h"
 #include "core/algo.h"
 #include "core/check.h"
@@ -78,11 +79,14 @@ ncclResult_t cpu_connect_pair(struct ncclComm* comm, int send_peer, struct conn*
 static ncclResult_t ensure_ring(struct ncclComm* comm) {
   struct cpu_comm* cc = comm->engine_state;
   if (cc->ring_ready || comm->nranks == 1) return ncclSuccess;
-  int next = (comm->rank + 1) % comm->nranks, prev = (comm->rank + comm->nranks - 1) % comm->nranks;
+  /* Neighbours by ring position (comm->ring_order), not by rank. */
+  int n = comm->nranks, pos = comm->ring_pos[comm->rank];
+  int next = comm->ring_order[ring_next(pos, n)], prev = comm->ring_order[ring_prev(pos, n)];
   NCCLCHECK(cpu_connect_pair(comm, next, &cc->ring_send, prev, &cc->ring_recv));
   cc->ring_ready = 1;
-  INFO(LOG_INIT | LOG_SHM, "comm %p rank %d ring connected: send to %d, receive from %d via %s",
-       (void*)comm, comm->rank, next, prev, cc->ring_send.tr->name);
+  INFO(LOG_INIT | LOG_SHM,
+       "comm %p rank %d ring connected: send to %d via %s, receive from %d, ring position %d",
+       (void*)comm, comm->rank, next, cc->ring_send.tr->name, prev, pos);
   return ncclSuccess;
 }
 

@@ -1,7 +1,12 @@
 /* Ring algorithms on the CPU engine: the schedules of algo/ring*.h executed one FIFO slot per
  * step. AllReduce cuts a block of the buffer in nranks chunks of at most one slot each;
  * AllGather and ReduceScatter move one slot of each rank's part per step; Broadcast and Reduce
- * stream the buffer slot by slot down a chain. */
+ * stream the buffer slot by slot down a chain.
+ *
+ * The schedules run on ring positions (comm->ring_pos, comm->ring_order: the ranks of a host are
+ * neighbours): a schedule is given my position and the root's position, and its chunk c is the
+ * piece of the rank at position c where a chunk is a rank's piece (AllGather output,
+ * ReduceScatter input). AllReduce's chunks are only a partition of the buffer and need no map. */
 #include <string.h>
 #include "algo/ring.h"
 #include "algo/ring_allgather.h"
@@ -99,7 +104,7 @@ static struct ring_exec make_exec(struct ncclComm* comm, const struct task* t, i
 
 ncclResult_t cpu_ring_allreduce(struct ncclComm* comm, const struct task* t) {
   struct cpu_comm* cc = comm->engine_state;
-  int n = comm->nranks, rank = comm->rank;
+  int n = comm->nranks, pos = comm->ring_pos[comm->rank];
   struct ring_exec x = make_exec(comm, t, 1);
   const char* in = t->sendbuff;
   char* out = t->recvbuff;
@@ -111,7 +116,7 @@ ncclResult_t cpu_ring_allreduce(struct ncclComm* comm, const struct task* t) {
     if (chunk > slot_elems) chunk = slot_elems;
     size_t block = chunk * (size_t)n < rem ? chunk * (size_t)n : rem;
     for (int s = 0; s < nsteps; s++) {
-      struct step st = ring_allreduce_step(rank, n, s);
+      struct step st = ring_allreduce_step(pos, n, s);
       size_t first = (size_t)st.chunk * chunk, len = 0;
       if (first < block) len = (block - first < chunk ? block - first : chunk);
       size_t off = (base + first) * x.esize;
@@ -127,8 +132,9 @@ ncclResult_t cpu_ring_chain(struct ncclComm* comm, const struct task* t) {
   struct cpu_comm* cc = comm->engine_state;
   int reduces = t->coll == COLL_REDUCE;
   struct ring_exec x = make_exec(comm, t, reduces);
-  enum verb v = reduces ? ring_reduce_verb(comm->rank, comm->nranks, t->root)
-                        : ring_broadcast_verb(comm->rank, comm->nranks, t->root);
+  int pos = comm->ring_pos[comm->rank], root_pos = comm->ring_pos[t->root];
+  enum verb v = reduces ? ring_reduce_verb(pos, comm->nranks, root_pos)
+                        : ring_broadcast_verb(pos, comm->nranks, root_pos);
   const char* in = t->sendbuff;
   char* out = t->recvbuff;
   size_t bytes = t->count * x.esize, piece = cc->slot_size / x.esize * x.esize;
@@ -142,7 +148,7 @@ ncclResult_t cpu_ring_chain(struct ncclComm* comm, const struct task* t) {
 /* AllGather and ReduceScatter: per block, one slot-sized piece of each rank's part. */
 ncclResult_t cpu_ring_gather_scatter(struct ncclComm* comm, const struct task* t) {
   struct cpu_comm* cc = comm->engine_state;
-  int n = comm->nranks, rank = comm->rank, ag = t->coll == COLL_ALLGATHER;
+  int n = comm->nranks, pos = comm->ring_pos[comm->rank], ag = t->coll == COLL_ALLGATHER;
   struct ring_exec x = make_exec(comm, t, !ag);
   const char* in = t->sendbuff;
   char* out = t->recvbuff;
@@ -151,8 +157,8 @@ ncclResult_t cpu_ring_gather_scatter(struct ncclComm* comm, const struct task* t
   for (size_t off = 0; off < part; off += piece) {
     size_t len = part - off < piece ? part - off : piece;
     for (int s = 0; s < nsteps; s++) {
-      struct step st = ag ? ring_allgather_step(rank, n, s) : ring_reducescatter_step(rank, n, s);
-      size_t c = (size_t)st.chunk;
+      struct step st = ag ? ring_allgather_step(pos, n, s) : ring_reducescatter_step(pos, n, s);
+      size_t c = (size_t)comm->ring_order[st.chunk]; /* the rank whose piece this chunk is */
       /* AllGather: input is my part, output holds every part; ReduceScatter: the reverse. */
       const char* pin = ag ? in + off : in + c * part + off;
       char* pout = ag ? out + c * part + off : out + off;

@@ -12,6 +12,9 @@
  *   3. for every link I receive on: wait for the acknowledgement.
  * A phase only waits for an earlier phase of a peer, which never waits.
  *
+ * The trees are built on the comm's ring positions (tree_node_in_order), so the ranks of a host
+ * sit together in them and few links cross between hosts.
+ *
  * Splitting: buffers below SPLIT_MIN_BYTES go through tree 0 only (one message per link is
  * cheaper than two); larger ones are cut in two halves. Each half moves in chunks of at most a
  * FIFO slot, small enough that a half makes about PIPELINE_CHUNKS steps (at least
@@ -265,7 +268,7 @@ ncclResult_t cpu_tree_run(struct ncclComm* comm, const struct task* t) {
   struct links l[TREE_COUNT];
   NCCLCHECK(tree_state(comm, &tr));
   for (int k = 0; k < TREE_COUNT; k++) {
-    nd[k] = tree_node_of(rank, n, root, k);
+    nd[k] = tree_node_in_order(rank, n, root, k, comm->ring_order, comm->ring_pos);
     l[k] = op_links(&nd[k], t->coll);
   }
   NCCLCHECK(connect_links(comm, tr, l));

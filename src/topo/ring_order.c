@@ -22,7 +22,6 @@ void topo_ring_order(int nranks, const uint64_t* host_hash, int* order) {
 
 int topo_ring_crossings(int nranks, const uint64_t* host_hash, const int* order) {
   int n = 0;
-  for (int p = 0; p < nranks; p++)
-    n += host_hash[order[p]] != host_hash[order[(p + 1) % nranks]];
+  for (int p = 0; p < nranks; p++) n += host_hash[order[p]] != host_hash[order[(p + 1) % nranks]];
   return n;
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Tests of monelrun: environment of each rank, output prefixes, failure propagation, multi-host
-# options and translation of a torchrun-style environment.
+# options, fake hosts and translation of a torchrun, Open MPI or srun environment.
 # Usage: tests/mp/run_monelrun.sh BUILD_DIR
 set -u
 build=${1:?usage: run_monelrun.sh BUILD_DIR}
@@ -104,6 +104,35 @@ out=$(env OMPI_COMM_WORLD_RANK=3 OMPI_COMM_WORLD_SIZE=4 OMPI_COMM_WORLD_LOCAL_RA
   OMPI_COMM_WORLD_LOCAL_SIZE=2 "$run" \
   sh -c 'echo $MONEL_RANK/$MONEL_NRANKS $MONEL_LOCAL_RANK/$MONEL_LOCAL_SIZE')
 check "launcher: Open MPI" "3/4 1/2" "$out"
+
+# Under srun (Slurm's variables, no Slurm): rank, size, local rank and size from the per-node
+# counts, NCCL_COMM_ID from the step's first node and MONEL_PORT (or the default 29501).
+show='echo $MONEL_RANK/$MONEL_NRANKS $MONEL_LOCAL_RANK/$MONEL_LOCAL_SIZE $NCCL_COMM_ID'
+slurm() { env -u NCCL_COMM_ID -u MONEL_PORT SLURM_PROCID=5 SLURM_NTASKS=7 SLURM_LOCALID=1 \
+  SLURM_NODEID=2 SLURM_JOB_NODELIST='gpu[01-09]' "$@" "$run" sh -c "$show"; }
+out=$(slurm SLURM_STEP_NODELIST='gpu[03-05,08],cpu1' SLURM_STEP_TASKS_PER_NODE='2(x3),1')
+check "launcher: srun" "5/7 1/2 gpu03:29501" "$out"
+out=$(slurm SLURM_STEP_NODELIST='rack[2-3]-n[07-08]' SLURM_STEP_TASKS_PER_NODE='3,3,1' MONEL_PORT=4000)
+check "launcher: srun, two ranges, MONEL_PORT" "5/7 1/1 rack2-n07:4000" "$out"
+out=$(slurm SLURM_NTASKS_PER_NODE=3)
+check "launcher: srun, job node list, SLURM_NTASKS_PER_NODE" "5/7 1/3 gpu01:29501" "$out"
+out=$(slurm SLURM_STEP_NODELIST=solo SLURM_STEP_TASKS_PER_NODE='3(x2),1' NCCL_COMM_ID=10.0.0.9:5000)
+check "launcher: srun, NCCL_COMM_ID passes through" "5/7 1/1 10.0.0.9:5000" "$out"
+out=$(slurm SLURM_STEP_NODELIST='bad[1-2' 2>&1)
+if [ $? = 2 ] && [[ $out == *"set NCCL_COMM_ID"* ]]; then pass "launcher: srun, unreadable node list"
+else fail "launcher: srun, unreadable node list" "$out"; fi
+out=$(env SLURM_PROCID=1 SLURM_NTASKS=4 SLURM_NODEID=0 SLURM_STEP_NODELIST=n1 \
+  OMPI_COMM_WORLD_RANK=3 OMPI_COMM_WORLD_SIZE=8 "$run" sh -c 'echo $MONEL_RANK/$MONEL_NRANKS')
+check "launcher: Open MPI inside a Slurm allocation wins" "3/8" "$out"
+
+# --fake-hosts: MONEL_HOST_ID per rank, cyclic (default) or in blocks.
+out=$("$run" -n 6 --fake-hosts 3 sh -c 'echo $MONEL_HOST_ID' | sort | tr '\n' ' ')
+check "fake hosts: cyclic" "[0] host0 [1] host1 [2] host2 [3] host0 [4] host1 [5] host2 " "$out"
+out=$("$run" -n 6 --fake-hosts 2 --fake-layout block sh -c 'echo $MONEL_HOST_ID' | sort |
+  tr '\n' ' ')
+check "fake hosts: block" "[0] host0 [1] host0 [2] host0 [3] host1 [4] host1 [5] host1 " "$out"
+"$run" -n 2 --hosts 2 --host-index 0 --comm-id 10.0.0.1:1 --fake-hosts 2 true 2>/dev/null
+check "fake hosts: refused with --hosts" 2 "$?"
 
 "$run" -h | grep -q "^usage: monelrun" && pass "usage" || fail "usage"
 

@@ -1,6 +1,7 @@
 /* One rank of a multi-host check, started by monelrun (MONEL_RANK, MONEL_NRANKS, NCCL_COMM_ID):
  * every collective and point-to-point pattern on a few types and counts (0, 1, 1023, 1M+3),
- * checked exactly on every rank.
+ * AllReduce, AllGather and ReduceScatter also in place, Broadcast and Reduce also from every
+ * root, checked exactly on every rank.
  *
  *   net_check            run the checks; exit 0 when every value is right
  *   net_check kill R     AllReduce in a loop; rank R kills itself in the 5th; every other rank
@@ -123,6 +124,10 @@ static void reduce_scatter(struct ctx* x, ncclDataType_t dt, int op, size_t coun
   fill_values(s, dt, op, x->rank, 0, n * count);
   RUN(x, ncclReduceScatter(s, r, count, dt, (ncclRedOp_t)op, x->comm, NULL));
   check_values(x, r, dt, op, (size_t)x->rank * count, count);
+  /* in place: my part of the input is the output */
+  char* mine = s + (size_t)x->rank * count * es;
+  RUN(x, ncclReduceScatter(s, mine, count, dt, (ncclRedOp_t)op, x->comm, NULL));
+  check_values(x, mine, dt, op, (size_t)x->rank * count, count);
   free(s), free(r);
 }
 
@@ -142,6 +147,12 @@ static void all_gather(struct ctx* x, ncclDataType_t dt, size_t count) {
   char *s = alloc(bytes), *r = alloc(bytes * (size_t)x->n);
   fill(s, x->rank, 2, 0, bytes);
   RUN(x, ncclAllGather(s, r, count, dt, x->comm, NULL));
+  for (int p = 0; p < x->n; p++) same(x, r + (size_t)p * bytes, p, 2, 0, bytes);
+  /* in place: my input is my part of the output */
+  memset(r, 0x5a, bytes * (size_t)x->n);
+  char* mine = r + (size_t)x->rank * bytes;
+  fill(mine, x->rank, 2, 0, bytes);
+  RUN(x, ncclAllGather(mine, r, count, dt, x->comm, NULL));
   for (int p = 0; p < x->n; p++) same(x, r + (size_t)p * bytes, p, 2, 0, bytes);
   free(s), free(r);
 }
@@ -254,6 +265,12 @@ static void run_checks(struct ctx* x) {
     if (x->rank == 0) printf("count %zu: checked\n", count);
     fflush(stdout);
   }
+  /* every root: the chains start and end where the root sits in the ring */
+  for (int root = 0; root < x->n; root++) {
+    broadcast(x, ncclInt32, 1023, root);
+    reduce(x, ncclFloat32, ncclSum, 1023, root);
+  }
+  if (x->rank == 0) printf("every root: checked\n");
 }
 
 static double now(void) {

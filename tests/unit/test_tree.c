@@ -1,9 +1,11 @@
 /* algo/tree.h and core/algo.c: the two trees are trees (every rank but the root has one parent
  * that lists it as a child, the root is the operation's root, depth within tree_height) for
  * every rank count to 300 and every root; the trees are complementary (at most one rank is a
- * leaf of both); the verbs per role; NCCL_ALGO parsing, accepted and rejected forms. */
+ * leaf of both); the verbs per role; NCCL_ALGO parsing, accepted and rejected forms; the trees
+ * on ring positions (tree_node_in_order) are trees and cross hosts less than those on ranks. */
 #include <string.h>
 #include "algo/tree.h"
+#include "topo/ring_order.h"
 #include "core/algo.h"
 #include "harness.h"
 
@@ -115,4 +117,53 @@ TEST(available_algorithms) {
   CHECK_EQ(algo_available(COLL_REDUCE), bit(ALGO_RING) | bit(ALGO_TREE));
   CHECK_EQ(algo_available(COLL_ALLGATHER), bit(ALGO_RING));
   CHECK_EQ(algo_available(COLL_SEND), 0);
+}
+
+/* Links of tree t (rooted at root) whose two ranks are on different hosts. */
+static int tree_cross_links(int n, int root, int t, const uint64_t* h, const int* order,
+                            const int* pos) {
+  int links = 0;
+  for (int r = 0; r < n; r++) {
+    struct tree_node nd =
+        order ? tree_node_in_order(r, n, root, t, order, pos) : tree_node_of(r, n, root, t);
+    links += nd.parent >= 0 && h[nd.parent] != h[r];
+  }
+  return links;
+}
+
+/* The trees on ring positions are trees of ranks with the operation's root on top, for orders of
+ * many host layouts, and cross hosts far less than the trees on ranks when hosts interleave. */
+TEST(trees_in_ring_order) {
+  uint64_t h[64];
+  int order[64], pos[64];
+  for (int hosts = 1; hosts <= 8; hosts++)
+    for (int n = 1; n <= 64; n++) {
+      for (int r = 0; r < n; r++) h[r] = 1000 + (uint64_t)(r % hosts);
+      topo_ring_order(n, h, order);
+      for (int p = 0; p < n; p++) pos[order[p]] = p;
+      for (int root = 0; root < n; root += 3)
+        for (int t = 0; t < TREE_COUNT; t++) {
+          int parents[64] = {0};
+          for (int r = 0; r < n; r++) {
+            struct tree_node nd = tree_node_in_order(r, n, root, t, order, pos);
+            CHECK_EQ(nd.parent < 0, r == root);
+            for (int i = 0; i < nd.nchild; i++) {
+              CHECK_EQ(tree_node_in_order(nd.child[i], n, root, t, order, pos).parent, r);
+              parents[nd.child[i]]++;
+            }
+          }
+          for (int r = 0; r < n; r++) CHECK_EQ(parents[r], r != root);
+          int by_pos = tree_cross_links(n, root, t, h, order, pos);
+          int by_rank = tree_cross_links(n, root, t, h, NULL, NULL);
+          if (hosts == 1) CHECK_EQ(by_pos, 0);
+          /* a host's run of positions is cut from the rest of an in-order tree at most at
+           * (height + 1) links per run boundary */
+          CHECK(by_pos <= hosts * (tree_height(n) + 1));
+          /* never much worse (tiny comms of one-rank hosts differ by a link or two), and
+           * better once hosts hold a few ranks each */
+          CHECK(by_pos <= by_rank + 2);
+          if (hosts > 1 && n >= 16 && n >= 4 * hosts) CHECK(by_pos < by_rank);
+          if (n == 64 && hosts == 4 && root == 0) CHECK(4 * by_pos < by_rank);
+        }
+    }
 }

@@ -4,7 +4,9 @@
  *   monelrun -n N prog args...                    N ranks on this host
  *   monelrun -n N --hosts H --host-index I --comm-id host:port prog args...
  *                                                 this host's share of an H-host job
- *   monelrun prog args...                         under mpirun/torchrun: run prog as that rank
+ *   monelrun -n N --fake-hosts H [--fake-layout block] prog args...
+ *                                                 N ranks here, as if on H hosts (MONEL_HOST_ID)
+ *   monelrun prog args...                         under mpirun/torchrun/srun: run prog as that rank
  *
  * Each rank gets MONEL_RANK, MONEL_NRANKS, MONEL_LOCAL_RANK, MONEL_LOCAL_SIZE and NCCL_COMM_ID.
  * Its stdout and stderr come back through pipes, one line at a time, prefixed with "[rank] ".
@@ -29,10 +31,11 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 
-#define GRACE_MS       2000 /* SIGTERM -> SIGKILL */
-#define DRAIN_MS       2000 /* how long output of exited ranks may still trickle in */
-#define LINE_BUF_BYTES 8192
-#define MAX_LOCAL      4096
+#define GRACE_MS           2000 /* SIGTERM -> SIGKILL */
+#define DRAIN_MS           2000 /* how long output of exited ranks may still trickle in */
+#define LINE_BUF_BYTES     8192
+#define MAX_LOCAL          4096
+#define SLURM_DEFAULT_PORT 29501 /* rank 0's bootstrap port under srun without MONEL_PORT */
 
 struct stream {
   int fd;     /* read end of the rank's pipe, -1 once closed */
@@ -54,7 +57,9 @@ struct options {
   int hosts;      /* --hosts */
   int host_index; /* --host-index */
   const char* comm_id;
-  char** argv; /* program and its arguments */
+  int fake_hosts; /* --fake-hosts, 0 when not given */
+  int fake_block; /* --fake-layout block: consecutive ranks share a fake host */
+  char** argv;    /* program and its arguments */
 };
 
 struct job {
@@ -86,11 +91,18 @@ static void usage(FILE* f) {
           "  --hosts H           hosts in the job (default 1)\n"
           "  --host-index I      this host's index, 0..H-1: it runs ranks I*N .. I*N+N-1\n"
           "  --comm-id host:port address of rank 0's bootstrap (needed when H > 1)\n"
+          "  --fake-hosts F      test aid: the N ranks here act as F hosts, rank r getting\n"
+          "                      MONEL_HOST_ID=host<f>: shared memory within a fake host,\n"
+          "                      TCP between fake hosts\n"
+          "  --fake-layout L     cyclic (default): f = r %% F; block: f = r * F / N\n"
           "  -h, --help          this text\n"
           "\n"
-          "Without -n, under Open MPI (OMPI_COMM_WORLD_RANK/SIZE) or torchrun (RANK, WORLD_SIZE,\n"
-          "MASTER_ADDR, MASTER_PORT), prog runs once as that rank; torchrun style sets\n"
-          "NCCL_COMM_ID=MASTER_ADDR:(MASTER_PORT+1).\n");
+          "Without -n, under Open MPI (OMPI_COMM_WORLD_RANK/SIZE), torchrun (RANK, WORLD_SIZE,\n"
+          "MASTER_ADDR, MASTER_PORT) or Slurm's srun (SLURM_PROCID, SLURM_NTASKS), prog runs\n"
+          "once as that rank. Unless NCCL_COMM_ID is set, torchrun style sets\n"
+          "NCCL_COMM_ID=MASTER_ADDR:(MASTER_PORT+1) and srun sets it to the first node of\n"
+          "SLURM_STEP_NODELIST (or SLURM_JOB_NODELIST) and port MONEL_PORT (default %d).\n",
+          SLURM_DEFAULT_PORT);
 }
 
 static long long now_ms(void) {
@@ -141,6 +153,13 @@ static void parse_args(int argc, char** argv, struct options* opt) {
       if (!parse_int(v, 0, 1 << 20, &opt->host_index)) bad_value(a, v);
     } else if (!strcmp(a, "--comm-id")) {
       opt->comm_id = option_value(argc, argv, &i);
+    } else if (!strcmp(a, "--fake-hosts")) {
+      const char* v = option_value(argc, argv, &i);
+      if (!parse_int(v, 1, MAX_LOCAL, &opt->fake_hosts)) bad_value(a, v);
+    } else if (!strcmp(a, "--fake-layout")) {
+      const char* v = option_value(argc, argv, &i);
+      if (strcmp(v, "cyclic") != 0 && strcmp(v, "block") != 0) bad_value(a, v);
+      opt->fake_block = !strcmp(v, "block");
     } else if (!strcmp(a, "--")) {
       i++;
       break;
@@ -159,6 +178,10 @@ static void parse_args(int argc, char** argv, struct options* opt) {
   if (opt->host_index >= opt->hosts) {
     fprintf(stderr, "monelrun: --host-index %d is out of range for --hosts %d\n", opt->host_index,
             opt->hosts);
+    exit(2);
+  }
+  if (opt->fake_hosts && (opt->hosts > 1 || opt->nlocal == 0)) {
+    fprintf(stderr, "monelrun: --fake-hosts needs -n and a job on this host only (no --hosts)\n");
     exit(2);
   }
   if ((long long)opt->hosts * (opt->nlocal ? opt->nlocal : 1) > INT_MAX) {
@@ -217,7 +240,93 @@ static void exec_or_die(char** argv) {
   _exit(127);
 }
 
-/* Without -n: translate the environment of an existing launcher and run prog as that rank. */
+/* The first host of a Slurm host list ("node[07-09,12],gpu3" -> "node07"): the text before the
+ * first top-level comma, each bracket replaced by its first number as written. */
+static bool slurm_first_host(const char* list, char* out, size_t cap) {
+  size_t o = 0;
+  for (const char* p = list; *p && *p != ','; p++) {
+    if (*p == '[') {
+      for (p++; *p && *p != '-' && *p != ',' && *p != ']'; p++)
+        if (o + 1 < cap) out[o++] = *p;
+      while (*p && *p != ']') p++;
+      if (!*p) return false; /* unclosed bracket */
+    } else if (o + 1 < cap) {
+      out[o++] = *p;
+    }
+  }
+  out[o] = '\0';
+  return o > 0 && o + 1 < cap;
+}
+
+/* Tasks on node `node` from Slurm's per-node counts ("2(x3),1": nodes 0-2 run 2, node 3 runs 1);
+ * -1 if the list does not reach that node or cannot be read. */
+static int slurm_tasks_on(const char* counts, int node) {
+  const char* p = counts;
+  while (*p) {
+    char* end = NULL;
+    long c = strtol(p, &end, 10), reps = 1;
+    if (end == p || c < 1) return -1;
+    p = end;
+    if (*p == '(') {
+      if (p[1] != 'x') return -1;
+      reps = strtol(p + 2, &end, 10);
+      if (end == p + 2 || *end != ')' || reps < 1) return -1;
+      p = end + 1;
+    }
+    if (node < reps) return (int)c;
+    node -= (int)reps;
+    if (*p == ',')
+      p++;
+    else if (*p)
+      return -1;
+  }
+  return -1;
+}
+
+/* Under srun: the local size and the comm id (rank 0 runs on the step's first node). */
+static void slurm_env(void) {
+  const char* node_id = getenv("SLURM_NODEID");
+  const char* per_node = getenv("SLURM_STEP_TASKS_PER_NODE");
+  if (!per_node) per_node = getenv("SLURM_TASKS_PER_NODE");
+  int node = 0, lsize = -1;
+  if (node_id && !parse_int(node_id, 0, INT_MAX, &node)) bad_value("SLURM_NODEID", node_id);
+  if (per_node) lsize = slurm_tasks_on(per_node, node);
+  if (lsize < 0 && getenv("SLURM_NTASKS_PER_NODE") &&
+      !parse_int(getenv("SLURM_NTASKS_PER_NODE"), 1, INT_MAX, &lsize))
+    bad_value("SLURM_NTASKS_PER_NODE", getenv("SLURM_NTASKS_PER_NODE"));
+  if (lsize > 0) set_int_env("MONEL_LOCAL_SIZE", lsize);
+  if (getenv("SLURM_LOCALID")) setenv("MONEL_LOCAL_RANK", getenv("SLURM_LOCALID"), 1);
+  if (getenv("NCCL_COMM_ID")) return;
+  const char* list = getenv("SLURM_STEP_NODELIST");
+  if (!list) list = getenv("SLURM_JOB_NODELIST");
+  const char* port_s = getenv("MONEL_PORT");
+  int port = SLURM_DEFAULT_PORT;
+  char host[256], id[300];
+  if (port_s && !parse_int(port_s, 1, 65535, &port)) bad_value("MONEL_PORT", port_s);
+  if (!list || !slurm_first_host(list, host, sizeof(host))) {
+    fprintf(stderr, "monelrun: under srun, the first node of SLURM_STEP_NODELIST or "
+                    "SLURM_JOB_NODELIST names rank 0's host; neither is readable: set "
+                    "NCCL_COMM_ID=host:port instead\n");
+    exit(2);
+  }
+  snprintf(id, sizeof(id), "%s:%d", host, port);
+  setenv("NCCL_COMM_ID", id, 1);
+}
+
+/* Under torchrun: NCCL_COMM_ID is MASTER_ADDR:(MASTER_PORT+1) unless set. */
+static void torchrun_env(const char* maddr, const char* mport) {
+  int port;
+  if (!parse_int(mport, 1, 65534, &port)) bad_value("MASTER_PORT", mport);
+  if (getenv("NCCL_COMM_ID")) return;
+  char id[300];
+  bool v6 = strchr(maddr, ':') && maddr[0] != '[';
+  snprintf(id, sizeof(id), v6 ? "[%s]:%d" : "%s:%d", maddr, port + 1);
+  setenv("NCCL_COMM_ID", id, 1);
+}
+
+/* Without -n: translate the environment of an existing launcher and run prog as that rank.
+ * Open MPI first, then torchrun (each may run inside a Slurm allocation, whose variables then
+ * describe the launcher's own processes), then srun. */
 static bool launcher_mode(char** argv) {
   const char* orank = getenv("OMPI_COMM_WORLD_RANK");
   const char* osize = getenv("OMPI_COMM_WORLD_SIZE");
@@ -225,7 +334,9 @@ static bool launcher_mode(char** argv) {
   const char* tsize = getenv("WORLD_SIZE");
   const char* maddr = getenv("MASTER_ADDR");
   const char* mport = getenv("MASTER_PORT");
-  const char *rank, *size, *lrank, *lsize;
+  const char* srank = getenv("SLURM_PROCID");
+  const char* ssize = getenv("SLURM_NTASKS");
+  const char *rank, *size, *lrank = NULL, *lsize = NULL;
   if (orank && osize) {
     rank = orank, size = osize;
     lrank = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
@@ -234,14 +345,10 @@ static bool launcher_mode(char** argv) {
     rank = trank, size = tsize;
     lrank = getenv("LOCAL_RANK");
     lsize = getenv("LOCAL_WORLD_SIZE");
-    int port;
-    if (!parse_int(mport, 1, 65534, &port)) bad_value("MASTER_PORT", mport);
-    if (!getenv("NCCL_COMM_ID")) {
-      char id[300];
-      bool v6 = strchr(maddr, ':') && maddr[0] != '[';
-      snprintf(id, sizeof(id), v6 ? "[%s]:%d" : "%s:%d", maddr, port + 1);
-      setenv("NCCL_COMM_ID", id, 1);
-    }
+    torchrun_env(maddr, mport);
+  } else if (srank && ssize) {
+    rank = srank, size = ssize;
+    slurm_env(); /* sets MONEL_LOCAL_RANK/SIZE itself */
   } else {
     return false;
   }
@@ -324,6 +431,12 @@ static void child_setup(struct job* job, int idx, int out_w, int err_w, const si
   set_int_env("MONEL_LOCAL_RANK", idx);
   set_int_env("MONEL_LOCAL_SIZE", o->nlocal);
   if (job->set_comm_id) setenv("NCCL_COMM_ID", job->comm_id, 1);
+  if (o->fake_hosts) {
+    int f = o->fake_block ? (int)((long long)idx * o->fake_hosts / o->nlocal) : idx % o->fake_hosts;
+    char id[32];
+    snprintf(id, sizeof(id), "host%d", f);
+    setenv("MONEL_HOST_ID", id, 1);
+  }
   exec_or_die(o->argv);
 }
 
@@ -477,7 +590,8 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (!launcher_mode(job.opt.argv)) {
-      fprintf(stderr, "monelrun: -n N is required outside mpirun/torchrun (see monelrun -h)\n");
+      fprintf(stderr,
+              "monelrun: -n N is required outside mpirun, torchrun and srun (see monelrun -h)\n");
       return 2;
     }
   }
