@@ -207,7 +207,7 @@ static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struc
   a.in = t->sendbuff;
   a.out = t->recvbuff;
   a.count = t->count;
-  a.root = g->ring_pos_of ? g->ring_pos_of[t->root] : t->root;
+  a.root = comm->ring_pos[t->root];
   a.pos = g->ring_pos;
   a.order = g->ring_order_dev;
   a.nranks = n;
@@ -368,7 +368,6 @@ static void gpu_comm_free(struct ncclComm* comm) {
   }
   if (saved >= 0) cudaSetDevice(saved);
   free(g->msgs);
-  free(g->ring_pos_of);
   free(g);
   comm->engine_state = NULL;
 }

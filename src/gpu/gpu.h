@@ -67,10 +67,9 @@ struct gpu_comm {
   char* p2p_send[DEV_MAX_PEERS];
   char* p2p_recv[DEV_MAX_PEERS];
   unsigned p2p_sysmem; /* bit r: p2p_recv[r] is pinned host memory */
-  /* Across hosts (gpu/net.c): the ring runs over positions of topo_ring_order(). */
+  /* Across hosts (gpu/net.c): the ring runs over the positions of comm->ring_order. */
   int ring_pos, ring_next, ring_prev; /* my position; the ranks I send to and receive from */
   int* ring_order_dev;                /* device: position -> rank; NULL for the identity */
-  int* ring_pos_of;                   /* host: rank -> position (nranks entries) */
   int net_next, net_prev;             /* ring hops over the network */
   unsigned p2p_net;                   /* bit r: point-to-point with peer r over the network */
   struct gpu_mem ring_mirror;         /* my mirror of the next rank's ring FIFOs (net_next) */

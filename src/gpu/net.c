@@ -1,7 +1,8 @@
 /* GPU connections across hosts (NET connections): which ring hops and point-to-point peers go
  * over the network, the ring order that crosses hosts as rarely as possible, and their setup at
- * comm init. The data path is the proxy's (proxy/fifo_net.h): the kernels only see FIFOs in
- * pinned host memory, the receiver's own and the sender's mirror of it.
+ * comm init. The ring order itself is the comm's (core/comm.c, topo_ring_order). The data path is
+ * the proxy's (proxy/fifo_net.h): the kernels only see FIFOs in pinned host memory, the receiver's
+ * own and the sender's mirror of it.
  *
  * A connection between ranks r and s is a NET connection when their hosts differ, or for every
  * pair when NCCL_P2P_DISABLE=1 and NCCL_SHM_DISABLE=1 (NCCL's way to force the network on one
@@ -19,7 +20,6 @@
 #include "core/param.h"
 #include "gpu/gpu.h"
 #include "proxy/proxy.h"
-#include "topo/ring_order.h"
 
 #define TAG_NET 0x474e4500 /* "GNE": my receive handles, sent to the peer that sends to me */
 
@@ -39,54 +39,24 @@ int gpu_net_any(const struct ncclComm* comm) {
 }
 
 ncclResult_t gpu_ring_order(struct ncclComm* comm, struct gpu_comm* g) {
-  int n = comm->nranks, *order = NULL, identity = 1;
-  uint64_t* hash = NULL;
-  ncclResult_t res = ncclSuccess;
-  g->ring_pos = comm->rank;
-  g->ring_next = (comm->rank + 1) % n;
-  g->ring_prev = (comm->rank + n - 1) % n;
-  NCCLCALLOC(order, n);
-  hash = calloc((size_t)n, sizeof *hash);
-  if (hash == NULL) {
-    WARN("out of host memory computing the ring order of %d ranks", n);
-    res = ncclSystemError;
-    goto out;
-  }
-  for (int r = 0; r < n; r++) hash[r] = comm->peers[r].host_hash;
-  topo_ring_order(n, hash, order);
-  g->ring_pos_of = calloc((size_t)n, sizeof *g->ring_pos_of);
-  if (g->ring_pos_of == NULL) {
-    WARN("out of host memory computing the ring order of %d ranks", n);
-    res = ncclSystemError;
-    goto out;
-  }
-  for (int p = 0; p < n; p++) {
-    identity &= order[p] == p;
-    g->ring_pos_of[order[p]] = p;
-  }
-  g->ring_pos = g->ring_pos_of[comm->rank];
+  int n = comm->nranks, identity = 1;
+  const int* order = comm->ring_order;
+  for (int p = 0; p < n; p++) identity &= order[p] == p;
+  g->ring_pos = comm->ring_pos[comm->rank];
   g->ring_next = order[(g->ring_pos + 1) % n];
   g->ring_prev = order[(g->ring_pos + n - 1) % n];
   g->net_next = gpu_net_is(comm, g->ring_next);
   g->net_prev = gpu_net_is(comm, g->ring_prev);
   if (!identity) {
-    cudaError_t e = cudaMalloc((void**)&g->ring_order_dev, sizeof(int) * (size_t)n);
-    if (e == cudaSuccess)
-      e = cudaMemcpy(g->ring_order_dev, order, sizeof(int) * (size_t)n, cudaMemcpyHostToDevice);
-    if (e != cudaSuccess) {
-      WARN("could not put the ring order of %d ranks in GPU memory: %s", n, cudaGetErrorString(e));
-      res = ncclUnhandledCudaError;
-      goto out;
-    }
-    g->dev_bytes += sizeof(int) * (size_t)n;
+    size_t bytes = sizeof(int) * (size_t)n;
+    CUDACHECK(cudaMalloc((void**)&g->ring_order_dev, bytes));
+    CUDACHECK(cudaMemcpy(g->ring_order_dev, order, bytes, cudaMemcpyHostToDevice));
+    g->dev_bytes += bytes;
   }
   INFO(LOG_INIT | LOG_NET, "comm %p rank %d: ring position %d of %d, next rank %d%s, previous %d%s",
        (void*)comm, comm->rank, g->ring_pos, n, g->ring_next, g->net_next ? " (network)" : "",
        g->ring_prev, g->net_prev ? " (network)" : "");
-out:
-  free(order);
-  free(hash);
-  return res;
+  return ncclSuccess;
 }
 
 ncclResult_t gpu_host_fifo_alloc(struct gpu_comm* g, size_t len, struct gpu_mem* m) {
