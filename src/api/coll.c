@@ -45,6 +45,22 @@ ncclResult_t api_check_rank(int rank, int nranks, const char* what, const char* 
   return ncclSuccess;
 }
 
+/* A live comm that was not aborted, revoked, or failed on its own (a dead peer). */
+static ncclResult_t check_usable(ncclComm_t comm, const char* fn) {
+  NCCLCHECK(comm_check(comm, fn, 0));
+  if (comm_aborted(comm)) {
+    WARN("%s: comm %p was aborted or revoked", fn, (void*)comm);
+    return ncclInvalidUsage;
+  }
+  if (__atomic_load_n(&comm->failed, __ATOMIC_ACQUIRE)) {
+    ncclResult_t err = __atomic_load_n(&comm->async_error, __ATOMIC_ACQUIRE);
+    WARN("%s: comm %p failed earlier and can only be aborted (ncclCommAbort): %s", fn, (void*)comm,
+         comm->fail_msg);
+    return err != ncclSuccess && err != ncclInProgress ? err : ncclRemoteError;
+  }
+  return ncclSuccess;
+}
+
 /* The checks every operation shares, then the queueing. `factor` multiplies count for the
  * largest buffer (nranks for gathers); `root` is checked when >= -1 is not passed as -2. */
 static ncclResult_t enqueue(enum coll_kind coll, const void* sendbuff, void* recvbuff, size_t count,
@@ -52,11 +68,7 @@ static ncclResult_t enqueue(enum coll_kind coll, const void* sendbuff, void* rec
                             cudaStream_t stream, const char* fn) {
   struct task t;
   memset(&t, 0, sizeof t);
-  NCCLCHECK(comm_check(comm, fn, 0));
-  if (comm_aborted(comm)) {
-    WARN("%s: comm %p was aborted or revoked", fn, (void*)comm);
-    return ncclInvalidUsage;
-  }
+  NCCLCHECK(check_usable(comm, fn));
   NCCLCHECK(api_check_dtype(dt, fn));
   if (coll == COLL_ALLTOALLV) return ncclInternalError; /* built by ncclAlltoAllv itself */
   int gathers = coll == COLL_ALLGATHER || coll == COLL_REDUCESCATTER || coll == COLL_ALLTOALL ||
@@ -70,12 +82,9 @@ static ncclResult_t enqueue(enum coll_kind coll, const void* sendbuff, void* rec
   int reduces = coll == COLL_ALLREDUCE || coll == COLL_REDUCE || coll == COLL_REDUCESCATTER;
   if (reduces) NCCLCHECK(redop_resolve(comm, op, dt, &t.op, fn));
   if (count > 0) {
-    int sends = coll != COLL_RECV && !(coll == COLL_SCATTER && comm->rank != root) &&
-                !(coll == COLL_BROADCAST && comm->rank != root);
-    int recvs = coll != COLL_SEND && !(coll == COLL_REDUCE && comm->rank != root) &&
-                !(coll == COLL_GATHER && comm->rank != root);
-    if (sends) NCCLCHECK(api_check_ptr(sendbuff, "sendbuff", fn));
-    if (recvs) NCCLCHECK(api_check_ptr(recvbuff, "recvbuff", fn));
+    if (task_reads_send(coll, comm->rank, root)) NCCLCHECK(api_check_ptr(sendbuff, "sendbuff", fn));
+    if (task_writes_recv(coll, comm->rank, root))
+      NCCLCHECK(api_check_ptr(recvbuff, "recvbuff", fn));
   }
   t.coll = coll;
   t.sendbuff = sendbuff;
@@ -84,6 +93,7 @@ static ncclResult_t enqueue(enum coll_kind coll, const void* sendbuff, void* rec
   t.dtype = dt;
   t.root = root;
   t.stream = stream;
+  if (comm->engine->check_task) NCCLCHECK(comm->engine->check_task(comm, &t, fn));
   t.seq = ++comm->seq;
   TRACE(LOG_COLL, "%s #%llu comm %p count %zu dtype %d root %d", fn, (unsigned long long)t.seq,
         (void*)comm, count, (int)dt, root);
@@ -198,11 +208,7 @@ NCCL_API(ncclResult_t, ncclAlltoAllv, const void* sendbuff, const size_t* sendco
   ncclResult_t res = ncclSuccess;
   memset(&t, 0, sizeof t);
   (void)relaybuff, (void)relaycount; /* one host: no relay through a third rank is needed */
-  NCCLCHECK(comm_check(comm, fn, 0));
-  if (comm_aborted(comm)) {
-    WARN("%s: comm %p was aborted or revoked", fn, (void*)comm);
-    return ncclInvalidUsage;
-  }
+  NCCLCHECK(check_usable(comm, fn));
   NCCLCHECK(api_check_dtype(datatype, fn));
   const size_t* const m[4] = {sendcounts, sdispls, recvcounts, rdispls};
   NCCLCHECK(alltoallv_rows(comm, m, datatype, &t.vrows, &sent, &received, fn));
@@ -213,6 +219,7 @@ NCCL_API(ncclResult_t, ncclAlltoAllv, const void* sendbuff, const size_t* sendco
   t.recvbuff = recvbuff;
   t.dtype = datatype;
   t.stream = stream;
+  if (comm->engine->check_task) NCCLCHECKGOTO(comm->engine->check_task(comm, &t, fn), res, out);
   t.seq = ++comm->seq;
   TRACE(LOG_COLL, "%s #%llu comm %p sends %zu receives %zu dtype %d", fn, (unsigned long long)t.seq,
         (void*)comm, sent, received, (int)datatype);

@@ -10,6 +10,7 @@
 #include "core/check.h"
 #include "core/comm.h"
 #include "core/param.h"
+#include "core/watch.h"
 #include "topo/host.h"
 #include "topo/ring_order.h"
 
@@ -143,6 +144,7 @@ static ncclResult_t connect_peers(struct ncclComm* comm, const ncclUniqueId* id)
   comm->comm_hash = topo_hash(id->internal, sizeof id->internal);
   NCCLCHECK(ring_setup(comm));
   NCCLCHECK(comm->engine->comm_init(comm));
+  NCCLCHECK(watch_start(comm));
   double t2 = now_s();
   INFO(LOG_INIT,
        "comm %p rank %d nrank %d dev %d engine %s commId 0x%llx%s%s - Init COMPLETE in %.3f s, "
@@ -261,6 +263,7 @@ void comm_free(struct ncclComm* comm) {
   if (comm == NULL) return;
   join_init(comm);
   reg_remove(comm);
+  watch_stop(comm);
   if (comm->engine && comm->engine->comm_free) comm->engine->comm_free(comm);
   boot_free(comm->boot);
   free(comm->peers);

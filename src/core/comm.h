@@ -12,6 +12,8 @@
 #define COMM_MAX_REDOPS 64
 
 /* What every rank learns about every other rank at init. */
+struct watch;
+
 struct peer_info {
   uint64_t host_hash;
   int pid;
@@ -41,6 +43,7 @@ struct ncclComm {
   uint64_t seq;             /* operations enqueued so far */
   uint64_t comm_hash;       /* names the comm in logs */
   struct boot* boot;
+  struct watch* watch;     /* core/watch.c */
   struct peer_info* peers; /* nranks entries */
   /* The ring every engine runs its ring algorithms on (topo_ring_order: the ranks of a host are
    * neighbours); the identity when every rank is on one host. nranks entries each. */

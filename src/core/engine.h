@@ -3,6 +3,7 @@
  * one per comm at init and never looks inside. */
 #ifndef MONEL_CORE_ENGINE_H
 #define MONEL_CORE_ENGINE_H
+#include <stdint.h>
 #include "nccl.h"
 
 struct ncclComm;
@@ -20,6 +21,12 @@ struct engine {
   ncclResult_t (*run)(struct ncclComm* comm, struct task* tasks, int ntasks);
   /* Make blocked operations of this comm return promptly (may be called from any thread). */
   void (*abort)(struct ncclComm* comm);
+  /* Checks a task's buffers and stream before it is queued (ncclInvalidArgument and a sentence
+   * naming fn for a buffer or stream the engine cannot use); NULL: nothing to check. */
+  ncclResult_t (*check_task)(struct ncclComm* comm, const struct task* t, const char* fn);
+  /* Operations handed to the device and finished (sequence numbers), read by the watch thread
+   * (core/watch.c) of an engine whose run() returns before the work is done; NULL otherwise. */
+  void (*progress)(struct ncclComm* comm, uint64_t* issued, uint64_t* done);
   /* Release the engine state; accepts a comm whose comm_init failed or never ran. */
   void (*comm_free)(struct ncclComm* comm);
 };

@@ -3,6 +3,7 @@
 #include <string.h>
 #include "core/check.h"
 #include "core/group.h"
+#include "core/watch.h"
 #include "core/tune.h"
 
 #define GROUP_MAX_COMMS  4096
@@ -61,10 +62,18 @@ static void drop_tasks(struct ncclComm* comm) {
   comm->ntasks = 0;
 }
 
+/* Hand tasks to the comm's engine, telling the watch (core/watch.c) what runs. */
+static ncclResult_t engine_run(struct ncclComm* comm, struct task* tasks, int ntasks) {
+  NCCLCHECK(watch_issue(comm, tasks, ntasks));
+  ncclResult_t res = comm->engine->run(comm, tasks, ntasks);
+  if (!comm->engine->enqueue_only) watch_complete(comm);
+  return res;
+}
+
 ncclResult_t group_enqueue(struct ncclComm* comm, const struct task* task) {
   if (grp.depth == 0) {
     struct task t = *task;
-    ncclResult_t res = comm->engine->run(comm, &t, 1);
+    ncclResult_t res = engine_run(comm, &t, 1);
     task_release(&t);
     return res;
   }
@@ -118,7 +127,7 @@ static void run_job(struct job* j) {
   if (j->is_init) {
     j->res = j->setup.fn(j->setup.arg);
   } else {
-    j->res = j->comm->engine->run(j->comm, j->comm->tasks, j->comm->ntasks);
+    j->res = engine_run(j->comm, j->comm->tasks, j->comm->ntasks);
     drop_tasks(j->comm);
   }
 }

@@ -58,4 +58,15 @@ static inline int task_is_p2p(enum coll_kind c) {
          c == COLL_GATHER || c == COLL_SCATTER;
 }
 
+/* Whether rank reads sendbuff / writes recvbuff for this task (count > 0 assumed; AlltoAllv
+ * decides by its counts). */
+static inline int task_reads_send(enum coll_kind c, int rank, int root) {
+  return c != COLL_RECV && !(c == COLL_SCATTER && rank != root) &&
+         !(c == COLL_BROADCAST && rank != root);
+}
+static inline int task_writes_recv(enum coll_kind c, int rank, int root) {
+  return c != COLL_SEND && !(c == COLL_REDUCE && rank != root) &&
+         !(c == COLL_GATHER && rank != root);
+}
+
 #endif

@@ -56,6 +56,20 @@ static inline size_t dev_ll_buffer_bytes(int nranks) {
   return (size_t)DEV_LL_MAX_BLOCKS * 2 * (size_t)nranks * DEV_LL_LINES * DEV_LL_LINE;
 }
 
+/* What every kernel of a comm shares with the host (gpu/engine.c). abort: a word of pinned host
+ * memory mapped into the GPU; once the host sets it (ncclCommAbort, ncclCommRevoke, a dead peer)
+ * every wait of every kernel of the comm gives up within DEV_ABORT_SPINS polls and the kernel
+ * returns, its results undefined. done: a word of mapped host memory where the last block of a
+ * launch to finish writes the launch's seq (operations up to seq are complete), so the host sees
+ * progress without synchronising. finished: a device counter of the launch's finished blocks. */
+struct dev_ctl {
+  const volatile uint32_t* abort;
+  volatile uint64_t* done;
+  unsigned int* finished;
+  uint64_t seq; /* the sequence number of the launch's last operation */
+};
+#define DEV_ABORT_SPINS 1024 /* polls of a wait between two looks at the abort word */
+
 /* Collectives the ring kernel runs (values of dev_ring_args.coll). */
 enum dev_coll { DEV_ALLREDUCE, DEV_BROADCAST, DEV_REDUCE, DEV_ALLGATHER, DEV_REDUCESCATTER };
 
@@ -87,6 +101,7 @@ struct dev_ring_args {
   const void* device_scalar; /* PREMULSUM factor read by the kernel, or NULL */
   uint64_t* steps;           /* DEV_STEP_WORDS per channel */
   int sysmem;                /* my receive FIFOs are pinned host memory: slots read uncached */
+  struct dev_ctl ctl;
   struct dev_channel ch[DEV_MAX_CHANNELS];
 };
 
@@ -106,7 +121,8 @@ struct dev_oneshot_args {
   int dtype, op;
   unsigned char scalar[8];
   const void* device_scalar;
-  uint32_t* seq;                /* device: launches so far, one counter per block */
+  uint32_t* seq; /* device: launches so far, one counter per block */
+  struct dev_ctl ctl;
   char* peer_ll[DEV_MAX_PEERS]; /* every rank's LL buffer as I address it (mine at [rank]) */
 };
 
@@ -161,6 +177,7 @@ struct dev_p2p_args {
   unsigned sysmem;               /* bit r: my FIFOs for peer r are pinned host memory (read
                                     uncached) */
   size_t slot_bytes, fifo_bytes; /* one FIFO: DEV_FIFO_HEADER + nslots * slot_bytes */
+  struct dev_ctl ctl;
   struct dev_p2p_block blocks[DEV_P2P_MAX_BLOCKS];
   struct dev_p2p_op ops[DEV_P2P_MAX_OPS];
 };

@@ -25,14 +25,23 @@ __device__ static inline void st_line(char* p, uint32_t lo, uint32_t hi, uint32_
                : "memory");
 }
 
-__device__ static inline uint64_t ld_line(const char* p, uint32_t flag) {
+/* Waits for a line carrying `flag`; gives up (and every later call of the thread at once) when
+ * the host sets the abort word. */
+__device__ static inline uint64_t ld_line(const char* p, uint32_t flag,
+                                          const volatile uint32_t* abort, bool* aborted) {
   uint32_t lo, f1, hi, f2;
+  unsigned spins = 0;
   do {
     asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
                  : "=r"(lo), "=r"(f1), "=r"(hi), "=r"(f2)
                  : "l"(p)
                  : "memory");
-  } while (f1 != flag || f2 != flag);
+    if (f1 == flag && f2 == flag) break;
+    if (*aborted || wait_aborted(abort, &spins)) {
+      *aborted = true;
+      break;
+    }
+  } while (true);
   return (uint64_t)lo | (uint64_t)hi << 32;
 }
 
@@ -78,6 +87,7 @@ __global__ void __launch_bounds__(DEV_LL_NTHREADS) oneshot_kernel(struct dev_one
   const size_t region = (size_t)DEV_LL_LINES * DEV_LL_LINE;
   const size_t par = ((size_t)b * 2 + (flag & 1)) * (size_t)n;
   T s = load_scalar<T>(a.device_scalar, a.scalar);
+  bool aborted = false;
 
   /* My piece for my own output, kept in registers: AllReduce/AllGather my input, ReduceScatter
    * my chunk of it. */
@@ -112,8 +122,9 @@ __global__ void __launch_bounds__(DEV_LL_NTHREADS) oneshot_kernel(struct dev_one
       for (int k = 0; k < LINES_PER_THREAD; k++) {
         int i = tid + k * DEV_LL_NTHREADS;
         if (i >= nlines) break;
-        uint64_t v =
-            r == me ? mine[k] : ld_line(buf + (par + r) * region + (size_t)i * DEV_LL_LINE, flag);
+        uint64_t v = r == me ? mine[k]
+                             : ld_line(buf + (par + r) * region + (size_t)i * DEV_LL_LINE, flag,
+                                       a.ctl.abort, &aborted);
         st_bytes(o, i, bytes, v);
       }
     }
@@ -125,7 +136,9 @@ __global__ void __launch_bounds__(DEV_LL_NTHREADS) oneshot_kernel(struct dev_one
       if (i >= nlines) break;
       union line acc, x;
       for (int r = 0; r < n; r++) {
-        x.u = r == me ? mine[k] : ld_line(buf + (par + r) * region + (size_t)i * DEV_LL_LINE, flag);
+        x.u = r == me ? mine[k]
+                      : ld_line(buf + (par + r) * region + (size_t)i * DEV_LL_LINE, flag,
+                                a.ctl.abort, &aborted);
 #pragma unroll
         for (int e = 0; e < E; e++)
           acc.e[e] = elem<T, OP>(acc.e[e], x.e[e], r > 0, true, r == n - 1, s, n);
@@ -133,8 +146,13 @@ __global__ void __launch_bounds__(DEV_LL_NTHREADS) oneshot_kernel(struct dev_one
       st_bytes(out, i, bytes, acc.u);
     }
   }
+  __shared__ int any_aborted;
+  if (tid == 0) any_aborted = 0;
+  __syncthreads();
+  if (aborted) any_aborted = 1;
   __syncthreads();
   if (tid == 0) a.seq[b] = flag;
+  launch_done(&a.ctl, any_aborted != 0);
 }
 
 #define ONESHOT_LAUNCH(T, OP)                                                                      \

@@ -37,6 +37,7 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 2) p2p_kernel(struct dev_p2p_arg
       move<uint8_t, RED_SUM>(NULL, (const uint8_t*)src.buf + lo, (uint8_t*)dst.buf + lo, NULL,
                              hi - lo, false, 0, 1);
     }
+    launch_done(&a.ctl, false);
     return;
   }
   const bool is_send = bk.kind == DEV_P2P_SEND;
@@ -46,11 +47,13 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 2) p2p_kernel(struct dev_p2p_arg
   rc.nslots = a.nslots;
   rc.slot_bytes = a.slot_bytes;
   rc.sysmem = (a.sysmem >> peer & 1) != 0;
+  rc.abort = a.ctl.abort;
   uint64_t* steps = a.steps + DEV_STEP_WORDS * ((size_t)peer * a.nch + c);
   if (tid == 0) {
     cs.sent = steps[0];
     cs.recvd = steps[1];
     cs.head_seen = steps[2];
+    cs.aborted = 0;
   }
   __syncthreads();
   for (int k = 0; k < bk.nops; k++) {
@@ -63,6 +66,7 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 2) p2p_kernel(struct dev_p2p_arg
       size_t len = hi - at < a.slot_bytes ? hi - at : a.slot_bytes;
       fifo_step<uint8_t, RED_SUM>(&cs, &rc, is_send ? VERB_SEND : VERB_RECV, (const uint8_t*)op.buf,
                                   (uint8_t*)op.buf, at, at, len, 0, 1);
+      if (cs.aborted) return;
     }
   }
   if (tid == 0) {
@@ -71,6 +75,7 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 2) p2p_kernel(struct dev_p2p_arg
     else
       steps[1] = cs.recvd;
   }
+  launch_done(&a.ctl, false);
 }
 
 extern "C" cudaError_t dev_p2p_launch(const struct dev_p2p_args* a, cudaStream_t stream) {

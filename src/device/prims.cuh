@@ -160,9 +160,26 @@ __device__ static void move(const T* rs, const T* in, T* out, T* ss, size_t n, b
   }
 }
 
+/* True once every DEV_ABORT_SPINS calls when the host has set the abort word (dev.h). */
+__device__ static inline bool wait_aborted(const volatile uint32_t* abort, unsigned* spins) {
+  return (++*spins % DEV_ABORT_SPINS) == 0 && *abort != 0;
+}
+
+/* The end of a launch: the last block to finish publishes the launch's seq to the host. Blocks
+ * of an aborted launch do not. */
+__device__ static inline void launch_done(const struct dev_ctl* ctl, bool aborted) {
+  if (threadIdx.x != 0 || aborted) return;
+  /* No fence: the word only tells the host's watch that the launch ended, it orders no data. */
+  if (atomicAdd(ctl->finished, 1u) == gridDim.x - 1) {
+    *ctl->finished = 0;
+    *ctl->done = ctl->seq;
+  }
+}
+
 struct fifo_state {
   uint64_t sent, recvd; /* steps so far on this channel's connections */
   uint64_t head_seen;   /* last head read from the receiver (a lower bound of its head) */
+  int aborted;          /* a wait saw the abort word: the kernel returns */
 };
 
 struct fifo_ctx {
@@ -171,6 +188,7 @@ struct fifo_ctx {
   int nslots;
   size_t slot_bytes;
   bool sysmem; /* the FIFOs are pinned host memory */
+  const volatile uint32_t* abort;
 };
 
 /* One step of a schedule over a FIFO connection (dev.h): verb on len elements at in + in_off /
@@ -194,18 +212,29 @@ __device__ static __noinline__ void fifo_step(struct fifo_state* cs, const struc
   /* The step I am about to wait for, for the proxy of a network connection. */
   if (tid == 0 && do_recv) st_volatile((uint64_t*)(rc->recv_fifo + DEV_FIFO_WANT), cs->recvd + 1);
   if (tid == 0) {
+    unsigned spins = 0;
     if (do_recv) {
       const uint64_t* tail = (const uint64_t*)(rc->recv_fifo + DEV_FIFO_TAIL);
-      while (ld_volatile(tail) < cs->recvd + 1) {
-      }
+      while (ld_volatile(tail) < cs->recvd + 1)
+        if (wait_aborted(rc->abort, &spins)) {
+          cs->aborted = 1;
+          break;
+        }
       __threadfence_system();
     }
-    if (do_send) {
+    if (do_send && !cs->aborted) {
       const uint64_t* head = (const uint64_t*)(send_fifo + DEV_FIFO_HEAD);
-      while (cs->sent + 1 > cs->head_seen + (uint64_t)rc->nslots) cs->head_seen = ld_volatile(head);
+      while (cs->sent + 1 > cs->head_seen + (uint64_t)rc->nslots) {
+        cs->head_seen = ld_volatile(head);
+        if (wait_aborted(rc->abort, &spins)) {
+          cs->aborted = 1;
+          break;
+        }
+      }
     }
   }
   __syncthreads();
+  if (cs->aborted) return;
   const T* rs =
       do_recv
           ? (const T*)(rc->recv_fifo + DEV_FIFO_HEADER + (cs->recvd % rc->nslots) * rc->slot_bytes)

@@ -34,6 +34,7 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) ring_kernel(struct dev_ring_a
   rc.nslots = a.nslots;
   rc.slot_bytes = a.slot_bytes;
   rc.sysmem = a.sysmem != 0;
+  rc.abort = a.ctl.abort;
   const int* order = a.order;
   uint64_t* steps = a.steps + DEV_STEP_WORDS * c;
   T s = load_scalar<T>(a.device_scalar, a.scalar);
@@ -41,6 +42,7 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) ring_kernel(struct dev_ring_a
     cs.sent = steps[0];
     cs.recvd = steps[1];
     cs.head_seen = steps[2];
+    cs.aborted = 0;
   }
   __syncthreads();
 
@@ -65,6 +67,7 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) ring_kernel(struct dev_ring_a
         size_t first = (size_t)sp.chunk * chunk, len = 0;
         if (first < block) len = block - first < chunk ? block - first : chunk;
         fifo_step<T, OP>(&cs, &rc, sp.verb, in, out, base + first, base + first, len, s, n);
+        if (cs.aborted) return;
       }
       base += block;
       continue;
@@ -74,6 +77,7 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) ring_kernel(struct dev_ring_a
       enum verb v = a.coll == DEV_BROADCAST ? ring_broadcast_verb(a.pos, n, a.root)
                                             : ring_reduce_verb(a.pos, n, a.root);
       fifo_step<T, OP>(&cs, &rc, v, in, out, base, base, len, s, n);
+      if (cs.aborted) return;
     } else if (a.coll == DEV_ALLGATHER) {
       int nsteps = ring_allgather_nsteps(n);
       for (int st = 0; st < nsteps; st++) {
@@ -81,6 +85,7 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) ring_kernel(struct dev_ring_a
         int r = order ? order[sp.chunk] : sp.chunk;
         size_t o = n > 1 ? (size_t)r * a.count + base : base;
         fifo_step<T, OP>(&cs, &rc, sp.verb, in, out, base, o, len, s, n);
+        if (cs.aborted) return;
       }
     } else {
       int nsteps = ring_reducescatter_nsteps(n);
@@ -89,6 +94,7 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) ring_kernel(struct dev_ring_a
         int r = order ? order[sp.chunk] : sp.chunk;
         size_t i = n > 1 ? (size_t)r * a.count + base : base;
         fifo_step<T, OP>(&cs, &rc, sp.verb, in, out, i, base, len, s, n);
+        if (cs.aborted) return;
       }
     }
     base += len;
@@ -98,6 +104,7 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) ring_kernel(struct dev_ring_a
     steps[1] = cs.recvd;
     steps[2] = cs.head_seen;
   }
+  launch_done(&a.ctl, false);
 }
 
 #define RING_LAUNCH(T, OP)                                                                         \

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sched.h>
+#include <time.h>
 #include "boot/boot.h"
 #include "core/check.h"
 #include "core/param.h"
@@ -101,6 +103,13 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
     /* One rank: messages to itself only, and no FIFO; still a valid (unused) address. */
     g->p2p_ok = 1;
   }
+  CUDACHECK(cudaHostAlloc((void**)&g->ctl_host, 128, cudaHostAllocMapped | cudaHostAllocPortable));
+  memset(g->ctl_host, 0, 128);
+  void* ctl_dev = NULL;
+  CUDACHECK(cudaHostGetDevicePointer(&ctl_dev, g->ctl_host, 0));
+  g->ctl.abort = (const volatile uint32_t*)ctl_dev;
+  g->ctl.done = (volatile uint64_t*)((char*)ctl_dev + GPU_CTL_DONE);
+  NCCLCHECK(dev_zalloc(g, (void**)&g->ctl.finished, sizeof(unsigned int)));
   CUDACHECK(cudaEventCreateWithFlags(&g->join_ev, cudaEventDisableTiming));
   CUDACHECK(cudaEventCreateWithFlags(&g->order_ev, cudaEventDisableTiming));
   CUDACHECK(cudaDeviceSynchronize());
@@ -191,6 +200,7 @@ static ncclResult_t launch_oneshot(struct ncclComm* comm, struct gpu_comm* g, st
   memcpy(a.scalar, t->op.scalar, sizeof a.scalar);
   a.device_scalar = t->op.device_scalar;
   a.seq = g->ll_seq;
+  a.ctl = gpu_ctl(g, t->seq, t->seq);
   memcpy(a.peer_ll, g->peer_ll, sizeof a.peer_ll);
   return launched(comm, t, dev_oneshot_launch(&a, t->stream));
 }
@@ -243,6 +253,7 @@ static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struc
   a.slot_bytes = g->slot_bytes;
   a.steps = g->steps;
   a.sysmem = g->host_fifos || g->net_prev;
+  a.ctl = gpu_ctl(g, t->seq, t->seq);
   for (int c = 0; c < a.nchannels && n > 1; c++) {
     a.ch[c].recv_fifo = g->fifo_mem.ptr + (size_t)c * g->fifo_bytes;
     a.ch[c].send_fifo = g->next_fifo + (size_t)c * g->fifo_bytes;
@@ -336,10 +347,53 @@ static ncclResult_t gpu_run(struct ncclComm* comm, struct task* tasks, int ntask
   return res;
 }
 
+struct dev_ctl gpu_ctl(struct gpu_comm* g, uint64_t done_seq, uint64_t issued_seq) {
+  struct dev_ctl c = g->ctl;
+  c.seq = done_seq;
+  __atomic_store_n(&g->launched, issued_seq, __ATOMIC_RELEASE);
+  return c;
+}
+
+/* The abort word: every wait of the comm's kernels, running or queued, gives up (dev.h). Any
+ * thread, any time after init. */
 static void gpu_abort(struct ncclComm* comm) {
-  /* Kernels already enqueued run to completion; a kernel waiting on a dead peer is not
-   * interrupted yet. */
-  (void)comm;
+  struct gpu_comm* g = comm->engine_state;
+  if (g == NULL || g->ctl_host == NULL) return;
+  __atomic_store_n((uint32_t*)g->ctl_host, 1, __ATOMIC_RELEASE);
+}
+
+static void gpu_progress(struct ncclComm* comm, uint64_t* issued, uint64_t* done) {
+  struct gpu_comm* g = comm->engine_state;
+  *issued = *done = 0;
+  if (g == NULL || g->ctl_host == NULL) return;
+  *issued = __atomic_load_n(&g->launched, __ATOMIC_ACQUIRE);
+  *done = __atomic_load_n((uint64_t*)(g->ctl_host + GPU_CTL_DONE), __ATOMIC_ACQUIRE);
+}
+
+/* Waits until the comm's kernels are over: unbounded for a healthy comm; for an aborted or
+ * failed one (whose kernels leave their waits) at most GPU_DRAIN_S, so that abort returns even
+ * when something else holds the stream. Returns 1 if they are over. Only the comm's own stream
+ * is waited for, never the whole device (other comms may be stuck). */
+#define GPU_DRAIN_S 1.5
+static int drain(struct ncclComm* comm, struct gpu_comm* g) {
+  if (!g->has_last) return 1;
+  if (cudaEventRecord(g->order_ev, g->last_stream) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  int bounded = comm_aborted(comm) || __atomic_load_n(&comm->failed, __ATOMIC_ACQUIRE);
+  if (!bounded) return cudaEventSynchronize(g->order_ev) == cudaSuccess;
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    cudaError_t e = cudaEventQuery(g->order_ev);
+    if (e == cudaSuccess) return 1;
+    if (e != cudaErrorNotReady) return 0;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if ((double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec) > GPU_DRAIN_S)
+      return 0;
+    sched_yield();
+  }
 }
 
 static void gpu_comm_free(struct ncclComm* comm) {
@@ -348,19 +402,27 @@ static void gpu_comm_free(struct ncclComm* comm) {
   int saved = -1;
   if (cudaGetDevice(&saved) != cudaSuccess) saved = -1;
   if (cudaSetDevice(comm->cuda_dev) == cudaSuccess) {
-    /* Our kernels must be done before our buffers go; peers touch them only before that. */
-    if (!comm_aborted(comm)) (void)cudaDeviceSynchronize();
-    gpu_net_free(comm, g);
+    /* Our kernels must be done before our buffers go; peers touch them only before that. Kernels
+     * of an aborted comm leave their waits; if they still run after GPU_DRAIN_S (their stream
+     * holds other work that does not finish), the buffers are left to them. */
+    int over = drain(comm, g);
+    if (!over)
+      WARN("comm %p rank %d: its kernels were still running %.1f s after the abort; its GPU "
+           "buffers are not freed",
+           (void*)comm, comm->rank, GPU_DRAIN_S);
+    gpu_net_free(comm, g, over);
     gpu_disconnect(g);
     gpu_shared_unlink(&g->fifo_mem); /* a failed init may not have dropped the names yet */
     gpu_shared_unlink(&g->p2p_mem);
-    if (!comm_aborted(comm)) {
+    if (over) {
       gpu_shared_free(&g->fifo_mem);
       gpu_shared_free(&g->ll_mem);
       gpu_shared_free(&g->p2p_mem);
       if (g->steps) (void)cudaFree(g->steps);
       if (g->ll_seq) (void)cudaFree(g->ll_seq);
       if (g->p2p_steps) (void)cudaFree(g->p2p_steps);
+      if (g->ctl.finished) (void)cudaFree(g->ctl.finished);
+      if (g->ctl_host) (void)cudaFreeHost(g->ctl_host);
     }
     if (g->join_ev) (void)cudaEventDestroy(g->join_ev);
     if (g->order_ev) (void)cudaEventDestroy(g->order_ev);
@@ -378,5 +440,7 @@ const struct engine gpu_engine = {
     .comm_init = gpu_comm_init,
     .run = gpu_run,
     .abort = gpu_abort,
+    .progress = gpu_progress,
+    .check_task = gpu_check_task,
     .comm_free = gpu_comm_free,
 };

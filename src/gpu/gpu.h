@@ -86,8 +86,19 @@ struct gpu_comm {
   cudaEvent_t order_ev;     /* orders a kernel after the previous one on another stream */
   cudaStream_t last_stream; /* stream of the comm's last kernel (valid if has_last) */
   int has_last;
-  struct dev_p2p_args p2p_args; /* host scratch: one launch's arguments */
-  size_t dev_bytes;             /* device memory this comm allocated */
+  struct dev_p2p_args p2p_args;  /* host scratch: one launch's arguments */
+  struct dev_p2p_args p2p_args2; /* ... and the next one's */
+  /* Abort and progress (dev.h dev_ctl): ctl_host is pinned host memory mapped into the GPU,
+   * the abort word at 0 and the done word at GPU_CTL_DONE; ctl holds their device addresses. */
+  char* ctl_host;
+  struct dev_ctl ctl;
+  uint64_t launched; /* atomic: seq of the comm's last kernel launch */
+  /* check.c: pointers and the stream that passed the checks lately */
+#define GPU_GOOD_PTRS 4
+  const void* good_ptrs[GPU_GOOD_PTRS];
+  int good_next;
+  cudaStream_t good_stream;
+  size_t dev_bytes; /* device memory this comm allocated */
 };
 
 /* connect.c: where the FIFOs live (collective: every rank decides alike); shared buffers; the
@@ -109,17 +120,25 @@ void gpu_disconnect(struct gpu_comm* g);
  * gpu_ring_order fills the ring fields (and the device order table); gpu_host_fifo_alloc gives
  * private pinned host memory mapped for the GPU (freed by gpu_shared_free); gpu_net_connect
  * allocates the mirrors, connects every NET connection and starts the proxy on them (after
- * gpu_connect_ring and gpu_connect_p2p); gpu_net_free drains and closes them (kernels done). */
+ * gpu_connect_ring and gpu_connect_p2p); gpu_net_free drains, closes them and, when the kernels are
+ * over, frees their memory. */
 int gpu_net_is(const struct ncclComm* comm, int peer);
 int gpu_net_any(const struct ncclComm* comm);
 ncclResult_t gpu_ring_order(struct ncclComm* comm, struct gpu_comm* g);
 ncclResult_t gpu_host_fifo_alloc(struct gpu_comm* g, size_t len, struct gpu_mem* m);
 ncclResult_t gpu_net_connect(struct ncclComm* comm, struct gpu_comm* g);
-void gpu_net_free(struct ncclComm* comm, struct gpu_comm* g);
+void gpu_net_free(struct ncclComm* comm, struct gpu_comm* g, int kernels_over);
 
 /* p2p.c: run the messages of Send/Recv/AlltoAll(v)/Gather/Scatter tasks together. */
 int gpu_p2p_channels(int nchannels_max);
 ncclResult_t gpu_p2p_run(struct ncclComm* comm, struct task* const* tasks, int ntasks);
+#define GPU_CTL_DONE 64
+
+/* engine.c: the dev_ctl of a launch that reports done_seq done when it finishes; operations up
+ * to issued_seq count as launched. */
+struct dev_ctl gpu_ctl(struct gpu_comm* g, uint64_t done_seq, uint64_t issued_seq);
+/* check.c: the engine's check_task. */
+ncclResult_t gpu_check_task(struct ncclComm* comm, const struct task* t, const char* fn);
 /* engine.c: make stream s wait for the comm's previous kernel when that ran on another stream. */
 ncclResult_t gpu_order_after_last(struct gpu_comm* g, cudaStream_t s);
 

@@ -206,20 +206,22 @@ out:
 /* Waits (bounded) until the proxy sent every step my kernels posted on a network connection:
  * they are done, but their last slots may still be on their way. */
 static void drain(struct ncclComm* comm, struct gpu_comm* g) {
-  if (g->net == NULL || fifo_net_failed(g->net) || comm_aborted(comm)) return;
+  if (g->net == NULL || fifo_net_failed(g->net) || comm_aborted(comm) ||
+      __atomic_load_n(&comm->failed, __ATOMIC_ACQUIRE))
+    return;
   if (fifo_net_drain(g->net, (int)param_int(PARAM_BOOT_TIMEOUT)) != ncclSuccess)
     WARN("rank %d: the last steps of its network connections were not sent before the "
          "communicator was freed; a peer may miss them",
          comm->rank);
 }
 
-void gpu_net_free(struct ncclComm* comm, struct gpu_comm* g) {
-  drain(comm, g);
+void gpu_net_free(struct ncclComm* comm, struct gpu_comm* g, int kernels_over) {
+  if (kernels_over) drain(comm, g);
   fifo_net_free(g->net);
   g->net = NULL;
   if (g->proxy_held) proxy_release(comm);
   g->proxy_held = 0;
-  if (!comm_aborted(comm)) {
+  if (kernels_over) {
     gpu_shared_free(&g->ring_mirror);
     for (int r = 0; r < DEV_MAX_PEERS; r++) {
       gpu_shared_free(&g->p2p_net_mirror[r]);

@@ -157,9 +157,11 @@ static void args_init(struct gpu_comm* g, struct ncclComm* comm, struct dev_p2p_
   memcpy(a->recv_fifo, g->p2p_recv, sizeof a->recv_fifo);
 }
 
-static ncclResult_t launch(struct ncclComm* comm, const struct task* t, struct dev_p2p_args* a,
-                           cudaStream_t stream) {
+/* done_seq: what the kernel reports done when it finishes; issued_seq: the batch's last op. */
+static ncclResult_t launch(struct ncclComm* comm, const struct task* t, uint64_t done_seq,
+                           uint64_t issued_seq, struct dev_p2p_args* a, cudaStream_t stream) {
   if (a->nblocks == 0) return ncclSuccess;
+  a->ctl = gpu_ctl(comm->engine_state, done_seq, issued_seq);
   cudaError_t e = dev_p2p_launch(a, stream);
   if (e == cudaSuccess) return ncclSuccess;
   WARN("%s #%llu on rank %d: the point-to-point kernel launch failed: %s", coll_name(t->coll),
@@ -201,6 +203,11 @@ ncclResult_t gpu_p2p_run(struct ncclComm* comm, struct task* const* tasks, int n
     }
   cudaStream_t stream = tasks[0]->stream;
   struct dev_p2p_args* a = &g->p2p_args;
+  uint64_t first = tasks[0]->seq, last = tasks[0]->seq;
+  for (int i = 1; i < ntasks; i++) {
+    if (tasks[i]->seq < first) first = tasks[i]->seq;
+    if (tasks[i]->seq > last) last = tasks[i]->seq;
+  }
   NCCLCHECK(gpu_order_after_last(g, stream));
   NCCLCHECK(join_streams(g, tasks, ntasks, 0));
   int ok = 1, nops = 0;
@@ -211,10 +218,14 @@ ncclResult_t gpu_p2p_run(struct ncclComm* comm, struct task* const* tasks, int n
   }
   ok = ok && add_self(a, &nops, g->msgs, m.n, me, 0, m.n);
   if (ok) {
-    NCCLCHECK(launch(comm, tasks[0], a, stream));
+    NCCLCHECK(launch(comm, tasks[0], last, last, a, stream));
   } else {
+    /* Several launches: only the last reports the batch done; each is launched once the next
+     * one is built, so the last is known. */
+    struct dev_p2p_args* built = NULL;
     for (int d = 0; d < n; d++) {
       for (int j = 0;; j++) {
+        a = built == &g->p2p_args ? &g->p2p_args2 : &g->p2p_args;
         args_init(g, comm, a);
         nops = 0;
         int lo = j * SLICE, hi = lo + SLICE;
@@ -225,9 +236,11 @@ ncclResult_t gpu_p2p_run(struct ncclComm* comm, struct task* const* tasks, int n
           add_list(a, &nops, g->msgs, m.n, DEV_P2P_RECV, (me - d + n) % n, lo, hi);
         }
         if (nops == 0) break;
-        NCCLCHECK(launch(comm, tasks[0], a, stream));
+        if (built) NCCLCHECK(launch(comm, tasks[0], first - 1, last, built, stream));
+        built = a;
       }
     }
+    if (built) NCCLCHECK(launch(comm, tasks[0], last, last, built, stream));
   }
   return join_streams(g, tasks, ntasks, 1);
 }
