@@ -3,10 +3,16 @@
  * captured in a CUDA graph. Compiles as C11 and as CUDA.
  *
  * Ring connections (Simple protocol): one FIFO owned by the receiving rank, on its GPU, per
- * channel:
- *   [tail u64][pad][head u64][pad] [slot 0][slot 1]...[slot nslots-1]
+ * channel (layout in transport/gpu_fifo.h):
+ *   [tail u64][pad][head u64][pad][slot sizes] [slot 0][slot 1]...[slot nslots-1]
  *   tail: steps the sender has posted (written by the sender, remotely; read by the receiver)
  *   head: steps the receiver has released (written by the receiver; read by the sender, remotely)
+ *   sizes: bytes the sender put in each slot (read by the proxy of a network connection)
+ *   want: steps the receiver started waiting for (read by the proxy of a network connection)
+ * A connection between hosts (a NET connection) has a FIFO on each side, both in pinned host
+ * memory: the receiver's, and the sender's MIRROR of it, which its kernel fills exactly as it
+ * would fill the peer's; the proxy thread (proxy/fifo_net.h) sends the mirror's slots and
+ * receives them into the receiver's FIFO, advancing the same counters.
  * Every remote access to a FIFO happens before the step its owner waits for, so once a rank's
  * kernels are done no peer touches its memory any more (its comm can be freed without a barrier).
  * Step counters live in device memory of the comm and carry over from one launch to the next.
@@ -22,13 +28,17 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cuda_runtime_api.h>
+#include "transport/gpu_fifo.h"
 
 #define DEV_MAX_CHANNELS     64
 #define DEV_DEFAULT_CHANNELS 64 /* without NCCL_MAX_NCHANNELS */
 #define DEV_NTHREADS         512
-#define DEV_FIFO_HEADER      256 /* bytes before slot 0: tail at 0, head at 128 */
-#define DEV_FIFO_TAIL        0
-#define DEV_FIFO_HEAD        128
+#define DEV_FIFO_HEADER      GPU_FIFO_HEADER /* bytes before slot 0 */
+#define DEV_FIFO_TAIL        GPU_FIFO_TAIL
+#define DEV_FIFO_HEAD        GPU_FIFO_HEAD
+#define DEV_FIFO_WANT        GPU_FIFO_WANT
+#define DEV_FIFO_SIZES       GPU_FIFO_SIZES
+#define DEV_FIFO_MAX_SLOTS   GPU_FIFO_MAX_SLOTS
 #define DEV_MAX_PEERS        16
 /* Counters a connection keeps in device memory between launches: steps sent, steps received,
  * the last head seen from the receiver (a lower bound of it: no remote read at launch start). */
@@ -65,20 +75,25 @@ struct dev_ctl {
 enum dev_coll { DEV_ALLREDUCE, DEV_BROADCAST, DEV_REDUCE, DEV_ALLGATHER, DEV_REDUCESCATTER };
 
 struct dev_channel {
-  char* send_fifo; /* the next rank's FIFO (peer memory): slots and tail written, head read */
+  char* send_fifo; /* the next rank's FIFO (peer memory, or my mirror of it for a NET
+                      connection): slots, sizes and tail written, head read */
   char* recv_fifo; /* my FIFO: slots and tail read, head written */
 };
 
 /* One ring collective. count: AllReduce, Broadcast, Reduce: elements of the buffer; AllGather:
  * elements each rank contributes (sendcount); ReduceScatter: elements each rank keeps
- * (recvcount). Collectives that do not reduce run as bytes (dtype ncclUint8, op RED_SUM). */
+ * (recvcount). Collectives that do not reduce run as bytes (dtype ncclUint8, op RED_SUM).
+ * The ring runs over ring POSITIONS (topo/ring_order.h): pos and root are positions, and order
+ * (device memory, NULL for the identity) maps a position to its rank, which places the chunks of
+ * AllGather and ReduceScatter in the buffers. */
 struct dev_ring_args {
   const void* in;
   void* out;
   size_t count;
   int coll; /* enum dev_coll */
-  int root; /* Broadcast, Reduce */
-  int rank, nranks;
+  int root; /* Broadcast, Reduce: the root's ring position */
+  int pos, nranks;
+  const int* order; /* device: order[position] = rank, or NULL (position == rank) */
   int nchannels, nslots;
   size_t slot_bytes;
   int dtype;                 /* ncclDataType_t */
@@ -86,7 +101,7 @@ struct dev_ring_args {
   unsigned char scalar[8];   /* PREMULSUM factor in the data type (host scalar) */
   const void* device_scalar; /* PREMULSUM factor read by the kernel, or NULL */
   uint64_t* steps;           /* DEV_STEP_WORDS per channel */
-  int sysmem;                /* FIFOs in pinned host memory: slots are read uncached */
+  int sysmem;                /* my receive FIFOs are pinned host memory: slots read uncached */
   struct dev_ctl ctl;
   struct dev_channel ch[DEV_MAX_CHANNELS];
 };
@@ -154,12 +169,14 @@ struct dev_p2p_block {
 };
 
 struct dev_p2p_args {
-  char* peer_fifo[DEV_MAX_PEERS]; /* send side: peer r's FIFOs as I address them */
-  char* my_fifo;                  /* receive side: my FIFOs, [source][channel] */
+  char* send_fifo[DEV_MAX_PEERS]; /* FIFOs [channel] I fill for peer r: in its memory, or my
+                                     mirror of them (NET) */
+  char* recv_fifo[DEV_MAX_PEERS]; /* my FIFOs [channel] that peer r fills */
   uint64_t* steps;                /* device: DEV_STEP_WORDS per (peer, channel) */
   int rank, nch;
   int nslots, nblocks;
-  int sysmem;                    /* FIFOs in pinned host memory: slots are read uncached */
+  unsigned sysmem;               /* bit r: my FIFOs for peer r are pinned host memory (read
+                                    uncached) */
   size_t slot_bytes, fifo_bytes; /* one FIFO: DEV_FIFO_HEADER + nslots * slot_bytes */
   struct dev_ctl ctl;
   struct dev_p2p_block blocks[DEV_P2P_MAX_BLOCKS];

@@ -1,7 +1,8 @@
 /* Point-to-point kernel: each block moves its channel's part of every message of one
  * (peer, direction) list, in order, through the FIFO the receiver owns for (sender, channel)
- * (dev.h). Sends and receives of a pair run in different blocks, so two ranks that send to each
- * other at once never wait on themselves, and lists of different peers never wait on each other.
+ * (dev.h), or the sender's mirror of it when the two are on different hosts. Sends and receives of
+ * a pair run in different blocks, so two ranks that send to each other at once never wait on
+ * themselves, and lists of different peers never wait on each other.
  *
  *   rank 0: [send->1 ch0][send->1 ch1][recv<-1 ch0][recv<-1 ch1][self ch0]
  *   rank 1: [send->0 ch0][send->0 ch1][recv<-0 ch0][recv<-0 ch1]
@@ -42,11 +43,11 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 2) p2p_kernel(struct dev_p2p_arg
   }
   const bool is_send = bk.kind == DEV_P2P_SEND;
   struct fifo_ctx rc;
-  rc.send_fifo = is_send ? a.peer_fifo[peer] + ((size_t)a.rank * a.nch + c) * a.fifo_bytes : NULL;
-  rc.recv_fifo = is_send ? NULL : a.my_fifo + ((size_t)peer * a.nch + c) * a.fifo_bytes;
+  rc.send_fifo = is_send ? a.send_fifo[peer] + (size_t)c * a.fifo_bytes : NULL;
+  rc.recv_fifo = is_send ? NULL : a.recv_fifo[peer] + (size_t)c * a.fifo_bytes;
   rc.nslots = a.nslots;
   rc.slot_bytes = a.slot_bytes;
-  rc.sysmem = a.sysmem != 0;
+  rc.sysmem = (a.sysmem >> peer & 1) != 0;
   rc.abort = a.ctl.abort;
   uint64_t* steps = a.steps + DEV_STEP_WORDS * ((size_t)peer * a.nch + c);
   if (tid == 0) {

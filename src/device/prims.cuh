@@ -192,9 +192,10 @@ struct fifo_ctx {
 
 /* One step of a schedule over a FIFO connection (dev.h): verb on len elements at in + in_off /
  * out + out_off, receiving from rc->recv_fifo and sending into rc->send_fifo as the verb says.
- * Thread 0 waits for data (tail) or a free slot (head); the block moves the chunk; thread 0 then
- * publishes the new tail to the receiver and the new head to the sender. Not inlined: one copy
- * per kernel instantiation keeps the build short. */
+ * Thread 0 says which step it wants, waits for data (tail) or a free slot (head); the block moves
+ * the chunk; thread 0 then records the slot's byte count, publishes the new tail to the receiver
+ * and the new head to the sender. Not inlined: one copy per kernel instantiation keeps the build
+ * short. */
 template <typename T, int OP>
 __device__ static __noinline__ void fifo_step(struct fifo_state* cs, const struct fifo_ctx* rc,
                                               enum verb verb, const T* in, T* out, size_t in_off,
@@ -207,6 +208,8 @@ __device__ static __noinline__ void fifo_step(struct fifo_state* cs, const struc
                  verb == VERB_RECV_REDUCE_COPY_SEND || verb == VERB_RECV_COPY_SEND ||
                  verb == VERB_COPY_SEND;
   char* send_fifo = (char*)rc->send_fifo;
+  /* The step I am about to wait for, for the proxy of a network connection. */
+  if (tid == 0 && do_recv) st_volatile((uint64_t*)(rc->recv_fifo + DEV_FIFO_WANT), cs->recvd + 1);
   if (tid == 0) {
     unsigned spins = 0;
     if (do_recv) {
@@ -272,6 +275,11 @@ __device__ static __noinline__ void fifo_step(struct fifo_state* cs, const struc
   if (xin != NULL && xin == xout && !post) xout = NULL;
   if (xin != NULL || xout != NULL || rs != NULL || ss != NULL)
     move<T, OP>(rs, xin, xout, ss, len, post, s, nranks, rc->sysmem);
+  /* The slot's byte count, for the proxy of a network connection; the fence below orders it
+   * before the tail. */
+  if (do_send && tid == 0)
+    st_volatile((uint64_t*)(send_fifo + DEV_FIFO_SIZES + 8 * (cs->sent % rc->nslots)),
+                (uint64_t)len * sizeof(T));
   if (do_send) __threadfence_system();
   __syncthreads();
   if (tid == 0) {

@@ -1,5 +1,7 @@
 /* Ring collectives, Simple protocol: AllReduce, Broadcast, Reduce, AllGather and ReduceScatter,
- * each the schedule of its algo/ring*.h header executed by one thread block per channel. Each
+ * each the schedule of its algo/ring*.h header executed by one thread block per channel. The
+ * schedules run over ring positions (dev_ring_args): a chunk of AllGather or ReduceScatter named
+ * by a position belongs to the rank at that position. Each
  * channel owns a contiguous part of the buffer and streams it block after block through its
  * FIFOs (dev.h): a step moves one chunk of at most one slot.
  *
@@ -33,6 +35,7 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) ring_kernel(struct dev_ring_a
   rc.slot_bytes = a.slot_bytes;
   rc.sysmem = a.sysmem != 0;
   rc.abort = a.ctl.abort;
+  const int* order = a.order;
   uint64_t* steps = a.steps + DEV_STEP_WORDS * c;
   T s = load_scalar<T>(a.device_scalar, a.scalar);
   block_started(&a.ctl);
@@ -61,7 +64,7 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) ring_kernel(struct dev_ring_a
       size_t block = chunk * (size_t)n < rem ? chunk * (size_t)n : rem;
       int nsteps = ring_allreduce_nsteps(n);
       for (int st = 0; st < nsteps; st++) {
-        struct step sp = ring_allreduce_step(a.rank, n, st);
+        struct step sp = ring_allreduce_step(a.pos, n, st);
         size_t first = (size_t)sp.chunk * chunk, len = 0;
         if (first < block) len = block - first < chunk ? block - first : chunk;
         fifo_step<T, OP>(&cs, &rc, sp.verb, in, out, base + first, base + first, len, s, n);
@@ -72,23 +75,25 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) ring_kernel(struct dev_ring_a
     }
     size_t len = rem < slot_elems ? rem : slot_elems;
     if (a.coll == DEV_BROADCAST || a.coll == DEV_REDUCE) {
-      enum verb v = a.coll == DEV_BROADCAST ? ring_broadcast_verb(a.rank, n, a.root)
-                                            : ring_reduce_verb(a.rank, n, a.root);
+      enum verb v = a.coll == DEV_BROADCAST ? ring_broadcast_verb(a.pos, n, a.root)
+                                            : ring_reduce_verb(a.pos, n, a.root);
       fifo_step<T, OP>(&cs, &rc, v, in, out, base, base, len, s, n);
       if (cs.aborted) goto out;
     } else if (a.coll == DEV_ALLGATHER) {
       int nsteps = ring_allgather_nsteps(n);
       for (int st = 0; st < nsteps; st++) {
-        struct step sp = ring_allgather_step(a.rank, n, st);
-        size_t o = n > 1 ? (size_t)sp.chunk * a.count + base : base;
+        struct step sp = ring_allgather_step(a.pos, n, st);
+        int r = order ? order[sp.chunk] : sp.chunk;
+        size_t o = n > 1 ? (size_t)r * a.count + base : base;
         fifo_step<T, OP>(&cs, &rc, sp.verb, in, out, base, o, len, s, n);
         if (cs.aborted) goto out;
       }
     } else {
       int nsteps = ring_reducescatter_nsteps(n);
       for (int st = 0; st < nsteps; st++) {
-        struct step sp = ring_reducescatter_step(a.rank, n, st);
-        size_t i = n > 1 ? (size_t)sp.chunk * a.count + base : base;
+        struct step sp = ring_reducescatter_step(a.pos, n, st);
+        int r = order ? order[sp.chunk] : sp.chunk;
+        size_t i = n > 1 ? (size_t)r * a.count + base : base;
         fifo_step<T, OP>(&cs, &rc, sp.verb, in, out, i, base, len, s, n);
         if (cs.aborted) goto out;
       }

@@ -1,6 +1,7 @@
 /* Connections of the CUDA engine, made once at init through the bootstrap: the ring (each rank
  * maps the FIFOs of the next rank), the one-shot LL buffers and the point-to-point FIFOs (each
- * rank maps every peer's).
+ * rank maps every peer's). Connections to another host (gpu/net.c) are not mapped: the kernels
+ * fill a mirror in host memory that the proxy sends.
  *
  * Where FIFOs live: on the receiving GPU, reached by peer access within a process and by CUDA IPC
  * across processes; or, when NCCL_P2P_DISABLE=1 or a pair of GPUs of the comm has no peer access,
@@ -177,17 +178,22 @@ static const char* how(const struct ncclComm* comm, int peer, const struct mem_d
 }
 
 ncclResult_t gpu_connect_ring(struct ncclComm* comm, struct gpu_comm* g) {
-  int n = comm->nranks, next = (comm->rank + 1) % n, prev = (comm->rank + n - 1) % n;
-  const struct peer_info *me = &comm->peers[comm->rank], *p = &comm->peers[next];
-  if (me->host_hash != p->host_hash) {
-    WARN("rank %d (host %s) and rank %d (host %s) are on different hosts: the GPU engine connects "
-         "GPUs of one host only so far (set MONEL_ENGINE=cpu to use the CPU engine)",
-         comm->rank, me->host, next, p->host);
-    return ncclInvalidUsage;
-  }
+  int next = g->ring_next, prev = g->ring_prev;
   struct mem_desc mine, theirs;
-  describe(comm, &g->fifo_mem, !same_process(comm, prev), &mine);
-  NCCLCHECK(boot_send(comm->boot, prev, TAG_FIFO, &mine, sizeof mine));
+  if (!g->net_prev) {
+    describe(comm, &g->fifo_mem, !same_process(comm, prev), &mine);
+    NCCLCHECK(boot_send(comm->boot, prev, TAG_FIFO, &mine, sizeof mine));
+  }
+  if (g->net_next) { /* my kernels fill a mirror; the proxy sends it (gpu/net.c) */
+    NCCLCHECK(gpu_host_fifo_alloc(g, g->fifo_bytes * (size_t)g->nchannels_max, &g->ring_mirror));
+    g->next_fifo = g->ring_mirror.ptr;
+    INFO(LOG_INIT | LOG_NET,
+         "comm %p rank %d GPU ring: send to rank %d (host %s) over the network, %d channels x "
+         "%d slots x %zu bytes",
+         (void*)comm, comm->rank, next, comm->peers[next].host, g->nchannels_max, g->nslots,
+         g->slot_bytes);
+    return ncclSuccess;
+  }
   NCCLCHECK(boot_recv(comm->boot, next, TAG_FIFO, &theirs, sizeof theirs));
   cudaError_t e = map_peer(comm, g, next, &theirs, &g->next_fifo);
   if (e != cudaSuccess) {
@@ -205,9 +211,10 @@ ncclResult_t gpu_connect_ring(struct ncclComm* comm, struct gpu_comm* g) {
 
 /* Exchange a buffer of every rank through the bootstrap and map each peer's: peer[r] is rank r's
  * buffer as I address it (mine at [rank]). *all_ok: whether every rank mapped every peer
- * (collective; never fails for lack of peer access). Device memory needs peer access. */
+ * (collective; never fails for lack of peer access). Device memory needs peer access. With
+ * skip_net, peers over the network (gpu_net_is) are left NULL and count as mapped. */
 static ncclResult_t map_all(struct ncclComm* comm, struct gpu_comm* g, const struct gpu_mem* mine,
-                            char** peer, int* all_ok) {
+                            char** peer, int skip_net, int* all_ok) {
   int n = comm->nranks, me = comm->rank, need_ipc = 0, ok = 1;
   ncclResult_t res = ncclSuccess;
   struct mem_desc* all = NULL;
@@ -222,6 +229,7 @@ static ncclResult_t map_all(struct ncclComm* comm, struct gpu_comm* g, const str
       peer[r] = mine->ptr;
       continue;
     }
+    if (skip_net && gpu_net_is(comm, r)) continue;
     if (comm->peers[r].host_hash != comm->peers[me].host_hash ||
         (!all[r].host && param_int(PARAM_P2P_DISABLE) == 1) ||
         map_peer(comm, g, r, &all[r], &peer[r]) != cudaSuccess) {
@@ -241,17 +249,38 @@ out:
 }
 
 ncclResult_t gpu_connect_ll(struct ncclComm* comm, struct gpu_comm* g) {
-  NCCLCHECK(map_all(comm, g, &g->ll_mem, g->peer_ll, &g->ll_ok));
+  NCCLCHECK(map_all(comm, g, &g->ll_mem, g->peer_ll, 0, &g->ll_ok));
   INFO(LOG_INIT | LOG_P2P, "comm %p rank %d GPU one-shot LL AllReduce: %s", (void*)comm, comm->rank,
        g->ll_ok ? "every peer mapped" : "off (a pair of GPUs has no peer access)");
   return ncclSuccess;
 }
 
+/* Peers of this host share FIFOs [source][channel] in p2p_mem; a peer over the network gets FIFOs
+ * [channel] of its own in my pinned host memory, and a mirror of its FIFOs for me (gpu/net.c). */
 ncclResult_t gpu_connect_p2p(struct ncclComm* comm, struct gpu_comm* g) {
-  NCCLCHECK(map_all(comm, g, &g->p2p_mem, g->peer_p2p, &g->p2p_ok));
-  INFO(LOG_INIT | LOG_P2P, "comm %p rank %d GPU point-to-point: %s, %d channels per peer%s",
+  int me = comm->rank, nnet = 0;
+  size_t fifo = DEV_FIFO_HEADER + (size_t)g->p2p_nslots * g->p2p_slot_bytes;
+  size_t mine = fifo * (size_t)g->p2p_nch;
+  NCCLCHECK(map_all(comm, g, &g->p2p_mem, g->peer_p2p, 1, &g->p2p_ok));
+  for (int r = 0; r < comm->nranks; r++) {
+    if (r != me && gpu_net_is(comm, r)) {
+      NCCLCHECK(gpu_host_fifo_alloc(g, mine, &g->p2p_net_recv[r]));
+      NCCLCHECK(gpu_host_fifo_alloc(g, mine, &g->p2p_net_mirror[r]));
+      g->p2p_net |= 1u << r;
+      g->p2p_recv[r] = g->p2p_net_recv[r].ptr;
+      g->p2p_send[r] = g->p2p_net_mirror[r].ptr;
+      g->p2p_sysmem |= 1u << r;
+      nnet++;
+      continue;
+    }
+    g->p2p_recv[r] = g->p2p_mem.ptr + (size_t)r * mine;
+    g->p2p_send[r] = g->peer_p2p[r] ? g->peer_p2p[r] + (size_t)me * mine : NULL;
+    if (g->host_fifos) g->p2p_sysmem |= 1u << r;
+  }
+  INFO(LOG_INIT | LOG_P2P,
+       "comm %p rank %d GPU point-to-point: %s, %d channels per peer%s, %d peers over the network",
        (void*)comm, comm->rank, g->p2p_ok ? "every peer mapped" : "off (a peer cannot be mapped)",
-       g->p2p_nch, g->host_fifos ? " through pinned host memory" : "");
+       g->p2p_nch, g->host_fifos ? " through pinned host memory" : "", nnet);
   return ncclSuccess;
 }
 
@@ -268,6 +297,7 @@ void gpu_disconnect(struct gpu_comm* g) {
   (void)cudaGetLastError();
   g->nmaps = 0;
   g->next_fifo = NULL;
+  memset(g->p2p_send, 0, sizeof g->p2p_send);
   memset(g->peer_ll, 0, sizeof g->peer_ll);
   memset(g->peer_p2p, 0, sizeof g->peer_p2p);
 }

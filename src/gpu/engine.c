@@ -7,7 +7,11 @@
  * at most MONEL_ONESHOT_MAX runs the one-shot LL kernel when every pair of GPUs has peer access
  * and NCCL_PROTO allows LL; everything else runs the ring kernel with the Simple protocol.
  * NCCL_PROTO=LL alone raises the limit to DEV_LL_MAX_BYTES per peer; NCCL_PROTO=Simple (or ^LL)
- * turns the one-shot path off. */
+ * turns the one-shot path off.
+ *
+ * Across hosts (gpu/net.c) the ring follows topo_ring_order() (one crossing per host), each hop to
+ * another host is a network connection driven by the proxy thread, and the one-shot path is off;
+ * nothing changes at enqueue, so CUDA graphs capture the same launches. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +66,9 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
   int nch = maxc > 0 ? (int)maxc : DEV_DEFAULT_CHANNELS;
   if (minc > nch) nch = (int)minc;
   if (nch > DEV_MAX_CHANNELS) nch = DEV_MAX_CHANNELS;
+  /* Each channel across hosts is a network connection: a few carry what the network can. */
+  if (gpu_net_any(comm) && nch > param_int(PARAM_NET_NCHANNELS))
+    nch = (int)param_int(PARAM_NET_NCHANNELS);
   if (nch < 1) nch = 1;
   int64_t buff = param_int(PARAM_BUFFSIZE);
   if (buff < NSLOTS * 4096) buff = NSLOTS * 4096;
@@ -71,8 +78,12 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
   g->fifo_bytes = DEV_FIFO_HEADER + (size_t)g->nslots * g->slot_bytes;
   parse_proto(g);
   if (n > 1) NCCLCHECK(gpu_choose_host_fifos(comm, g));
+  NCCLCHECK(gpu_ring_order(comm, g));
   size_t total = n > 1 ? g->fifo_bytes * (size_t)nch : 256;
-  NCCLCHECK(gpu_shared_alloc(comm, g, total, g->host_fifos, &g->fifo_mem));
+  if (g->net_prev && !g->host_fifos) /* only my GPU and the proxy touch it */
+    NCCLCHECK(gpu_host_fifo_alloc(g, total, &g->fifo_mem));
+  else
+    NCCLCHECK(gpu_shared_alloc(comm, g, total, g->host_fifos, &g->fifo_mem));
   NCCLCHECK(dev_zalloc(g, (void**)&g->steps, sizeof(uint64_t) * DEV_STEP_WORDS * DEV_MAX_CHANNELS));
   int multi = n > 1 && n <= DEV_MAX_PEERS; /* one-shot and point-to-point buffers */
   g->p2p_nch = gpu_p2p_channels(nch);
@@ -115,6 +126,7 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
     if (!g->host_fifos) NCCLCHECK(gpu_connect_ll(comm, g));
     NCCLCHECK(gpu_connect_p2p(comm, g));
   }
+  if (n > 1) NCCLCHECK(gpu_net_connect(comm, g));
   if (g->host_fifos) {
     /* Every peer has mapped my host segments: their names can go. */
     int dummy = 0, *all = NULL;
@@ -207,8 +219,9 @@ static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struc
   a.in = t->sendbuff;
   a.out = t->recvbuff;
   a.count = t->count;
-  a.root = t->root;
-  a.rank = comm->rank;
+  a.root = comm->ring_pos[t->root];
+  a.pos = g->ring_pos;
+  a.order = g->ring_order_dev;
   a.nranks = n;
   switch (t->coll) {
   case COLL_ALLREDUCE:
@@ -241,7 +254,7 @@ static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struc
   a.nslots = g->nslots;
   a.slot_bytes = g->slot_bytes;
   a.steps = g->steps;
-  a.sysmem = g->host_fifos;
+  a.sysmem = g->host_fifos || g->net_prev;
   a.ctl = gpu_ctl(g, t->seq, t->seq, t->stream);
   for (int c = 0; c < a.nchannels && n > 1; c++) {
     a.ch[c].recv_fifo = g->fifo_mem.ptr + (size_t)c * g->fifo_bytes;
@@ -328,6 +341,7 @@ static ncclResult_t gpu_run(struct ncclComm* comm, struct task* tasks, int ntask
     default:
       res = launch_task(comm, g, t);
     }
+    __atomic_store_n(&g->last_op, t->seq << 8 | (uint64_t)t->coll, __ATOMIC_RELAXED);
   }
   if (res == ncclSuccess && nsr > 0) res = gpu_p2p_run(comm, sr, nsr);
   if (sr != p2p) free(sr);
@@ -433,6 +447,7 @@ static void gpu_comm_free(struct ncclComm* comm) {
       WARN("comm %p rank %d: its kernels were still running %.1f s after the abort; its GPU "
            "buffers are not freed",
            (void*)comm, comm->rank, GPU_DRAIN_S);
+    gpu_net_free(comm, g, over);
     gpu_disconnect(g);
     gpu_shared_unlink(&g->fifo_mem); /* a failed init may not have dropped the names yet */
     gpu_shared_unlink(&g->p2p_mem);

@@ -5,6 +5,7 @@
 #include "core/comm.h"
 #include "device/dev.h"
 #include "os/shm.h"
+#include "proxy/fifo_net.h"
 
 /* A failing CUDA runtime call: WARN with its name and CUDA's message, return
  * ncclUnhandledCudaError. */
@@ -61,6 +62,22 @@ struct gpu_comm {
   struct gpu_mem p2p_mem;        /* my FIFOs, [source rank][channel] */
   uint64_t* p2p_steps;           /* device: DEV_STEP_WORDS counters per (peer, channel) */
   char* peer_p2p[DEV_MAX_PEERS]; /* every rank's FIFOs as I address them */
+  /* Per peer, as the kernels address them (gpu/p2p.c): the FIFOs [channel] I fill for peer r
+   * (in its memory, or my mirror when r is over the network), and mine that r fills. */
+  char* p2p_send[DEV_MAX_PEERS];
+  char* p2p_recv[DEV_MAX_PEERS];
+  unsigned p2p_sysmem; /* bit r: p2p_recv[r] is pinned host memory */
+  /* Across hosts (gpu/net.c): the ring runs over the positions of comm->ring_order. */
+  int ring_pos, ring_next, ring_prev; /* my position; the ranks I send to and receive from */
+  int* ring_order_dev;                /* device: position -> rank; NULL for the identity */
+  int net_next, net_prev;             /* ring hops over the network */
+  unsigned p2p_net;                   /* bit r: point-to-point with peer r over the network */
+  struct gpu_mem ring_mirror;         /* my mirror of the next rank's ring FIFOs (net_next) */
+  struct gpu_mem p2p_net_recv[DEV_MAX_PEERS];   /* my FIFOs [channel] for a network peer */
+  struct gpu_mem p2p_net_mirror[DEV_MAX_PEERS]; /* my mirror of its FIFOs [channel] for me */
+  struct fifo_net* net;                         /* the proxy's side of them */
+  int proxy_held;
+  uint64_t last_op; /* atomic: seq << 8 | coll of the last operation enqueued (for messages) */
   struct gpu_peer_map maps[GPU_MAX_MAPS];
   int nmaps;
   struct gmsg* msgs; /* host scratch: the messages of a batch */
@@ -103,6 +120,20 @@ ncclResult_t gpu_connect_ring(struct ncclComm* comm, struct gpu_comm* g);
 ncclResult_t gpu_connect_ll(struct ncclComm* comm, struct gpu_comm* g);
 ncclResult_t gpu_connect_p2p(struct ncclComm* comm, struct gpu_comm* g);
 void gpu_disconnect(struct gpu_comm* g);
+
+/* net.c: connections across hosts. gpu_net_is: whether the connection with peer is a NET one;
+ * gpu_net_any: whether any pair of the comm is (collective: the same on every rank).
+ * gpu_ring_order fills the ring fields (and the device order table); gpu_host_fifo_alloc gives
+ * private pinned host memory mapped for the GPU (freed by gpu_shared_free); gpu_net_connect
+ * allocates the mirrors, connects every NET connection and starts the proxy on them (after
+ * gpu_connect_ring and gpu_connect_p2p); gpu_net_free drains, closes them and, when the kernels are
+ * over, frees their memory. */
+int gpu_net_is(const struct ncclComm* comm, int peer);
+int gpu_net_any(const struct ncclComm* comm);
+ncclResult_t gpu_ring_order(struct ncclComm* comm, struct gpu_comm* g);
+ncclResult_t gpu_host_fifo_alloc(struct gpu_comm* g, size_t len, struct gpu_mem* m);
+ncclResult_t gpu_net_connect(struct ncclComm* comm, struct gpu_comm* g);
+void gpu_net_free(struct ncclComm* comm, struct gpu_comm* g, int kernels_over);
 
 /* p2p.c: run the messages of Send/Recv/AlltoAll(v)/Gather/Scatter tasks together. */
 int gpu_p2p_channels(int nchannels_max);

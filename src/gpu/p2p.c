@@ -151,10 +151,10 @@ static void args_init(struct gpu_comm* g, struct ncclComm* comm, struct dev_p2p_
   a->nslots = g->p2p_nslots;
   a->slot_bytes = g->p2p_slot_bytes;
   a->fifo_bytes = DEV_FIFO_HEADER + (size_t)g->p2p_nslots * g->p2p_slot_bytes;
-  a->my_fifo = g->p2p_mem.ptr;
-  a->sysmem = g->host_fifos;
+  a->sysmem = g->p2p_sysmem;
   a->steps = g->p2p_steps;
-  memcpy(a->peer_fifo, g->peer_p2p, sizeof a->peer_fifo);
+  memcpy(a->send_fifo, g->p2p_send, sizeof a->send_fifo);
+  memcpy(a->recv_fifo, g->p2p_recv, sizeof a->recv_fifo);
 }
 
 /* done_seq: what the kernel reports done when it finishes; issued_seq: the batch's last op. */

@@ -1,15 +1,23 @@
-/* The host progress thread: see proxy.h. It passes over the live network links without sleeping
- * while data moves, yields for a while when nothing did, then sleeps in net_link_wait 1 ms at a
- * time (a local counter moved by an executor is noticed at the next pass). */
+/* The host progress thread: see proxy.h. It passes over the live network links and the GPU's
+ * network FIFO connections (fifo_net.h) without sleeping while data moves, yields for a while
+ * when nothing did, then sleeps in net_link_wait 1 ms at a time (a local counter moved by an
+ * executor is noticed at the next pass). While GPU network connections exist it never sleeps
+ * there: a kernel's tail is a word in host memory that no socket announces, and a graph replay
+ * enqueues nothing the host could see, so the thread polls, napping NAP_NS at a time after
+ * IDLE_SPINS idle passes. */
 #include "proxy/proxy.h"
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "core/check.h"
+#include "proxy/fifo_net.h"
 #include "transport/net_link.h"
 
-#define IDLE_YIELDS 64 /* passes that yield before the thread sleeps on the sockets */
+#define IDLE_YIELDS 64     /* passes that yield before the thread sleeps on the sockets */
+#define IDLE_SPINS  200000 /* with GPU network connections: idle passes before it naps */
+#define NAP_NS      20000
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static const void** holders;
@@ -21,8 +29,18 @@ static void* proxy_main(void* arg) {
   (void)arg;
   int idle = 0;
   while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
-    if (net_link_progress()) {
+    int moved = net_link_progress();
+    moved |= fifo_net_progress();
+    if (moved) {
       idle = 0;
+    } else if (fifo_net_active()) {
+      if (idle < IDLE_SPINS) {
+        idle++;
+        sched_yield();
+      } else {
+        struct timespec nap = {0, NAP_NS};
+        nanosleep(&nap, NULL);
+      }
     } else if (++idle < IDLE_YIELDS) {
       sched_yield();
     } else {
@@ -38,6 +56,7 @@ static void after_fork_child(void) {
   holders = NULL, nholders = cap = 0; /* the parent's array stays with the parent */
   running = 0;
   net_link_forget();
+  fifo_net_forget();
 }
 
 static void register_fork_handler(void) {

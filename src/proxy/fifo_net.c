@@ -1,0 +1,373 @@
+/* NET connections of GPU FIFOs: see fifo_net.h.
+ *
+ * Per connection the proxy keeps two step counters: posted (sends or receives handed to the
+ * network) and done (completed, in order). A sender posts while posted < tail (kernel) and
+ * publishes head = done; a receiver posts while posted < head (kernel) + nslots and publishes
+ * tail = done. Requests complete in order per connection, so only the oldest is tested.
+ * Receives are posted ahead of need, so the peer closing its side after its last step fails the
+ * oldest one; that is a failure only while the kernel wants a step not received (the FIFO's want
+ * word).
+ *
+ *   sender kernel --tail--> [mirror slots] --isend--> network --irecv--> [FIFO slots] --tail-->
+ *   receiver kernel; receiver kernel --head--> (gates irecv);  isend done --head--> sender kernel
+ *
+ * The kernels publish tail and head after a system-scope fence; the proxy reads them with
+ * acquire loads and publishes its own counters with release stores. */
+#include "proxy/fifo_net.h"
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "core/check.h"
+#include "transport/gpu_fifo.h"
+
+struct conn {
+  struct fifo_net_spec s;
+  int used;
+  int have_handle;
+  char handle[NET_HANDLE_BYTES];
+  void* listen;
+  void* comm; /* send or receive comm */
+  void* mh;
+  uint64_t posted, done;
+  ncclResult_t closed; /* a receive failed with ncclRemoteError: the peer went away */
+  void* req[GPU_FIFO_MAX_SLOTS];
+};
+
+struct fifo_net {
+  const struct net* net;
+  int dev;
+  int nconns;
+  struct conn* conns;
+  fifo_net_fail_fn fail;
+  void* fail_arg;
+  int failed; /* atomic */
+  int started;
+  struct fifo_net* next; /* in the started list */
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fifo_net* started; /* sets the proxy thread progresses */
+static int nstarted;             /* atomic */
+
+static uint64_t* word(const struct conn* c, size_t off) {
+  return (uint64_t*)(c->s.fifo + off);
+}
+
+static char* slot(const struct conn* c, uint64_t step) {
+  return c->s.fifo + GPU_FIFO_HEADER + (size_t)(step % (uint64_t)c->s.nslots) * c->s.slot_bytes;
+}
+
+ncclResult_t fifo_net_create(const struct net* net, int dev, int nconns, struct fifo_net** out) {
+  struct fifo_net* f = NULL;
+  *out = NULL;
+  NCCLCALLOC(f, 1);
+  f->net = net;
+  f->dev = dev;
+  f->nconns = nconns;
+  if (nconns > 0) {
+    f->conns = calloc((size_t)nconns, sizeof *f->conns);
+    if (f->conns == NULL) {
+      WARN("out of host memory for %d network connections", nconns);
+      free(f);
+      return ncclSystemError;
+    }
+  }
+  *out = f;
+  return ncclSuccess;
+}
+
+static ncclResult_t take(struct fifo_net* f, int i, const struct fifo_net_spec* spec,
+                         struct conn** out) {
+  if (i < 0 || i >= f->nconns || f->conns[i].used || spec->nslots < 1 ||
+      spec->nslots > GPU_FIFO_MAX_SLOTS) {
+    WARN("network connection %d (%s) is not a valid entry of a set of %d, or has %d slots (1 to "
+         "%d)",
+         i, spec->desc, f->nconns, spec->nslots, GPU_FIFO_MAX_SLOTS);
+    return ncclInternalError;
+  }
+  struct conn* c = &f->conns[i];
+  c->s = *spec;
+  c->used = 1;
+  *out = c;
+  return ncclSuccess;
+}
+
+ncclResult_t fifo_net_listen(struct fifo_net* f, int i, const struct fifo_net_spec* spec,
+                             void* handle) {
+  struct conn* c = NULL;
+  NCCLCHECK(take(f, i, spec, &c));
+  memset(handle, 0, NET_HANDLE_BYTES);
+  ncclResult_t res = f->net->listen(f->dev, handle, &c->listen);
+  if (res != ncclSuccess)
+    WARN("could not listen for %s on network device %d of %s", spec->desc, f->dev, f->net->name);
+  return res;
+}
+
+ncclResult_t fifo_net_peer_handle(struct fifo_net* f, int i, const struct fifo_net_spec* spec,
+                                  const void* handle) {
+  struct conn* c = NULL;
+  NCCLCHECK(take(f, i, spec, &c));
+  memcpy(c->handle, handle, NET_HANDLE_BYTES);
+  c->have_handle = 1;
+  return ncclSuccess;
+}
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* One pass of connect/accept over the connections not up yet; *pending counts them. */
+static ncclResult_t establish_pass(struct fifo_net* f, int* pending) {
+  *pending = 0;
+  for (int i = 0; i < f->nconns; i++) {
+    struct conn* c = &f->conns[i];
+    if (!c->used || c->comm != NULL) continue;
+    ncclResult_t res = c->s.is_send ? f->net->connect(f->dev, c->handle, &c->comm)
+                                    : f->net->accept(c->listen, &c->comm);
+    if (res != ncclSuccess) {
+      WARN("could not %s %s over %s: the peer is gone or unreachable (check NCCL_SOCKET_IFNAME "
+           "and that every rank runs)",
+           c->s.is_send ? "connect" : "accept", c->s.desc, f->net->name);
+      return res;
+    }
+    if (c->comm == NULL) ++*pending;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t fifo_net_establish(struct fifo_net* f, int timeout_s) {
+  for (int i = 0; i < f->nconns; i++) {
+    struct conn* c = &f->conns[i];
+    if (c->used && c->s.is_send && !c->have_handle) {
+      WARN("%s has no handle from its receiver", c->s.desc);
+      return ncclInternalError;
+    }
+  }
+  double deadline = now_s() + (timeout_s > 0 ? timeout_s : 1);
+  int pending = 1;
+  while (pending) {
+    NCCLCHECK(establish_pass(f, &pending));
+    if (pending == 0) break;
+    if (now_s() > deadline) {
+      for (int i = 0; i < f->nconns; i++) {
+        struct conn* c = &f->conns[i];
+        if (c->used && c->comm == NULL) {
+          WARN("%s was not up after %d s (%d connections still waiting): the peer did not %s; "
+               "check that it runs and can reach this host (NCCL_SOCKET_IFNAME)",
+               c->s.desc, timeout_s, pending, c->s.is_send ? "accept" : "connect");
+          break;
+        }
+      }
+      return ncclRemoteError;
+    }
+    sched_yield();
+  }
+  for (int i = 0; i < f->nconns; i++) {
+    struct conn* c = &f->conns[i];
+    if (!c->used) continue;
+    if (c->listen) {
+      (void)f->net->close_listen(c->listen);
+      c->listen = NULL;
+    }
+    size_t bytes = GPU_FIFO_HEADER + (size_t)c->s.nslots * c->s.slot_bytes;
+    if (f->net->reg_mr(c->comm, c->s.fifo, bytes, NET_PTR_HOST, &c->mh) != ncclSuccess) {
+      WARN("could not register the %zu bytes of %s with %s", bytes, c->s.desc, f->net->name);
+      return ncclSystemError;
+    }
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t fifo_net_start(struct fifo_net* f, fifo_net_fail_fn fail, void* arg) {
+  f->fail = fail;
+  f->fail_arg = arg;
+  pthread_mutex_lock(&lock);
+  f->next = started;
+  started = f;
+  f->started = 1;
+  __atomic_add_fetch(&nstarted, 1, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&lock);
+  return ncclSuccess;
+}
+
+int fifo_net_failed(const struct fifo_net* f) {
+  return __atomic_load_n(&f->failed, __ATOMIC_ACQUIRE);
+}
+
+/* Steps of connection c still to send: 0 for a receive connection. */
+static uint64_t unsent(const struct conn* c) {
+  if (!c->used || !c->s.is_send) return 0;
+  uint64_t tail = __atomic_load_n(word(c, GPU_FIFO_TAIL), __ATOMIC_ACQUIRE);
+  return tail - __atomic_load_n(word(c, GPU_FIFO_HEAD), __ATOMIC_ACQUIRE);
+}
+
+ncclResult_t fifo_net_drain(struct fifo_net* f, int timeout_s) {
+  double deadline = now_s() + (timeout_s > 0 ? timeout_s : 1);
+  for (int i = 0; i < f->nconns; i++) {
+    while (unsent(&f->conns[i]) > 0 && !fifo_net_failed(f)) {
+      if (now_s() > deadline) {
+        WARN("%s still had %llu steps to send after %d s", f->conns[i].s.desc,
+             (unsigned long long)unsent(&f->conns[i]), timeout_s);
+        return ncclInternalError;
+      }
+      sched_yield();
+    }
+  }
+  return ncclSuccess;
+}
+
+void fifo_net_free(struct fifo_net* f) {
+  if (f == NULL) return;
+  pthread_mutex_lock(&lock); /* the proxy thread holds it for a whole pass */
+  if (f->started) {
+    for (struct fifo_net** p = &started; *p; p = &(*p)->next)
+      if (*p == f) {
+        *p = f->next;
+        break;
+      }
+    __atomic_sub_fetch(&nstarted, 1, __ATOMIC_RELEASE);
+    f->started = 0;
+  }
+  pthread_mutex_unlock(&lock);
+  for (int i = 0; i < f->nconns; i++) {
+    struct conn* c = &f->conns[i];
+    if (c->mh) (void)f->net->dereg_mr(c->comm, c->mh);
+    if (c->comm) (void)(c->s.is_send ? f->net->close_send(c->comm) : f->net->close_recv(c->comm));
+    if (c->listen) (void)f->net->close_listen(c->listen);
+  }
+  free(f->conns);
+  free(f);
+}
+
+/* A connection broke: stop the set and tell its owner once. */
+static void broke(struct fifo_net* f, struct conn* c, const char* what, ncclResult_t res) {
+  if (__atomic_exchange_n(&f->failed, 1, __ATOMIC_ACQ_REL)) return;
+  char msg[384];
+  snprintf(msg, sizeof msg, "%s failed (%s, %s) after %llu of its steps%s", c->s.desc, what,
+           ncclGetErrorString(res), (unsigned long long)c->done,
+           res == ncclRemoteError ? ": the peer process exited, was killed or its host is down"
+                                  : "");
+  if (f->fail) f->fail(f->fail_arg, c->s.peer, msg);
+}
+
+static int cap(const struct conn* c) {
+  return c->s.nslots < NET_MAX_REQUESTS ? c->s.nslots : NET_MAX_REQUESTS;
+}
+
+/* Completes the oldest requests in order; *moved when one did. 0 on error (reported). */
+static int complete(struct fifo_net* f, struct conn* c, int* moved) {
+  while (c->done < c->posted) {
+    int done = 0;
+    size_t size = 0;
+    void** r = &c->req[c->done % (uint64_t)c->s.nslots];
+    ncclResult_t res = f->net->test(*r, &done, &size);
+    if (res == ncclRemoteError && !c->s.is_send) {
+      c->closed = res; /* a failure only if the kernel wants more (progress_recv) */
+      return 1;
+    }
+    if (res != ncclSuccess) {
+      broke(f, c, c->s.is_send ? "a send did not complete" : "a receive did not complete", res);
+      return 0;
+    }
+    if (!done) break;
+    *r = NULL;
+    if (!c->s.is_send) {
+      __atomic_store_n(word(c, GPU_FIFO_SIZES + 8 * (c->done % (uint64_t)c->s.nslots)),
+                       (uint64_t)size, __ATOMIC_RELAXED);
+      __atomic_store_n(word(c, GPU_FIFO_TAIL), c->done + 1, __ATOMIC_RELEASE);
+    } else {
+      __atomic_store_n(word(c, GPU_FIFO_HEAD), c->done + 1, __ATOMIC_RELEASE);
+    }
+    c->done++;
+    *moved = 1;
+  }
+  return 1;
+}
+
+static int progress_send(struct fifo_net* f, struct conn* c, int* moved) {
+  uint64_t tail = __atomic_load_n(word(c, GPU_FIFO_TAIL), __ATOMIC_ACQUIRE);
+  while (c->posted < tail && c->posted - c->done < (uint64_t)cap(c)) {
+    uint64_t k = c->posted % (uint64_t)c->s.nslots;
+    uint64_t size = __atomic_load_n(word(c, GPU_FIFO_SIZES + 8 * k), __ATOMIC_RELAXED);
+    if (size > c->s.slot_bytes) {
+      broke(f, c, "a slot's recorded size exceeds the slot", ncclInternalError);
+      return 0;
+    }
+    void* req = NULL;
+    ncclResult_t res =
+        f->net->isend(c->comm, slot(c, c->posted), (size_t)size, c->s.tag, c->mh, &req);
+    if (res != ncclSuccess) {
+      broke(f, c, "a send could not be posted", res);
+      return 0;
+    }
+    if (req == NULL) break;
+    c->req[k] = req;
+    c->posted++;
+    *moved = 1;
+  }
+  return complete(f, c, moved);
+}
+
+/* A peer that closed its side after its last step is no failure; a kernel waiting for a step
+ * that will not come is. */
+static int progress_recv(struct fifo_net* f, struct conn* c, int* moved) {
+  if (c->closed) {
+    if (__atomic_load_n(word(c, GPU_FIFO_WANT), __ATOMIC_ACQUIRE) <= c->done) return 1;
+    broke(f, c, "the connection closed while a step was awaited", c->closed);
+    return 0;
+  }
+  uint64_t head = __atomic_load_n(word(c, GPU_FIFO_HEAD), __ATOMIC_ACQUIRE);
+  while (c->posted < head + (uint64_t)c->s.nslots && c->posted - c->done < (uint64_t)cap(c)) {
+    void* data = slot(c, c->posted);
+    size_t size = c->s.slot_bytes;
+    int tag = c->s.tag;
+    void* req = NULL;
+    ncclResult_t res = f->net->irecv(c->comm, 1, &data, &size, &tag, &c->mh, &req);
+    if (res == ncclRemoteError) {
+      c->closed = res;
+      return 1;
+    }
+    if (res != ncclSuccess) {
+      broke(f, c, "a receive could not be posted", res);
+      return 0;
+    }
+    if (req == NULL) break;
+    c->req[c->posted % (uint64_t)c->s.nslots] = req;
+    c->posted++;
+    *moved = 1;
+  }
+  return complete(f, c, moved);
+}
+
+int fifo_net_progress(void) {
+  int moved = 0;
+  if (__atomic_load_n(&nstarted, __ATOMIC_ACQUIRE) == 0) return 0;
+  pthread_mutex_lock(&lock);
+  for (struct fifo_net* f = started; f; f = f->next) {
+    if (__atomic_load_n(&f->failed, __ATOMIC_ACQUIRE)) continue;
+    for (int i = 0; i < f->nconns; i++) {
+      struct conn* c = &f->conns[i];
+      if (!c->used || c->comm == NULL) continue;
+      int ok = c->s.is_send ? progress_send(f, c, &moved) : progress_recv(f, c, &moved);
+      if (!ok) break;
+    }
+  }
+  pthread_mutex_unlock(&lock);
+  return moved;
+}
+
+int fifo_net_active(void) {
+  return __atomic_load_n(&nstarted, __ATOMIC_ACQUIRE) > 0;
+}
+
+void fifo_net_forget(void) {
+  pthread_mutex_init(&lock, NULL);
+  started = NULL;
+  nstarted = 0;
+}

@@ -1,0 +1,69 @@
+/* NET connections of GPU FIFOs: the proxy's side of a FIFO connection whose two ranks talk over
+ * the network (transport/net.h). Each side has a FIFO with the layout of transport/gpu_fifo.h in
+ * its own host memory: the receiver the FIFO its kernel reads, the sender a MIRROR of it that its
+ * kernel fills as if it were the peer's. The proxy thread then
+ *   - sender: sends every step the kernel posted (tail), only the slot's recorded bytes, with
+ *     tag = the connection's id, and advances the mirror's head when a send completes;
+ *   - receiver: keeps a receive posted into every slot the kernel released (head gates it, so no
+ *     credit message is needed) and publishes tail = step + 1 when one completes.
+ * Counters only grow, across launches and graph replays, exactly as the kernels' do. Nothing
+ * here calls CUDA: a host thread can play the kernel (tests/unit/test_fifo_net.c).
+ *
+ * Life of a set (one per communicator): fifo_net_create; per connection fifo_net_listen
+ * (receiver: fills the handle to give the sender) or fifo_net_peer_handle (sender); then
+ * fifo_net_establish (connects/accepts every connection, registers memory); fifo_net_start hands
+ * the set to the proxy thread (the caller holds the thread, proxy_acquire); fifo_net_free takes
+ * it back and closes everything. A connection error stops the set and calls `fail` once, on the
+ * proxy thread. Who may call: gpu/ (and tests). */
+#ifndef MONEL_PROXY_FIFO_NET_H
+#define MONEL_PROXY_FIFO_NET_H
+#include <stddef.h>
+#include "nccl.h"
+#include "transport/net.h"
+
+struct fifo_net;
+
+struct fifo_net_spec {
+  int is_send;
+  char* fifo; /* host address of the FIFO (receiver) or of the mirror (sender) */
+  int nslots; /* <= GPU_FIFO_MAX_SLOTS */
+  size_t slot_bytes;
+  int peer;       /* rank of the other side */
+  int tag;        /* connection id, the same on both sides */
+  char desc[160]; /* names the connection in messages: "ring channel 3 to rank 1 (host b)" */
+};
+
+/* `fail(arg, peer, sentence)`: a connection to `peer` broke; the sentence says which and how.
+ * Runs on the proxy thread inside its pass: it must not free a set (fifo_net_free). */
+typedef void (*fifo_net_fail_fn)(void* arg, int peer, const char* sentence);
+
+ncclResult_t fifo_net_create(const struct net* net, int dev, int nconns, struct fifo_net** out);
+/* Receiver side of connection i: listens and fills handle (NET_HANDLE_BYTES) for the sender. */
+ncclResult_t fifo_net_listen(struct fifo_net* f, int i, const struct fifo_net_spec* spec,
+                             void* handle);
+/* Sender side of connection i: the handle the receiver filled. */
+ncclResult_t fifo_net_peer_handle(struct fifo_net* f, int i, const struct fifo_net_spec* spec,
+                                  const void* handle);
+/* Connects and accepts every connection (non-blocking calls in one loop, so a rank that is both
+ * sender and receiver serves both), then registers the FIFOs' memory. Fails with a sentence
+ * naming the connection after timeout_s seconds. */
+ncclResult_t fifo_net_establish(struct fifo_net* f, int timeout_s);
+/* Hands the set to the proxy thread. */
+ncclResult_t fifo_net_start(struct fifo_net* f, fifo_net_fail_fn fail, void* arg);
+/* Waits until every step posted on a send connection was sent (its head reached its tail), a
+ * connection failed, or timeout_s passed (ncclInternalError). Call once the kernels are done:
+ * the proxy may still be sending their last slots. */
+ncclResult_t fifo_net_drain(struct fifo_net* f, int timeout_s);
+/* Takes the set back from the proxy thread (if started), closes and frees it. Accepts NULL. */
+void fifo_net_free(struct fifo_net* f);
+/* 1 once a connection of the set failed. */
+int fifo_net_failed(const struct fifo_net* f);
+
+/* For the proxy thread: one pass over every started set; returns whether anything moved. */
+int fifo_net_progress(void);
+/* For the proxy thread: whether any set is started (the thread then never sleeps long). */
+int fifo_net_active(void);
+/* In a child of fork(): forget the parent's sets. */
+void fifo_net_forget(void);
+
+#endif

@@ -1,0 +1,272 @@
+/* proxy/fifo_net.c: the proxy's side of GPU FIFO connections across hosts, with host threads
+ * playing the kernels. Two processes ("hosts" a and b, MONEL_HOST_ID) each send on 3 connections
+ * and receive on 3, every one with its own FIFO shape (4 x 4096, 8 x 1000 and 64 x 256 bytes:
+ * few slots, an odd slot size, the most slots), through the real progress thread.
+ *  - A sending thread writes each step's bytes into the mirror FIFO, records the size and
+ *    publishes tail, waiting on head for a free slot, as the kernel does.
+ *  - A receiving thread says which step it wants, waits for tail, checks the recorded size and
+ *    every byte, and publishes head. A peer that finishes and frees its side first is no failure.
+ * Steps take sizes 0, 1, the whole slot, the slot less one and pseudo-random ones, many times
+ * round each FIFO (wraparound). Then a peer is killed mid-stream: the survivor's connections
+ * fail with a sentence naming the peer, and its waiting threads leave (no hang).
+ * Every wait has a deadline. */
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "fifo_net_lonet.h"
+#include "harness.h"
+#include "proxy/fifo_net.h"
+#include "proxy/proxy.h"
+#include "transport/gpu_fifo.h"
+
+#define NCONN    3
+#define DEADLINE 30.0 /* seconds any single wait may take */
+
+static const int shape_slots[NCONN] = {4, 8, 64};
+static const size_t shape_bytes[NCONN] = {4096, 1000, 256};
+
+struct side {
+  int host;                   /* 0 = a, 1 = b */
+  int send_steps, recv_steps; /* per connection */
+  int signal_fd; /* receiving: write a byte after signal_after steps of connection 0 (or -1) */
+  int signal_after;
+};
+
+struct play {
+  const struct side* side;
+  struct fifo_net* f;
+  char* fifo;
+  int conn; /* 0..NCONN-1 */
+  int from_host;
+  int is_send;
+  int result; /* 0 ok, 1 the set failed while waiting, 2 a deadline passed */
+};
+
+static volatile int fail_calls;
+static char fail_sentence[512];
+static int fail_peer = -1;
+
+static void on_fail(void* arg, int peer, const char* sentence) {
+  (void)arg;
+  fail_peer = peer;
+  snprintf(fail_sentence, sizeof fail_sentence, "%s", sentence);
+  __atomic_add_fetch(&fail_calls, 1, __ATOMIC_RELEASE);
+}
+
+static size_t fifo_len(int k) {
+  return GPU_FIFO_HEADER + (size_t)shape_slots[k] * shape_bytes[k];
+}
+
+static uint64_t* word(char* fifo, size_t off) {
+  return (uint64_t*)(fifo + off);
+}
+
+/* Bytes of step s of connection k sent by host h. */
+static size_t step_size(int k, uint64_t s) {
+  size_t slot = shape_bytes[k];
+  switch (s % 5) {
+  case 0:
+    return 0;
+  case 1:
+    return 1;
+  case 2:
+    return slot;
+  case 3:
+    return slot - 1;
+  default:
+    return (size_t)((s * 2654435761u) % slot);
+  }
+}
+
+static unsigned char pattern(int h, int k, uint64_t s, size_t i) {
+  return (unsigned char)(h * 97 + k * 131 + s * 7 + i * 13 + (i >> 8));
+}
+
+/* Waits until *w >= want; 1 the set failed, 2 the deadline passed. */
+static int wait_word(struct play* p, const uint64_t* w, uint64_t want) {
+  double end = test_now() + DEADLINE;
+  while (__atomic_load_n(w, __ATOMIC_ACQUIRE) < want) {
+    if (fifo_net_failed(p->f)) return 1;
+    if (test_now() > end) return 2;
+    sched_yield();
+  }
+  return 0;
+}
+
+static void* play_main(void* arg) {
+  struct play* p = arg;
+  int k = p->conn, ns = shape_slots[k];
+  int nsteps = p->is_send ? p->side->send_steps : p->side->recv_steps;
+  for (uint64_t s = 0; s < (uint64_t)nsteps; s++) {
+    char* slot = p->fifo + GPU_FIFO_HEADER + (size_t)(s % (uint64_t)ns) * shape_bytes[k];
+    size_t size = step_size(k, s);
+    if (p->is_send) {
+      int w = s >= (uint64_t)ns ? wait_word(p, word(p->fifo, GPU_FIFO_HEAD), s + 1 - ns) : 0;
+      if (w) {
+        p->result = w;
+        return NULL;
+      }
+      for (size_t i = 0; i < size; i++) slot[i] = (char)pattern(p->side->host, k, s, i);
+      __atomic_store_n(word(p->fifo, GPU_FIFO_SIZES + 8 * (s % ns)), size, __ATOMIC_RELAXED);
+      __atomic_store_n(word(p->fifo, GPU_FIFO_TAIL), s + 1, __ATOMIC_RELEASE);
+    } else {
+      __atomic_store_n(word(p->fifo, GPU_FIFO_WANT), s + 1, __ATOMIC_RELEASE);
+      int w = wait_word(p, word(p->fifo, GPU_FIFO_TAIL), s + 1);
+      if (w) {
+        p->result = w;
+        return NULL;
+      }
+      CHECK_EQ(*word(p->fifo, GPU_FIFO_SIZES + 8 * (s % ns)), size);
+      for (size_t i = 0; i < size; i++)
+        if ((unsigned char)slot[i] != pattern(p->from_host, k, s, i)) {
+          fprintf(stderr, "host %d conn %d step %llu byte %zu: %u, expected %u\n", p->side->host, k,
+                  (unsigned long long)s, i, (unsigned char)slot[i], pattern(p->from_host, k, s, i));
+          exit(1);
+        }
+      /* the bytes past the size are the previous steps' or zero: not checked */
+      __atomic_store_n(word(p->fifo, GPU_FIFO_HEAD), s + 1, __ATOMIC_RELEASE);
+      if (k == 0 && p->side->signal_fd >= 0 && s + 1 == (uint64_t)p->side->signal_after) {
+        char b = 1;
+        CHECK_EQ(write(p->side->signal_fd, &b, 1), 1);
+      }
+    }
+  }
+  return NULL;
+}
+
+static void read_all(int fd, void* buf, size_t len) {
+  size_t got = 0;
+  while (got < len) {
+    ssize_t k = read(fd, (char*)buf + got, len - got);
+    CHECK(k > 0);
+    got += (size_t)k;
+  }
+}
+
+/* One host: connections 0..NCONN-1 send to the other host, NCONN..2*NCONN-1 receive from it.
+ * Exit status: 0 all steps sent and checked; 3 the set failed as the kill test expects. */
+static int run_host(const struct side* side, int to_peer, int from_peer) {
+  struct fifo_net* f = NULL;
+  char* fifo[2 * NCONN];
+  char handles[NCONN][NET_HANDLE_BYTES];
+  int peer = 1 - side->host;
+  setenv("MONEL_HOST_ID", side->host ? "b" : "a", 1);
+  CHECK_RES(fifo_net_create(&lo_net, 0, 2 * NCONN, &f), ncclSuccess);
+  for (int i = 0; i < 2 * NCONN; i++) {
+    int k = i % NCONN;
+    fifo[i] = calloc(1, fifo_len(k));
+    CHECK(fifo[i] != NULL);
+    struct fifo_net_spec s = {.is_send = i < NCONN,
+                              .fifo = fifo[i],
+                              .nslots = shape_slots[k],
+                              .slot_bytes = shape_bytes[k],
+                              .peer = peer,
+                              .tag = 100 * (i < NCONN ? side->host : peer) + k};
+    snprintf(s.desc, sizeof s.desc, "test connection %d %s host %d", k, i < NCONN ? "to" : "from",
+             peer);
+    if (i < NCONN) continue;
+    CHECK_RES(fifo_net_listen(f, i, &s, handles[k]), ncclSuccess);
+  }
+  CHECK_EQ(write(to_peer, handles, sizeof handles), (ssize_t)sizeof handles);
+  read_all(from_peer, handles, sizeof handles);
+  for (int k = 0; k < NCONN; k++) {
+    struct fifo_net_spec s = {.is_send = 1,
+                              .fifo = fifo[k],
+                              .nslots = shape_slots[k],
+                              .slot_bytes = shape_bytes[k],
+                              .peer = peer,
+                              .tag = 100 * side->host + k};
+    snprintf(s.desc, sizeof s.desc, "test connection %d to host %d", k, peer);
+    CHECK_RES(fifo_net_peer_handle(f, k, &s, handles[k]), ncclSuccess);
+  }
+  CHECK_RES(fifo_net_establish(f, 30), ncclSuccess);
+  CHECK_RES(proxy_acquire(f), ncclSuccess);
+  CHECK_RES(fifo_net_start(f, on_fail, NULL), ncclSuccess);
+  struct play p[2 * NCONN];
+  pthread_t t[2 * NCONN];
+  for (int i = 0; i < 2 * NCONN; i++) {
+    p[i] = (struct play){side, f, fifo[i], i % NCONN, peer, i < NCONN, 0};
+    CHECK_EQ(pthread_create(&t[i], NULL, play_main, &p[i]), 0);
+  }
+  int failed = 0;
+  for (int i = 0; i < 2 * NCONN; i++) {
+    pthread_join(t[i], NULL);
+    if (p[i].result == 2) {
+      fprintf(stderr, "host %d: connection %d waited more than %.0f s\n", side->host, i, DEADLINE);
+      exit(1);
+    }
+    failed |= p[i].result == 1;
+  }
+  if (!failed) {
+    CHECK_RES(fifo_net_drain(f, 30), ncclSuccess);
+    CHECK_EQ(fail_calls, 0);
+  }
+  fifo_net_free(f);
+  proxy_release(f);
+  for (int i = 0; i < 2 * NCONN; i++) free(fifo[i]);
+  if (!failed) return 0;
+  CHECK_EQ(__atomic_load_n(&fail_calls, __ATOMIC_ACQUIRE), 1);
+  CHECK_EQ(fail_peer, peer);
+  fprintf(stderr, "host %d saw: %s\n", side->host, fail_sentence);
+  CHECK(strstr(fail_sentence, "test connection") != NULL);
+  CHECK(strstr(fail_sentence, "the peer process exited, was killed or its host is down") != NULL);
+  const char* expect = getenv("EXPECT_SENTENCE");
+  CHECK(expect == NULL || strstr(fail_sentence, expect) != NULL);
+  return 3;
+}
+
+static pid_t spawn(const struct side* side, int to_peer, int from_peer) {
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) _exit(run_host(side, to_peer, from_peer));
+  return pid;
+}
+
+static int status_of(pid_t pid) {
+  int st = 0;
+  CHECK_EQ(waitpid(pid, &st, 0), pid);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+TEST(every_byte_of_every_step) {
+  int ab[2], ba[2];
+  CHECK(pipe(ab) == 0 && pipe(ba) == 0);
+  struct side a = {0, 3000, 3000, -1, 0}, b = {1, 3000, 3000, -1, 0};
+  pid_t pa = spawn(&a, ab[1], ba[0]), pb = spawn(&b, ba[1], ab[0]);
+  CHECK_EQ(status_of(pa), 0);
+  CHECK_EQ(status_of(pb), 0);
+}
+
+/* Kills b once the receiving side's first connection got 200 steps, long before the end: a's
+ * connections fail, the sentence names b, and a's threads leave their waits. */
+static void kill_b(struct side* a, struct side* b, int sig[2]) {
+  int ab[2], ba[2];
+  CHECK(pipe(ab) == 0 && pipe(ba) == 0);
+  pid_t pa = spawn(a, ab[1], ba[0]), pb = spawn(b, ba[1], ab[0]);
+  char byte = 0;
+  CHECK_EQ(read(sig[0], &byte, 1), 1);
+  CHECK_EQ(kill(pb, SIGKILL), 0);
+  CHECK_EQ(status_of(pb), 128 + SIGKILL);
+  CHECK_EQ(status_of(pa), 3);
+}
+
+TEST(peer_killed_while_both_stream) {
+  int sig[2];
+  CHECK(pipe(sig) == 0);
+  struct side a = {0, 1 << 30, 1 << 30, -1, 0}, b = {1, 1 << 30, 1 << 30, sig[1], 200};
+  kill_b(&a, &b, sig);
+}
+
+/* a only receives: the failure is found on a receive the kernel waits for. */
+TEST(sender_killed_while_receiver_waits) {
+  int sig[2];
+  CHECK(pipe(sig) == 0);
+  struct side a = {0, 0, 1 << 30, sig[1], 200}, b = {1, 1 << 30, 0, -1, 0};
+  setenv("EXPECT_SENTENCE", "closed while a step was awaited", 1);
+  kill_b(&a, &b, sig);
+}
