@@ -23,13 +23,12 @@
 #include <stdint.h>
 #include <cuda_runtime_api.h>
 
-#define DEV_MAX_CHANNELS     64
-#define DEV_DEFAULT_CHANNELS 64 /* without NCCL_MAX_NCHANNELS */
-#define DEV_NTHREADS         512
-#define DEV_FIFO_HEADER      256 /* bytes before slot 0: tail at 0, head at 128 */
-#define DEV_FIFO_TAIL        0
-#define DEV_FIFO_HEAD        128
-#define DEV_MAX_PEERS        16
+#define DEV_MAX_CHANNELS 64
+#define DEV_NTHREADS     512
+#define DEV_FIFO_HEADER  256 /* bytes before slot 0: tail at 0, head at 128 */
+#define DEV_FIFO_TAIL    0
+#define DEV_FIFO_HEAD    128
+#define DEV_MAX_PEERS    16
 /* Counters a connection keeps in device memory between launches: steps sent, steps received,
  * the last head seen from the receiver (a lower bound of it: no remote read at launch start). */
 #define DEV_STEP_WORDS 4
@@ -86,8 +85,9 @@ struct dev_oneshot_args {
   const void* in;
   void* out;
   size_t count;
-  int coll; /* DEV_ALLREDUCE, DEV_ALLGATHER or DEV_REDUCESCATTER */
-  int rank, nranks, nblocks;
+  int coll;                  /* DEV_ALLREDUCE, DEV_ALLGATHER or DEV_REDUCESCATTER */
+  int rank, nranks, nblocks; /* nblocks: parts of DEV_LL_BLOCK_DATA bytes (at most 64) */
+  int grid;                  /* thread blocks launched (<= nblocks), each taking parts in turn */
   int dtype, op;
   unsigned char scalar[8];
   const void* device_scalar;
@@ -153,7 +153,7 @@ extern "C" {
 #endif
 /* Launch a ring collective: one block of DEV_NTHREADS threads per channel on `stream`. */
 cudaError_t dev_ring_launch(const struct dev_ring_args* args, cudaStream_t stream);
-/* Launch a one-shot LL collective: nblocks blocks of DEV_LL_NTHREADS threads. */
+/* Launch a one-shot LL collective: grid blocks of DEV_LL_NTHREADS threads. */
 cudaError_t dev_oneshot_launch(const struct dev_oneshot_args* args, cudaStream_t stream);
 /* Launch a list of point-to-point messages: one block per entry of args->blocks. */
 cudaError_t dev_p2p_launch(const struct dev_p2p_args* args, cudaStream_t stream);

@@ -255,6 +255,10 @@ ncclResult_t gpu_connect_p2p(struct ncclComm* comm, struct gpu_comm* g) {
   return ncclSuccess;
 }
 
+ncclResult_t gpu_connect_ce(struct ncclComm* comm, struct gpu_comm* g) {
+  return map_all(comm, g, &g->ce_mem, g->peer_ce, &g->ce_ok);
+}
+
 void gpu_disconnect(struct gpu_comm* g) {
   for (int i = 0; i < g->nmaps; i++) {
     struct gpu_peer_map* m = &g->maps[i];
@@ -270,4 +274,5 @@ void gpu_disconnect(struct gpu_comm* g) {
   g->next_fifo = NULL;
   memset(g->peer_ll, 0, sizeof g->peer_ll);
   memset(g->peer_p2p, 0, sizeof g->peer_p2p);
+  memset(g->peer_ce, 0, sizeof g->peer_ce);
 }
