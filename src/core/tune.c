@@ -9,6 +9,7 @@
  * The CPU engine's figures were fitted to all_reduce_perf on 2 and 4 processes of a 64-core Xeon
  * host (ring 2.5 us at 8 B and 7.5 ms at 32 MB on 4 ranks; one-shot as fast as the ring at
  * 8 KB, twice as slow at 32 KB); the CUDA engine's are those of NVLink. */
+#include <math.h>
 #include <string.h>
 #include "algo/tree.h"
 #include "core/algo.h"
@@ -107,4 +108,50 @@ double tune_estimate_us(const struct ncclComm* comm, const struct task* t) {
   for (int a = 0; a < ALGO_COUNT; a++)
     if (avail & (1u << a)) us = min_d(us, tune_algo_us(comm, t, (enum algo_id)a));
   return us;
+}
+
+/* Thread blocks of a GPU kernel (tune_blocks). A block streams its share of the data through a
+ * FIFO at about in->block_gbps, so ceil(link / block) blocks fill the link; fewer blocks leave
+ * bandwidth unused, more only take SMs from the user's kernels. A block also needs enough data
+ * (in->block_bytes) to hide its per-step latency: a small transfer gets one block per that many
+ * bytes. The efficiency policy takes half of that (at least one). The limits come last. */
+int tune_blocks(const struct tune_blocks_in* in) {
+  double link = in->link_gbps > 0 ? in->link_gbps : 1;
+  double per_block = in->block_gbps > 0 ? in->block_gbps : 1;
+  double fill = ceil(link / per_block);
+  double by_size = in->block_bytes > 0 ? ceil(in->bytes / in->block_bytes) : fill;
+  double want = min_d(fill, by_size);
+  if (in->efficiency) want = ceil(want / 2);
+  int lo = in->min > 0 ? in->min : 1, hi = in->max > 0 ? in->max : TUNE_MAX_BLOCKS;
+  if (hi > TUNE_MAX_BLOCKS) hi = TUNE_MAX_BLOCKS;
+  if (lo > hi) lo = hi;
+  if (want < lo) return lo;
+  if (want > hi) return hi;
+  return (int)want;
+}
+
+static int clamp_blocks(int64_t v) {
+  return v < 1 ? 1 : v > TUNE_MAX_BLOCKS ? TUNE_MAX_BLOCKS : (int)v;
+}
+
+/* As NCCL does, an environment variable wins over the config field, which wins over the
+ * older NCCL_MIN/MAX_NCHANNELS; a minimum above the maximum is lowered to it. */
+struct tune_cta_limits tune_cta_limits(int64_t env_min, int64_t env_max, const ncclConfig_t* cfg,
+                                       int64_t nch_min, int64_t nch_max) {
+  struct tune_cta_limits l = {1, TUNE_MAX_BLOCKS, NCCL_CTA_POLICY_DEFAULT};
+  if (env_max > 0)
+    l.max = clamp_blocks(env_max);
+  else if (cfg != NULL && cfg->maxCTAs != NCCL_CONFIG_UNDEF_INT && cfg->maxCTAs > 0)
+    l.max = clamp_blocks(cfg->maxCTAs);
+  else if (nch_max > 0)
+    l.max = clamp_blocks(nch_max);
+  if (env_min > 0)
+    l.min = clamp_blocks(env_min);
+  else if (cfg != NULL && cfg->minCTAs != NCCL_CONFIG_UNDEF_INT && cfg->minCTAs > 0)
+    l.min = clamp_blocks(cfg->minCTAs);
+  else if (nch_min > 0)
+    l.min = clamp_blocks(nch_min);
+  if (l.min > l.max) l.min = l.max;
+  if (cfg != NULL && cfg->CTAPolicy != NCCL_CONFIG_UNDEF_INT) l.policy = cfg->CTAPolicy;
+  return l;
 }

@@ -9,4 +9,28 @@
 double tune_algo_us(const struct ncclComm* comm, const struct task* task, enum algo_id algo);
 /* Predicted microseconds with the cheapest algorithm the comm's engine has. */
 double tune_estimate_us(const struct ncclComm* comm, const struct task* task);
+
+/* Thread blocks of one GPU kernel: the fewest that reach the link's bandwidth for `bytes`
+ * (tune.c explains the model), within [min, max] (0: no limit below TUNE_MAX_BLOCKS). The
+ * figures are parameters (MONEL_LINK_GBPS, MONEL_BLOCK_GBPS, MONEL_CHANNEL_BYTES) because they
+ * depend on the GPU and the link: they must be measured. Pure; unit-tested. */
+#define TUNE_MAX_BLOCKS 64
+struct tune_blocks_in {
+  double bytes;       /* what the kernel moves over its busiest link */
+  double link_gbps;   /* that link's bandwidth per direction, GB/s (a share of it per peer) */
+  double block_gbps;  /* what one block moves, GB/s */
+  double block_bytes; /* bytes a block must have to be worth its own */
+  int min, max;       /* the comm's limits (tune_cta_limits) */
+  int efficiency;     /* config.CTAPolicy = NCCL_CTA_POLICY_EFFICIENCY: half the blocks */
+};
+int tune_blocks(const struct tune_blocks_in* in);
+
+/* A comm's block limits and policy from NCCL_MIN_CTAS / NCCL_MAX_CTAS (env_*, <= 0: unset),
+ * config.minCTAs / maxCTAs / CTAPolicy (cfg may be NULL) and NCCL_MIN/MAX_NCHANNELS (nch_*). */
+struct tune_cta_limits {
+  int min, max; /* 1 <= min <= max <= TUNE_MAX_BLOCKS */
+  int policy;   /* NCCL_CTA_POLICY_* */
+};
+struct tune_cta_limits tune_cta_limits(int64_t env_min, int64_t env_max, const ncclConfig_t* cfg,
+                                       int64_t nch_min, int64_t nch_max);
 #endif

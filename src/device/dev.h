@@ -117,8 +117,9 @@ struct dev_oneshot_args {
   const void* in;
   void* out;
   size_t count;
-  int coll; /* DEV_ALLREDUCE, DEV_ALLGATHER or DEV_REDUCESCATTER */
-  int rank, nranks, nblocks;
+  int coll;                  /* DEV_ALLREDUCE, DEV_ALLGATHER or DEV_REDUCESCATTER */
+  int rank, nranks, nblocks; /* nblocks: parts of DEV_LL_BLOCK_DATA bytes (at most 64) */
+  int grid;                  /* thread blocks launched (<= nblocks), each taking parts in turn */
   int dtype, op;
   unsigned char scalar[8];
   const void* device_scalar;
@@ -188,7 +189,7 @@ extern "C" {
 #endif
 /* Launch a ring collective: one block of DEV_NTHREADS threads per channel on `stream`. */
 cudaError_t dev_ring_launch(const struct dev_ring_args* args, cudaStream_t stream);
-/* Launch a one-shot LL collective: nblocks blocks of DEV_LL_NTHREADS threads. */
+/* Launch a one-shot LL collective: grid blocks of DEV_LL_NTHREADS threads. */
 cudaError_t dev_oneshot_launch(const struct dev_oneshot_args* args, cudaStream_t stream);
 /* Launch a list of point-to-point messages: one block per entry of args->blocks. */
 cudaError_t dev_p2p_launch(const struct dev_p2p_args* args, cudaStream_t stream);

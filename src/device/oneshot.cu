@@ -65,19 +65,19 @@ __device__ static inline void st_bytes(char* p, size_t i, size_t total, uint64_t
 
 #define LINES_PER_THREAD (DEV_LL_LINES / DEV_LL_NTHREADS)
 
+/* Part b of the buffer (DEV_LL_BLOCK_DATA bytes of it, its own lines and counter). */
 template <typename T, int OP>
-__global__ void __launch_bounds__(DEV_LL_NTHREADS) oneshot_kernel(struct dev_oneshot_args a) {
-  __shared__ uint32_t flag_s;
-  const int b = blockIdx.x, n = a.nranks, me = a.rank, tid = threadIdx.x;
+__device__ static __forceinline__ void oneshot_part(const struct dev_oneshot_args& a, int b,
+                                                    uint32_t* flag_s) {
+  const int n = a.nranks, me = a.rank, tid = threadIdx.x;
   const int E = 8 / sizeof(T);
   union line {
     uint64_t u;
     T e[8 / sizeof(T)];
   };
-  block_started(&a.ctl);
-  if (tid == 0) flag_s = a.seq[b] + 1;
+  if (tid == 0) *flag_s = a.seq[b] + 1;
   __syncthreads();
-  const uint32_t flag = flag_s;
+  const uint32_t flag = *flag_s;
   /* total: bytes each rank sends each peer; this block's part of it: [lo, lo + bytes). */
   const size_t total = a.count * sizeof(T);
   const size_t lo = (size_t)b * DEV_LL_BLOCK_DATA;
@@ -149,11 +149,21 @@ __global__ void __launch_bounds__(DEV_LL_NTHREADS) oneshot_kernel(struct dev_one
   }
   __syncthreads();
   if (tid == 0) a.seq[b] = flag;
+}
+
+/* Parts b = blockIdx.x, + gridDim.x, ...: a grid smaller than nblocks (NCCL_MAX_CTAS) takes its
+ * parts in turn. Every rank takes part b only after its parts before b in the same block, each
+ * pushed before it waits, so by induction on b every part completes whatever the grids. */
+template <typename T, int OP>
+__global__ void __launch_bounds__(DEV_LL_NTHREADS) oneshot_kernel(struct dev_oneshot_args a) {
+  __shared__ uint32_t flag_s;
+  block_started(&a.ctl);
+  for (int b = blockIdx.x; b < a.nblocks; b += gridDim.x) oneshot_part<T, OP>(a, b, &flag_s);
   block_finished(&a.ctl);
 }
 
 #define ONESHOT_LAUNCH(T, OP)                                                                      \
-  oneshot_kernel<T, OP><<<a->nblocks, DEV_LL_NTHREADS, 0, stream>>>(*a);                           \
+  oneshot_kernel<T, OP><<<a->grid, DEV_LL_NTHREADS, 0, stream>>>(*a);                              \
   return cudaGetLastError();
 
 extern "C" cudaError_t dev_oneshot_launch(const struct dev_oneshot_args* a, cudaStream_t stream) {

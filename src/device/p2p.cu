@@ -10,8 +10,8 @@
  * Cost: a message is cut in nch parts (chosen by the host, dev_p2p_op) streamed in parallel, each
  * in slots of slot_bytes with up to nslots in flight: latency alpha + bytes / (nch * link share).
  * Messages to myself are plain copies. Every block of a launch must be resident at once for
- * progress (at most DEV_P2P_MAX_BLOCKS, two per SM): a batch that needs more runs in several
- * launches (gpu/p2p.c). */
+ * progress (at most the comm's block budget, no more than 64, one per SM; registers for 8
+ * packs in flight per thread): a batch that needs more runs in several launches (gpu/p2p.c). */
 #include "device/dev.h"
 #include "device/prims.cuh"
 
@@ -23,7 +23,7 @@ __device__ static inline void p2p_part(size_t bytes, int nch, int c, size_t* lo,
   *hi = *lo + per < bytes ? *lo + per : bytes;
 }
 
-__global__ void __launch_bounds__(DEV_NTHREADS, 2) p2p_kernel(struct dev_p2p_args a) {
+__global__ void __launch_bounds__(DEV_NTHREADS, 1) p2p_kernel(struct dev_p2p_args a) {
   __shared__ struct fifo_state cs;
   const struct dev_p2p_block bk = a.blocks[blockIdx.x];
   const int c = bk.ch, peer = bk.peer, tid = threadIdx.x;

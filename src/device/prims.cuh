@@ -8,7 +8,10 @@
 #include "device/dev.h"
 #include "device/reduce.cuh"
 
-#define UNROLL 4
+/* 16-byte packs a thread keeps in flight: 4 where it reduces (two sources in registers), 8 where
+ * it only copies, so that a block moves more per step (fewer blocks fill a link). */
+#define UNROLL      4
+#define COPY_UNROLL 8
 
 __device__ static inline uint64_t ld_volatile(const uint64_t* p) {
   return *(const volatile uint64_t*)p;
@@ -81,10 +84,10 @@ __device__ static void copy_any(const uint8_t* src, uint8_t* dst, uint8_t* dst2,
   const size_t npk = n / 16;
   const unsigned shift = (unsigned)((uintptr_t)src & 15);
   const int4* a = (const int4*)(src - shift);
-  for (size_t base = tid; base < npk; base += (size_t)nt * UNROLL) {
-    int4 v[UNROLL];
+  for (size_t base = tid; base < npk; base += (size_t)nt * COPY_UNROLL) {
+    int4 v[COPY_UNROLL];
 #pragma unroll
-    for (int u = 0; u < UNROLL; u++) {
+    for (int u = 0; u < COPY_UNROLL; u++) {
       size_t i = base + (size_t)u * nt;
       if (i < npk) {
         int4 lo = ld_slot(a + i, sys);
@@ -92,7 +95,7 @@ __device__ static void copy_any(const uint8_t* src, uint8_t* dst, uint8_t* dst2,
       }
     }
 #pragma unroll
-    for (int u = 0; u < UNROLL; u++) {
+    for (int u = 0; u < COPY_UNROLL; u++) {
       size_t i = base + (size_t)u * nt;
       if (i >= npk) break;
       ((int4*)dst)[i] = v[u];
@@ -112,11 +115,10 @@ template <typename T, int OP>
 __device__ static void move(const T* rs, const T* in, T* out, T* ss, size_t n, bool post, T s,
                             int nranks, bool sys = false) {
   const int P = 16 / sizeof(T);
-  /* A plain copy (one source, no factor, no division) of misaligned buffers: byte shifts keep it
-   * at 16 bytes a thread. */
+  /* A plain copy (one source, no factor, no division), aligned or not: 16 bytes a thread (byte
+   * shifts for misaligned buffers), COPY_UNROLL packs in flight. */
   if ((rs == NULL) != (in == NULL) && !(OP == RED_PREMULSUM && in) && !(OP == RED_AVG && post) &&
-      (out || ss) && (((uintptr_t)rs | (uintptr_t)in | (uintptr_t)out | (uintptr_t)ss) & 15) &&
-      (!out || !ss || (((uintptr_t)out ^ (uintptr_t)ss) & 15) == 0)) {
+      (out || ss) && (!out || !ss || (((uintptr_t)out ^ (uintptr_t)ss) & 15) == 0)) {
     copy_any((const uint8_t*)(rs ? rs : in), (uint8_t*)(out ? out : ss), out ? (uint8_t*)ss : NULL,
              n * sizeof(T), rs != NULL && sys);
     return;

@@ -284,6 +284,10 @@ ncclResult_t gpu_connect_p2p(struct ncclComm* comm, struct gpu_comm* g) {
   return ncclSuccess;
 }
 
+ncclResult_t gpu_connect_ce(struct ncclComm* comm, struct gpu_comm* g) {
+  return map_all(comm, g, &g->ce_mem, g->peer_ce, 0, &g->ce_ok);
+}
+
 void gpu_disconnect(struct gpu_comm* g) {
   for (int i = 0; i < g->nmaps; i++) {
     struct gpu_peer_map* m = &g->maps[i];
@@ -300,4 +304,5 @@ void gpu_disconnect(struct gpu_comm* g) {
   memset(g->p2p_send, 0, sizeof g->p2p_send);
   memset(g->peer_ll, 0, sizeof g->peer_ll);
   memset(g->peer_p2p, 0, sizeof g->peer_p2p);
+  memset(g->peer_ce, 0, sizeof g->peer_ce);
 }

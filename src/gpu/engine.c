@@ -62,10 +62,9 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
   size_t free0 = 0, free1 = 0, total_b = 0;
   CUDACHECK(cudaMemGetInfo(&free0, &total_b));
   int n = comm->nranks;
-  int64_t maxc = param_int(PARAM_MAX_NCHANNELS), minc = param_int(PARAM_MIN_NCHANNELS);
-  int nch = maxc > 0 ? (int)maxc : DEV_DEFAULT_CHANNELS;
-  if (minc > nch) nch = (int)minc;
-  if (nch > DEV_MAX_CHANNELS) nch = DEV_MAX_CHANNELS;
+  g->cta = tune_cta_limits(param_int(PARAM_MIN_CTAS), param_int(PARAM_MAX_CTAS), &comm->config,
+                           param_int(PARAM_MIN_NCHANNELS), param_int(PARAM_MAX_NCHANNELS));
+  int nch = g->cta.max < DEV_MAX_CHANNELS ? g->cta.max : DEV_MAX_CHANNELS; /* FIFOs to allocate */
   /* Each channel across hosts is a network connection: a few carry what the network can. */
   if (gpu_net_any(comm) && nch > param_int(PARAM_NET_NCHANNELS))
     nch = (int)param_int(PARAM_NET_NCHANNELS);
@@ -79,6 +78,9 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
   parse_proto(g);
   if (n > 1) NCCLCHECK(gpu_choose_host_fifos(comm, g));
   NCCLCHECK(gpu_ring_order(comm, g));
+  int64_t link = param_int(PARAM_LINK_GBPS), blk = param_int(PARAM_BLOCK_GBPS);
+  g->link_gbps = link > 0 ? (double)link : g->host_fifos ? 24.0 : 450.0;
+  g->block_gbps = blk > 0 ? (double)blk : 25.0;
   size_t total = n > 1 ? g->fifo_bytes * (size_t)nch : 256;
   if (g->net_prev && !g->host_fifos) /* only my GPU and the proxy touch it */
     NCCLCHECK(gpu_host_fifo_alloc(g, total, &g->fifo_mem));
@@ -127,6 +129,7 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
     NCCLCHECK(gpu_connect_p2p(comm, g));
   }
   if (n > 1) NCCLCHECK(gpu_net_connect(comm, g));
+  NCCLCHECK(gpu_ce_setup(comm, g));
   if (g->host_fifos) {
     /* Every peer has mapped my host segments: their names can go. */
     int dummy = 0, *all = NULL;
@@ -137,6 +140,11 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
     gpu_shared_unlink(&g->fifo_mem);
     gpu_shared_unlink(&g->p2p_mem);
   }
+  INFO(
+      LOG_INIT | LOG_TUNING,
+      "comm %p rank %d GPU blocks: %d to %d per kernel, policy %d, model %.0f GB/s link, %.0f GB/s "
+      "per block",
+      (void*)comm, comm->rank, g->cta.min, g->cta.max, g->cta.policy, g->link_gbps, g->block_gbps);
   CUDACHECK(cudaMemGetInfo(&free1, &total_b));
   comm->engine_dev_bytes = g->dev_bytes;
   /* What this comm's init took from the GPU: its buffers and the kernels it loaded (another
@@ -157,19 +165,22 @@ static ncclResult_t gpu_comm_init(struct ncclComm* comm) {
   return res;
 }
 
-/* Channels of a ring operation moving `bytes`: one per MONEL_CHANNEL_BYTES. Broadcast and Reduce
- * take one per quarter of it: a chain forwards every chunk n - 1 times, so it gains more from
- * parallel chunks (on 4 H200, Broadcast of 128 KB-1 MB ran in 10-12 us with a quarter, 16-17 us
- * without). */
+/* Blocks of a ring operation moving `bytes` (core/tune.h): the fewest that fill the link, one per
+ * MONEL_CHANNEL_BYTES below that, within the comm's limits. Broadcast and Reduce take one per
+ * quarter of it: a chain forwards every chunk n - 1 times, so it gains more from parallel chunks
+ * (on 4 H200, Broadcast of 128 KB-1 MB ran in 10-12 us with a quarter, 16-17 us without). */
 static int pick_channels(const struct gpu_comm* g, enum coll_kind coll, size_t bytes) {
-  size_t per = (size_t)param_int(PARAM_CHANNEL_BYTES);
+  double per = (double)param_int(PARAM_CHANNEL_BYTES);
   if (coll == COLL_BROADCAST || coll == COLL_REDUCE) per /= 4;
   if (per < 4096) per = 4096;
-  size_t want = (bytes + per - 1) / per;
-  int64_t minc = param_int(PARAM_MIN_NCHANNELS);
-  if (minc > 0 && want < (size_t)minc) want = (size_t)minc;
-  if (want > (size_t)g->nchannels_max) want = (size_t)g->nchannels_max;
-  return want < 1 ? 1 : (int)want;
+  struct tune_blocks_in in = {(double)bytes,
+                              g->link_gbps,
+                              g->block_gbps,
+                              per,
+                              g->cta.min,
+                              g->nchannels_max,
+                              g->cta.policy == NCCL_CTA_POLICY_EFFICIENCY};
+  return tune_blocks(&in);
 }
 
 static ncclResult_t launched(struct ncclComm* comm, struct task* t, cudaError_t e) {
@@ -189,6 +200,12 @@ static ncclResult_t launch_oneshot(struct ncclComm* comm, struct gpu_comm* g, st
   a.rank = comm->rank;
   a.nranks = comm->nranks;
   a.nblocks = (int)((bytes + DEV_LL_BLOCK_DATA - 1) / DEV_LL_BLOCK_DATA);
+  if (a.nblocks < 1) a.nblocks = 1;
+  /* As many blocks as parts, within the comm's limits (a block takes several parts in turn). */
+  a.grid = a.nblocks;
+  if (g->cta.policy == NCCL_CTA_POLICY_EFFICIENCY) a.grid = (a.grid + 1) / 2;
+  if (a.grid < g->cta.min) a.grid = g->cta.min < a.nblocks ? g->cta.min : a.nblocks;
+  if (a.grid > g->cta.max) a.grid = g->cta.max;
   a.coll = t->coll == COLL_ALLGATHER       ? DEV_ALLGATHER
            : t->coll == COLL_REDUCESCATTER ? DEV_REDUCESCATTER
                                            : DEV_ALLREDUCE;
@@ -336,14 +353,22 @@ static ncclResult_t gpu_run(struct ncclComm* comm, struct task* tasks, int ntask
     case COLL_ALLTOALLV:
     case COLL_GATHER:
     case COLL_SCATTER:
-      res = gpu_p2p_run(comm, &t, 1);
+      res = gpu_ce_wanted(comm, g, &t, 1) ? gpu_ce_run(comm, &t, 1) : gpu_p2p_run(comm, &t, 1);
       break;
+    case COLL_ALLGATHER:
+    case COLL_BROADCAST:
+      if (t->count > 0 && gpu_ce_wanted(comm, g, &t, 1)) {
+        res = gpu_ce_run(comm, &t, 1);
+        break;
+      }
+      /* fall through */
     default:
       res = launch_task(comm, g, t);
     }
     __atomic_store_n(&g->last_op, t->seq << 8 | (uint64_t)t->coll, __ATOMIC_RELAXED);
   }
-  if (res == ncclSuccess && nsr > 0) res = gpu_p2p_run(comm, sr, nsr);
+  if (res == ncclSuccess && nsr > 0)
+    res = gpu_ce_wanted(comm, g, sr, nsr) ? gpu_ce_run(comm, sr, nsr) : gpu_p2p_run(comm, sr, nsr);
   if (sr != p2p) free(sr);
   if (saved >= 0 && saved != comm->cuda_dev) cudaSetDevice(saved);
   return res;
@@ -452,6 +477,7 @@ static void gpu_comm_free(struct ncclComm* comm) {
     gpu_shared_unlink(&g->fifo_mem); /* a failed init may not have dropped the names yet */
     gpu_shared_unlink(&g->p2p_mem);
     if (over) {
+      gpu_ce_free(g);
       gpu_shared_free(&g->fifo_mem);
       gpu_shared_free(&g->ll_mem);
       gpu_shared_free(&g->p2p_mem);
@@ -469,6 +495,7 @@ static void gpu_comm_free(struct ncclComm* comm) {
   }
   if (saved >= 0) cudaSetDevice(saved);
   free(g->msgs);
+  free(g->ce_msgs);
   free(g);
   comm->engine_state = NULL;
 }

@@ -3,6 +3,7 @@
 #define MONEL_GPU_GPU_H
 #include <cuda_runtime_api.h>
 #include "core/comm.h"
+#include "core/tune.h"
 #include "device/dev.h"
 #include "os/shm.h"
 #include "proxy/fifo_net.h"
@@ -37,9 +38,15 @@ struct gpu_peer_map {
   size_t len;
   char* dev;
 };
-#define GPU_MAX_MAPS (3 * DEV_MAX_PEERS)
+#define GPU_MAX_MAPS (4 * DEV_MAX_PEERS)
+
+struct ce_msg;
 
 struct gpu_comm {
+  /* Thread blocks: the comm's limits (NCCL_MIN/MAX_CTAS, config) and the block model's figures
+   * (core/tune.h). */
+  struct tune_cta_limits cta;
+  double link_gbps, block_gbps;
   int host_fifos;    /* FIFOs in pinned host memory (connect.c) */
   int nchannels_max; /* channels with FIFOs */
   int nslots;
@@ -104,6 +111,14 @@ struct gpu_comm {
   const void* good_ptrs[GPU_GOOD_PTRS];
   int good_next;
   cudaStream_t good_stream;
+  /* Copy-engine path (gpu/ce.c): set up when any rank may use it. */
+  int ce_mode;                  /* GPU_CE_* (the same on every rank) */
+  int ce_ok;                    /* every rank mapped every peer's flags and staging */
+  struct gpu_mem ce_mem;        /* my flags and staging buffer, on my GPU */
+  size_t ce_region;             /* staging bytes of one (writer, reader) pair */
+  char* peer_ce[DEV_MAX_PEERS]; /* every rank's ce_mem as I address it */
+  struct ce_msg* ce_msgs;       /* host scratch: the messages of a batch */
+  int ce_cap;
   size_t dev_bytes; /* device memory this comm allocated */
 };
 
@@ -119,6 +134,7 @@ void gpu_shared_unlink(struct gpu_mem* m);
 ncclResult_t gpu_connect_ring(struct ncclComm* comm, struct gpu_comm* g);
 ncclResult_t gpu_connect_ll(struct ncclComm* comm, struct gpu_comm* g);
 ncclResult_t gpu_connect_p2p(struct ncclComm* comm, struct gpu_comm* g);
+ncclResult_t gpu_connect_ce(struct ncclComm* comm, struct gpu_comm* g);
 void gpu_disconnect(struct gpu_comm* g);
 
 /* net.c: connections across hosts. gpu_net_is: whether the connection with peer is a NET one;
@@ -143,6 +159,17 @@ ncclResult_t gpu_p2p_run(struct ncclComm* comm, struct task* const* tasks, int n
 struct dev_ctl gpu_ctl(struct gpu_comm* g, uint64_t done_seq, uint64_t issued_seq, cudaStream_t s);
 /* check.c: the engine's check_task. */
 ncclResult_t gpu_check_task(struct ncclComm* comm, const struct task* t, const char* fn);
+/* Streams of a batch other than its first: wait for the first (after = 0) or make the first wait
+ * for them (after = 1). */
+ncclResult_t gpu_join_streams(struct gpu_comm* g, struct task* const* tasks, int ntasks, int after);
+
+/* ce.c: the copy-engine path (no SM) for AllGather, Broadcast and the point-to-point batches. */
+enum { GPU_CE_OFF, GPU_CE_TUNED, GPU_CE_ALL };
+ncclResult_t gpu_ce_setup(struct ncclComm* comm, struct gpu_comm* g);
+int gpu_ce_wanted(const struct ncclComm* comm, const struct gpu_comm* g, struct task* const* tasks,
+                  int ntasks);
+ncclResult_t gpu_ce_run(struct ncclComm* comm, struct task* const* tasks, int ntasks);
+void gpu_ce_free(struct gpu_comm* g);
 /* engine.c: make stream s wait for the comm's previous kernel when that ran on another stream. */
 ncclResult_t gpu_order_after_last(struct gpu_comm* g, cudaStream_t s);
 

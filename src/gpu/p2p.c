@@ -3,10 +3,11 @@
  * (device/p2p.cu) in one launch.
  *
  * Launches: all lists of a batch in one launch when they fit its arguments (DEV_P2P_MAX_OPS
- * messages, DEV_P2P_MAX_BLOCKS blocks). Otherwise one launch per (distance d, slice j): the sends
- * to rank + d and the receives from rank - d with list positions [j*K, (j+1)*K). A peer's launch
- * (d, j) holds exactly the receives matching my sends of launch (d, j), and launches run in the
- * same (d, j) order everywhere, so no launch waits for one that comes after it on another rank.
+ * messages) and the comm's block budget (NCCL_MAX_CTAS, at least 2). Otherwise one launch per
+ * (distance d, slice j): the sends to rank + d and the receives from rank - d with list positions
+ * [j*K, (j+1)*K). A peer's launch (d, j) holds exactly the receives matching my sends of launch (d,
+ * j), and launches run in the same (d, j) order everywhere, so no launch waits for one that comes
+ * after it on another rank.
  *
  * Streams: a batch runs on the stream of its first operation; other streams of the batch wait
  * for it to start and it waits for them to finish, through one event of the comm. */
@@ -30,16 +31,35 @@ struct msgs {
   int nranks; /* of the comm */
 };
 
-/* Channels of a message: one more per DEV_P2P_CHUNK bytes, up to the comm's p2p channels and, for
- * AlltoAll(v), Gather and Scatter, to a share of DEV_P2P_MAX_BLOCKS among the n - 1 peers a rank
- * may exchange with at once (both sides know the collective and n, so they agree). */
+/* Blocks a launch may have: the comm's NCCL_MAX_CTAS, but at least one sending and one receiving
+ * (a block that did both could wait on itself). */
+static int launch_budget(const struct gpu_comm* g) {
+  int b = g->cta.max < DEV_P2P_MAX_BLOCKS ? g->cta.max : DEV_P2P_MAX_BLOCKS;
+  return b < 2 ? 2 : b;
+}
+
+/* Channels of a message (core/tune.h): the fewest that fill its share of the link, one per
+ * DEV_P2P_CHUNK bytes below that; AlltoAll(v), Gather and Scatter share the link among the n - 1
+ * peers a rank exchanges with at once. At most the comm's p2p channels and half a launch's
+ * budget, so that a send list and a receive list fit one launch. Both sides know the collective,
+ * the size and n, so they cut a message alike. */
 static int msg_channels(const struct gpu_comm* g, int n, const struct task* t, size_t bytes) {
-  int cap = g->p2p_nch;
+  int cap = g->p2p_nch, half = launch_budget(g) / 2;
+  if (half < cap) cap = half;
+  double link = g->link_gbps;
   if (t->coll != COLL_SEND && t->coll != COLL_RECV && n > 1) {
+    link /= n - 1;
     int share = (DEV_P2P_MAX_BLOCKS - DEV_P2P_MAX_NCH) / (2 * (n - 1));
     if (share < cap) cap = share < 1 ? 1 : share;
   }
-  return dev_p2p_nch(bytes, cap);
+  struct tune_blocks_in in = {(double)bytes,
+                              link,
+                              g->block_gbps,
+                              DEV_P2P_CHUNK,
+                              1,
+                              cap,
+                              g->cta.policy == NCCL_CTA_POLICY_EFFICIENCY};
+  return tune_blocks(&in);
 }
 
 static ncclResult_t add_msg(void* ctx, const struct task* t, char* buf, size_t bytes, int peer,
@@ -70,8 +90,8 @@ static uint64_t op_len(const struct gmsg* m) {
 }
 
 /* Append the blocks of one list: the messages k of (peer, kind) with lo <= position < hi. */
-static int add_list(struct dev_p2p_args* a, int* nops, const struct gmsg* ms, int nm, int kind,
-                    int peer, int lo, int hi) {
+static int add_list(struct dev_p2p_args* a, int budget, int* nops, const struct gmsg* ms, int nm,
+                    int kind, int peer, int lo, int hi) {
   int first = *nops, pos = 0, nchmax = 0;
   for (int i = 0; i < nm; i++) {
     const struct gmsg* m = &ms[i];
@@ -85,7 +105,7 @@ static int add_list(struct dev_p2p_args* a, int* nops, const struct gmsg* ms, in
     pos++;
   }
   for (int c = 0; c < nchmax; c++) {
-    if (a->nblocks == DEV_P2P_MAX_BLOCKS) return 0;
+    if (a->nblocks == budget) return 0;
     a->blocks[a->nblocks++] =
         (struct dev_p2p_block){(short)peer, (unsigned char)kind, (unsigned char)c,
                                (unsigned short)first, (unsigned short)(*nops - first)};
@@ -95,8 +115,8 @@ static int add_list(struct dev_p2p_args* a, int* nops, const struct gmsg* ms, in
 
 /* Append the copies to myself with pair positions lo <= k < hi: the k-th send to myself goes to
  * the k-th receive from myself (checked to exist, with the same size, before). */
-static int add_self(struct dev_p2p_args* a, int* nops, const struct gmsg* ms, int nm, int me,
-                    int lo, int hi) {
+static int add_self(struct dev_p2p_args* a, int budget, int* nops, const struct gmsg* ms, int nm,
+                    int me, int lo, int hi) {
   int first = *nops, k = 0, r = -1, nchmax = 0;
   for (int s = 0; s < nm; s++) {
     if (!ms[s].is_send || ms[s].peer != me) continue;
@@ -112,7 +132,7 @@ static int add_self(struct dev_p2p_args* a, int* nops, const struct gmsg* ms, in
     k++;
   }
   for (int c = 0; c < nchmax; c++) {
-    if (a->nblocks == DEV_P2P_MAX_BLOCKS) return 0;
+    if (a->nblocks == budget) return 0;
     a->blocks[a->nblocks++] =
         (struct dev_p2p_block){(short)me, DEV_P2P_SELF, (unsigned char)c, (unsigned short)first,
                                (unsigned short)((*nops - first) / 2)};
@@ -169,10 +189,8 @@ static ncclResult_t launch(struct ncclComm* comm, const struct task* t, uint64_t
   return ncclUnhandledCudaError;
 }
 
-/* Streams of the batch other than the first: wait for the first before (join = 0) or make the
- * first wait for them after (join = 1). */
-static ncclResult_t join_streams(struct gpu_comm* g, struct task* const* tasks, int ntasks,
-                                 int after) {
+ncclResult_t gpu_join_streams(struct gpu_comm* g, struct task* const* tasks, int ntasks,
+                              int after) {
   cudaStream_t s0 = tasks[0]->stream;
   for (int i = 1; i < ntasks; i++) {
     cudaStream_t s = tasks[i]->stream;
@@ -209,14 +227,14 @@ ncclResult_t gpu_p2p_run(struct ncclComm* comm, struct task* const* tasks, int n
     if (tasks[i]->seq > last) last = tasks[i]->seq;
   }
   NCCLCHECK(gpu_order_after_last(g, stream));
-  NCCLCHECK(join_streams(g, tasks, ntasks, 0));
-  int ok = 1, nops = 0;
+  NCCLCHECK(gpu_join_streams(g, tasks, ntasks, 0));
+  int ok = 1, nops = 0, budget = launch_budget(g);
   args_init(g, comm, a);
   for (int d = 1; d < n && ok; d++) {
-    ok = add_list(a, &nops, g->msgs, m.n, DEV_P2P_SEND, (me + d) % n, 0, m.n);
-    ok = ok && add_list(a, &nops, g->msgs, m.n, DEV_P2P_RECV, (me - d + n) % n, 0, m.n);
+    ok = add_list(a, budget, &nops, g->msgs, m.n, DEV_P2P_SEND, (me + d) % n, 0, m.n);
+    ok = ok && add_list(a, budget, &nops, g->msgs, m.n, DEV_P2P_RECV, (me - d + n) % n, 0, m.n);
   }
-  ok = ok && add_self(a, &nops, g->msgs, m.n, me, 0, m.n);
+  ok = ok && add_self(a, budget, &nops, g->msgs, m.n, me, 0, m.n);
   if (ok) {
     NCCLCHECK(launch(comm, tasks[0], last, last, a, stream));
   } else {
@@ -230,10 +248,10 @@ ncclResult_t gpu_p2p_run(struct ncclComm* comm, struct task* const* tasks, int n
         nops = 0;
         int lo = j * SLICE, hi = lo + SLICE;
         if (d == 0) {
-          add_self(a, &nops, g->msgs, m.n, me, lo / 2, hi / 2);
+          add_self(a, budget, &nops, g->msgs, m.n, me, lo / 2, hi / 2);
         } else {
-          add_list(a, &nops, g->msgs, m.n, DEV_P2P_SEND, (me + d) % n, lo, hi);
-          add_list(a, &nops, g->msgs, m.n, DEV_P2P_RECV, (me - d + n) % n, lo, hi);
+          add_list(a, budget, &nops, g->msgs, m.n, DEV_P2P_SEND, (me + d) % n, lo, hi);
+          add_list(a, budget, &nops, g->msgs, m.n, DEV_P2P_RECV, (me - d + n) % n, lo, hi);
         }
         if (nops == 0) break;
         if (built) NCCLCHECK(launch(comm, tasks[0], first - 1, last, built, stream));
@@ -242,5 +260,5 @@ ncclResult_t gpu_p2p_run(struct ncclComm* comm, struct task* const* tasks, int n
     }
     if (built) NCCLCHECK(launch(comm, tasks[0], last, last, built, stream));
   }
-  return join_streams(g, tasks, ntasks, 1);
+  return gpu_join_streams(g, tasks, ntasks, 1);
 }

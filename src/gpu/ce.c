@@ -1,0 +1,354 @@
+/* The copy-engine path: AllGather, Broadcast, AlltoAll(v), Gather, Scatter and Send/Recv between
+ * GPUs of one host with no thread block at all. Data moves with cudaMemcpyAsync (the GPU's copy
+ * engines); ranks synchronise through 32-bit flags in memory every rank maps, written and waited
+ * on by stream memory operations (cuStreamWriteValue32 / cuStreamWaitValue32, reached through
+ * cudaGetDriverEntryPoint*, so the library still loads without a driver). Nothing waits on the
+ * host and the operations are capturable in a CUDA graph (see gpu_ce_wanted for the limits that
+ * runs on GPUs imposed).
+ *
+ * Every operation is a list of messages (core/task.c for the point-to-point collectives; AllGather
+ * and Broadcast send the input to every peer that needs it). The messages from rank w to rank p,
+ * in posting order, form one byte stream of the pair, which both know the length of. Each rank
+ * owns, on its GPU, a flag block and a staging buffer cut into one region of ce_region bytes per
+ * reader:
+ *   flags:   ready[w] (written by writer w: "my region for you is full"), done[p] (written by
+ *            reader p: "I copied your region for me"), 0 at rest
+ *   staging: [region for rank 0][region for rank 1]...   (destinations change per call and the
+ *            writer cannot learn them without a host round trip, so the writer stages and the
+ *            reader pulls)
+ * A pair's stream goes in rounds of at most ce_region bytes. Round k on rank r:
+ *   1. copy my next piece for each reader p into my region for p     (local device copy)
+ *   2. write ready[r] = 1 at each such p                             (remote write)
+ *   3. for each writer w: wait ready[w] == 1 here, set it to 0, copy w's region for me to my
+ *      output (peer copy), write done[r] = 1 at w
+ *   4. for each reader p of step 1: wait done[p] == 1 here, set it to 0
+ *
+ *   w: copy in->S_w | ready->p |            ...            | wait done[p], done[p] = 0
+ *   p:                          wait ready[w], ready[w] = 0 | copy S_w->out | done->w
+ *
+ * Memory order: a stream executes its operations one after the other, each finished before the
+ * next starts, and a stream write is preceded by a memory fence of the stream (as if by
+ * __threadfence_system). So the staged bytes are visible before ready says so, the reader's
+ * copy has read them before done says so, and a flag's reset (its owner's own write, before the
+ * owner writes the flag that lets the peer set it again) always lands before the next set.
+ * Flags return to 0 by the end of every operation: no counter outlives it, so an operation
+ * captured in a CUDA graph runs the same on every replay, and eager and graph launches mix.
+ *
+ * Progress: every rank posts its readies before it waits on anyone's, and waits for done only
+ * after it served its own readers; a pair takes part in round k on both sides or on neither, so
+ * by induction on k every round completes. Operations of a comm run one after the other (as its
+ * kernels do), so consecutive operations never share the flags at once.
+ *
+ * Cost per round: a local copy, a peer copy over NVLink by the reader's copy engine and two
+ * flag trips between GPUs; rounds are not pipelined yet. No SM is used. */
+#include <cuda.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include "boot/boot.h"
+#include "core/check.h"
+#include "core/param.h"
+#include "gpu/gpu.h"
+#include "util/dtype.h"
+
+#define CE_FLAGS    256 /* bytes of the flag block, before the staging buffer */
+#define CE_READY(w) ((size_t)4 * (w))
+#define CE_DONE(p)  ((size_t)4 * (DEV_MAX_PEERS + (p)))
+
+struct ce_msg {
+  char* buf; /* send: source; receive: destination */
+  size_t bytes;
+  int peer, is_send;
+};
+
+typedef CUresult (*stream_value_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+static stream_value_fn wait_value32, write_value32;
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+
+static void* entry_point(const char* name) {
+  void* fn = NULL;
+  enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+  cudaError_t e = cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &q);
+#else
+  cudaError_t e = cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault, &q);
+#endif
+  if (e != cudaSuccess || q != cudaDriverEntryPointSuccess) {
+    (void)cudaGetLastError();
+    return NULL;
+  }
+  return fn;
+}
+
+static void load_entry_points(void) {
+  wait_value32 = (stream_value_fn)entry_point("cuStreamWaitValue32");
+  write_value32 = (stream_value_fn)entry_point("cuStreamWriteValue32");
+}
+
+ncclResult_t gpu_ce_setup(struct ncclComm* comm, struct gpu_comm* g) {
+  int n = comm->nranks, me = comm->rank, *all = NULL;
+  ncclResult_t res = ncclSuccess;
+  int want = param_int(PARAM_COPY_ENGINE) == 1 || comm->config.CTAPolicy == NCCL_CTA_POLICY_ZERO
+                 ? GPU_CE_ALL
+             : param_int(PARAM_CE_MIN_BYTES) > 0 ? GPU_CE_TUNED
+                                                 : GPU_CE_OFF;
+  pthread_once(&load_once, load_entry_points);
+  int can = wait_value32 != NULL && write_value32 != NULL;
+  if (n == 1) { /* copies to myself only */
+    g->ce_mode = want, g->ce_ok = can;
+    return ncclSuccess;
+  }
+  /* Every rank decides alike: the path if any rank wants it, usable if every rank can. */
+  NCCLCALLOC(all, 2 * n);
+  all[2 * me] = want, all[2 * me + 1] = can;
+  NCCLCHECKGOTO(boot_allgather(comm->boot, all, 2 * sizeof *all), res, out);
+  g->ce_mode = GPU_CE_OFF, can = 1;
+  for (int r = 0; r < n; r++) {
+    if (all[2 * r] > g->ce_mode) g->ce_mode = all[2 * r];
+    can &= all[2 * r + 1];
+  }
+  if (g->ce_mode == GPU_CE_OFF || !can || g->host_fifos || n > DEV_MAX_PEERS || gpu_net_any(comm))
+    goto out; /* one host, peer access: copies between GPUs of a host only */
+  size_t stage = (size_t)param_int(PARAM_CE_STAGE_BYTES), min_stage = (size_t)n * (64 << 10);
+  if (stage < min_stage) stage = min_stage;
+  if (stage > ((size_t)1 << 30)) stage = (size_t)1 << 30;
+  g->ce_region = (stage / (size_t)n) & ~(size_t)255;
+  NCCLCHECKGOTO(gpu_shared_alloc(comm, g, CE_FLAGS + g->ce_region * n, 0, &g->ce_mem), res, out);
+  NCCLCHECKGOTO(gpu_connect_ce(comm, g), res, out);
+out:
+  free(all);
+  if (res == ncclSuccess && g->ce_mode != GPU_CE_OFF)
+    INFO(LOG_INIT | LOG_P2P, "comm %p rank %d copy-engine path: %s%s, %zu bytes per pair and round",
+         (void*)comm, me, g->ce_mode == GPU_CE_ALL ? "always" : "from MONEL_CE_MIN_BYTES",
+         g->ce_ok ? "" : " but unusable (no stream memory operations or no peer access)",
+         g->ce_region);
+  return res;
+}
+
+void gpu_ce_free(struct gpu_comm* g) {
+  gpu_shared_free(&g->ce_mem);
+}
+
+/* Bytes per peer of a collective whose size every rank knows alike, or 0. */
+static size_t symmetric_bytes(const struct task* t) {
+  switch (t->coll) {
+  case COLL_ALLGATHER:
+  case COLL_BROADCAST:
+  case COLL_ALLTOALL:
+  case COLL_GATHER:
+  case COLL_SCATTER:
+    return t->count * dtype_size(t->dtype);
+  default:
+    return 0;
+  }
+}
+
+static int capturing(cudaStream_t s) {
+  enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(s, &cs) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return cs != cudaStreamCaptureStatusNone;
+}
+
+/* Every rank must choose alike for an operation, so the limits below look only at what every
+ * rank knows: the size of AllGather, Broadcast, AlltoAll, Gather and Scatter. Send/Recv and
+ * AlltoAllv (whose sizes each rank knows only for its own pairs) take the path whenever it is
+ * on and not captured. The limits, from runs on 2 H200:
+ *  - at most CE_MAX_ROUNDS rounds: a thread that enqueues for several GPUs (ncclCommInitAll and
+ *    one group) fills the first GPU's queue before the peers' are enqueued, and 2048 rounds hung
+ *    in the enqueue; 16 ran;
+ *  - one round while the stream is captured: a graph of 16 rounds hung, of one round ran. */
+#define CE_MAX_ROUNDS 32
+int gpu_ce_wanted(const struct ncclComm* comm, const struct gpu_comm* g, struct task* const* tasks,
+                  int ntasks) {
+  if (g->ce_mode == GPU_CE_OFF) return 0;
+  int forced = param_int(PARAM_COPY_ENGINE) == 1;
+  if (!g->ce_ok && !forced) return 0; /* forced: gpu_ce_run says why it cannot */
+  size_t bytes = ntasks == 1 ? symmetric_bytes(tasks[0]) : 0;
+  int graph = capturing(tasks[0]->stream);
+  if (bytes == 0) return !graph && (forced || g->ce_mode == GPU_CE_ALL);
+  size_t rounds = g->ce_ok ? (bytes + g->ce_region - 1) / g->ce_region : 1;
+  if (rounds > (graph ? 1 : CE_MAX_ROUNDS)) return 0;
+  if (forced || g->ce_mode == GPU_CE_ALL) return 1;
+  (void)comm;
+  return bytes >= (size_t)param_int(PARAM_CE_MIN_BYTES);
+}
+
+struct ce_list {
+  struct gpu_comm* g;
+  int n;
+};
+
+static ncclResult_t add_msg(void* ctx, const struct task* t, char* buf, size_t bytes, int peer,
+                            int is_send) {
+  struct ce_list* l = ctx;
+  struct gpu_comm* g = l->g;
+  if (bytes == 0) return ncclSuccess;
+  if (l->n == g->ce_cap) {
+    int cap = g->ce_cap ? 2 * g->ce_cap : 64;
+    struct ce_msg* p = realloc(g->ce_msgs, (size_t)cap * sizeof *p);
+    if (p == NULL) {
+      WARN("%s #%llu: out of host memory listing its messages", coll_name(t->coll),
+           (unsigned long long)t->seq);
+      return ncclSystemError;
+    }
+    g->ce_msgs = p, g->ce_cap = cap;
+  }
+  g->ce_msgs[l->n++] = (struct ce_msg){buf, bytes, peer, is_send};
+  return ncclSuccess;
+}
+
+/* AllGather: my input to every rank (me too), piece w from every rank to out + w * bytes.
+ * Broadcast: the root's input to every rank, each rank's output from the root. */
+static ncclResult_t list_coll(struct ncclComm* comm, const struct task* t, struct ce_list* l) {
+  int n = comm->nranks, me = comm->rank;
+  size_t bytes = t->count * dtype_size(t->dtype);
+  char *in = (char*)t->sendbuff, *out = t->recvbuff;
+  for (int d = 0; d < n; d++) {
+    int p = (me + d) % n, w = (me - d + n) % n;
+    if (t->coll == COLL_ALLGATHER) {
+      NCCLCHECK(add_msg(l, t, in, bytes, p, 1));
+      NCCLCHECK(add_msg(l, t, out + (size_t)w * bytes, bytes, w, 0));
+    } else {
+      if (me == t->root) NCCLCHECK(add_msg(l, t, in, bytes, p, 1));
+      if (w == t->root) NCCLCHECK(add_msg(l, t, out, bytes, w, 0));
+    }
+  }
+  return ncclSuccess;
+}
+
+/* The k-th send to myself goes to the k-th receive from myself, which must have its size. */
+static ncclResult_t copy_self(struct ncclComm* comm, const struct task* t, const struct ce_msg* ms,
+                              int nm, cudaStream_t s) {
+  int me = comm->rank, r = 0;
+  for (int i = 0; i < nm; i++) {
+    if (!ms[i].is_send || ms[i].peer != me) continue;
+    while (r < nm && (ms[r].is_send || ms[r].peer != me)) r++;
+    if (r == nm || ms[r].bytes != ms[i].bytes) {
+      WARN("%s #%llu on rank %d: a send of %zu bytes to itself has no receive from itself of the "
+           "same size in its group",
+           coll_name(t->coll), (unsigned long long)t->seq, me, ms[i].bytes);
+      return ncclInvalidUsage;
+    }
+    if (ms[r].buf != ms[i].buf)
+      CUDACHECK(cudaMemcpyAsync(ms[r].buf, ms[i].buf, ms[i].bytes, cudaMemcpyDefault, s));
+    r++;
+  }
+  for (; r < nm; r++)
+    if (!ms[r].is_send && ms[r].peer == me) {
+      WARN("%s #%llu on rank %d: a receive of %zu bytes from itself has no matching send to itself "
+           "in its group",
+           coll_name(t->coll), (unsigned long long)t->seq, me, ms[r].bytes);
+      return ncclInvalidUsage;
+    }
+  return ncclSuccess;
+}
+
+/* Copy [lo, hi) of the byte stream of the (peer, direction) messages between the user's buffers
+ * and `stage` (which holds byte lo at its start): into it for sends, out of it for receives. */
+static ncclResult_t copy_range(const struct ce_msg* ms, int nm, int peer, int is_send, size_t lo,
+                               size_t hi, char* stage, cudaStream_t s) {
+  size_t at = 0;
+  for (int i = 0; i < nm && at < hi; i++) {
+    const struct ce_msg* m = &ms[i];
+    if (m->peer != peer || m->is_send != is_send) continue;
+    size_t a = at, b = at + m->bytes;
+    at = b;
+    if (b <= lo) continue;
+    size_t from = a > lo ? a : lo, to = b < hi ? b : hi;
+    char *user = m->buf + (from - a), *st = stage + (from - lo);
+    CUDACHECK(
+        cudaMemcpyAsync(is_send ? st : user, is_send ? user : st, to - from, cudaMemcpyDefault, s));
+  }
+  return ncclSuccess;
+}
+
+static ncclResult_t mem_op(const struct task* t, int rank, int wait, cudaStream_t s, char* addr,
+                           uint32_t value) {
+  CUresult r =
+      wait ? wait_value32((CUstream)s, (CUdeviceptr)(uintptr_t)addr, value, CU_STREAM_WAIT_VALUE_EQ)
+           : write_value32((CUstream)s, (CUdeviceptr)(uintptr_t)addr, value,
+                           CU_STREAM_WRITE_VALUE_DEFAULT);
+  if (r == CUDA_SUCCESS) return ncclSuccess;
+  WARN("%s #%llu on rank %d: cuStream%sValue32 failed with CUDA driver error %d",
+       coll_name(t->coll), (unsigned long long)t->seq, rank, wait ? "Wait" : "Write", (int)r);
+  return ncclUnhandledCudaError;
+}
+
+/* The rounds of one operation (the protocol at the top). snd[q] / rcv[q]: bytes of my streams
+ * to and from rank q. */
+static ncclResult_t run_rounds(struct ncclComm* comm, struct gpu_comm* g, const struct task* t,
+                               const struct ce_msg* ms, int nm, const size_t* snd,
+                               const size_t* rcv, cudaStream_t s) {
+  int n = comm->nranks, me = comm->rank;
+  const size_t R = g->ce_region;
+  char *mine = g->ce_mem.ptr, *stage = mine + CE_FLAGS;
+  size_t longest = 0;
+  for (int q = 0; q < n; q++) {
+    if (snd[q] > longest) longest = snd[q];
+    if (rcv[q] > longest) longest = rcv[q];
+  }
+  for (size_t lo = 0; lo < longest; lo += R) {
+    for (int d = 1; d < n; d++) {
+      int q = (me + d) % n;
+      if (snd[q] <= lo) continue;
+      size_t hi = snd[q] - lo < R ? snd[q] : lo + R;
+      NCCLCHECK(copy_range(ms, nm, q, 1, lo, hi, stage + (size_t)q * R, s));
+    }
+    for (int d = 1; d < n; d++) {
+      int q = (me + d) % n;
+      if (snd[q] > lo) NCCLCHECK(mem_op(t, me, 0, s, g->peer_ce[q] + CE_READY(me), 1));
+    }
+    for (int d = 1; d < n; d++) {
+      int w = (me - d + n) % n;
+      if (rcv[w] <= lo) continue;
+      size_t hi = rcv[w] - lo < R ? rcv[w] : lo + R;
+      NCCLCHECK(mem_op(t, me, 1, s, mine + CE_READY(w), 1));
+      NCCLCHECK(mem_op(t, me, 0, s, mine + CE_READY(w), 0));
+      NCCLCHECK(copy_range(ms, nm, w, 0, lo, hi, g->peer_ce[w] + CE_FLAGS + (size_t)me * R, s));
+      NCCLCHECK(mem_op(t, me, 0, s, g->peer_ce[w] + CE_DONE(me), 1));
+    }
+    for (int d = 1; d < n; d++) {
+      int q = (me + d) % n;
+      if (snd[q] <= lo) continue;
+      NCCLCHECK(mem_op(t, me, 1, s, mine + CE_DONE(q), 1));
+      NCCLCHECK(mem_op(t, me, 0, s, mine + CE_DONE(q), 0));
+    }
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t gpu_ce_run(struct ncclComm* comm, struct task* const* tasks, int ntasks) {
+  struct gpu_comm* g = comm->engine_state;
+  const struct task* t0 = tasks[0];
+  int n = comm->nranks, me = comm->rank;
+  struct ce_list l = {g, 0};
+  for (int i = 0; i < ntasks; i++) {
+    if (tasks[i]->coll == COLL_ALLGATHER || tasks[i]->coll == COLL_BROADCAST)
+      NCCLCHECK(list_coll(comm, tasks[i], &l));
+    else
+      NCCLCHECK(task_messages(tasks[i], me, n, add_msg, &l));
+  }
+  if (l.n == 0) return ncclSuccess;
+  size_t snd[DEV_MAX_PEERS] = {0}, rcv[DEV_MAX_PEERS] = {0};
+  for (int i = 0; i < l.n; i++) {
+    const struct ce_msg* m = &g->ce_msgs[i];
+    if (m->peer == me) continue;
+    if (!g->ce_ok) {
+      WARN("%s #%llu on rank %d: MONEL_COPY_ENGINE=1 but the copy-engine path cannot reach rank "
+           "%d (it needs peer access between every pair of GPUs, at most %d ranks and a driver "
+           "with stream memory operations): unset MONEL_COPY_ENGINE",
+           coll_name(t0->coll), (unsigned long long)t0->seq, me, m->peer, DEV_MAX_PEERS);
+      return ncclInvalidUsage;
+    }
+    (m->is_send ? snd : rcv)[m->peer] += m->bytes;
+  }
+  cudaStream_t s = t0->stream;
+  NCCLCHECK(gpu_order_after_last(g, s));
+  NCCLCHECK(gpu_join_streams(g, tasks, ntasks, 0));
+  NCCLCHECK(copy_self(comm, t0, g->ce_msgs, l.n, s));
+  if (n > 1) NCCLCHECK(run_rounds(comm, g, t0, g->ce_msgs, l.n, snd, rcv, s));
+  return gpu_join_streams(g, tasks, ntasks, 1);
+}
