@@ -65,8 +65,8 @@ typedef CUresult (*stream_value_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned 
 static stream_value_fn wait_value32, write_value32;
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 
-static void *entry_point(const char *name) {
-  void *fn = NULL;
+static void* entry_point(const char* name) {
+  void* fn = NULL;
   enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
 #if CUDART_VERSION >= 12050
   cudaError_t e = cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &q);
@@ -85,7 +85,7 @@ static void load_entry_points(void) {
   write_value32 = (stream_value_fn)entry_point("cuStreamWriteValue32");
 }
 
-ncclResult_t gpu_ce_setup(struct ncclComm *comm, struct gpu_comm *g) {
+ncclResult_t gpu_ce_setup(struct ncclComm* comm, struct gpu_comm* g) {
   int n = comm->nranks, me = comm->rank, *all = NULL;
   ncclResult_t res = ncclSuccess;
   int want = param_int(PARAM_COPY_ENGINE) == 1 || comm->config.CTAPolicy == NCCL_CTA_POLICY_ZERO
@@ -118,18 +118,18 @@ out:
   free(all);
   if (res == ncclSuccess && g->ce_mode != GPU_CE_OFF)
     INFO(LOG_INIT | LOG_P2P, "comm %p rank %d copy-engine path: %s%s, %zu bytes per pair and round",
-         (void *)comm, me, g->ce_mode == GPU_CE_ALL ? "always" : "from MONEL_CE_MIN_BYTES",
+         (void*)comm, me, g->ce_mode == GPU_CE_ALL ? "always" : "from MONEL_CE_MIN_BYTES",
          g->ce_ok ? "" : " but unusable (no stream memory operations or no peer access)",
          g->ce_region);
   return res;
 }
 
-void gpu_ce_free(struct gpu_comm *g) {
+void gpu_ce_free(struct gpu_comm* g) {
   gpu_shared_free(&g->ce_mem);
 }
 
 /* Bytes per peer of a collective whose size every rank knows alike, or 0. */
-static size_t symmetric_bytes(const struct task *t) {
+static size_t symmetric_bytes(const struct task* t) {
   switch (t->coll) {
   case COLL_ALLGATHER:
   case COLL_BROADCAST:
@@ -158,9 +158,13 @@ static int capturing(cudaStream_t s) {
  *  - at most CE_MAX_ROUNDS rounds: a thread that enqueues for several GPUs (ncclCommInitAll and
  *    one group) fills the first GPU's queue before the peers' are enqueued, and 2048 rounds hung
  *    in the enqueue; 16 ran;
- *  - one round while the stream is captured: a graph of 16 rounds hung, of one round ran. */
+ *  - one round while the stream is captured: a graph of 16 rounds hung, of one round ran.
+ * Not limited yet: a Send/Recv or AlltoAllv pair of more than CE_MAX_ROUNDS rounds, enqueued by
+ * one thread for several GPUs (an AlltoAllv of 64 MB per pair through 32 KB regions hung there;
+ * one thread or process per GPU is not affected). The fix is to send such pairs, which both
+ * sides of the pair can recognise, through the kernels. */
 #define CE_MAX_ROUNDS 32
-int gpu_ce_wanted(const struct ncclComm *comm, const struct gpu_comm *g, struct task *const *tasks,
+int gpu_ce_wanted(const struct ncclComm* comm, const struct gpu_comm* g, struct task* const* tasks,
                   int ntasks) {
   if (g->ce_mode == GPU_CE_OFF) return 0;
   int forced = param_int(PARAM_COPY_ENGINE) == 1;
@@ -176,18 +180,18 @@ int gpu_ce_wanted(const struct ncclComm *comm, const struct gpu_comm *g, struct 
 }
 
 struct ce_list {
-  struct gpu_comm *g;
+  struct gpu_comm* g;
   int n;
 };
 
-static ncclResult_t add_msg(void *ctx, const struct task *t, char *buf, size_t bytes, int peer,
+static ncclResult_t add_msg(void* ctx, const struct task* t, char* buf, size_t bytes, int peer,
                             int is_send) {
-  struct ce_list *l = ctx;
-  struct gpu_comm *g = l->g;
+  struct ce_list* l = ctx;
+  struct gpu_comm* g = l->g;
   if (bytes == 0) return ncclSuccess;
   if (l->n == g->ce_cap) {
     int cap = g->ce_cap ? 2 * g->ce_cap : 64;
-    struct ce_msg *p = realloc(g->ce_msgs, (size_t)cap * sizeof *p);
+    struct ce_msg* p = realloc(g->ce_msgs, (size_t)cap * sizeof *p);
     if (p == NULL) {
       WARN("%s #%llu: out of host memory listing its messages", coll_name(t->coll),
            (unsigned long long)t->seq);
@@ -201,10 +205,10 @@ static ncclResult_t add_msg(void *ctx, const struct task *t, char *buf, size_t b
 
 /* AllGather: my input to every rank (me too), piece w from every rank to out + w * bytes.
  * Broadcast: the root's input to every rank, each rank's output from the root. */
-static ncclResult_t list_coll(struct ncclComm *comm, const struct task *t, struct ce_list *l) {
+static ncclResult_t list_coll(struct ncclComm* comm, const struct task* t, struct ce_list* l) {
   int n = comm->nranks, me = comm->rank;
   size_t bytes = t->count * dtype_size(t->dtype);
-  char *in = (char *)t->sendbuff, *out = t->recvbuff;
+  char *in = (char*)t->sendbuff, *out = t->recvbuff;
   for (int d = 0; d < n; d++) {
     int p = (me + d) % n, w = (me - d + n) % n;
     if (t->coll == COLL_ALLGATHER) {
@@ -219,7 +223,7 @@ static ncclResult_t list_coll(struct ncclComm *comm, const struct task *t, struc
 }
 
 /* The k-th send to myself goes to the k-th receive from myself, which must have its size. */
-static ncclResult_t copy_self(struct ncclComm *comm, const struct task *t, const struct ce_msg *ms,
+static ncclResult_t copy_self(struct ncclComm* comm, const struct task* t, const struct ce_msg* ms,
                               int nm, cudaStream_t s) {
   int me = comm->rank, r = 0;
   for (int i = 0; i < nm; i++) {
@@ -247,40 +251,40 @@ static ncclResult_t copy_self(struct ncclComm *comm, const struct task *t, const
 
 /* Copy [lo, hi) of the byte stream of the (peer, direction) messages between the user's buffers
  * and `stage` (which holds byte lo at its start): into it for sends, out of it for receives. */
-static ncclResult_t copy_range(const struct ce_msg *ms, int nm, int peer, int is_send, size_t lo,
-                               size_t hi, char *stage, cudaStream_t s) {
+static ncclResult_t copy_range(const struct ce_msg* ms, int nm, int peer, int is_send, size_t lo,
+                               size_t hi, char* stage, cudaStream_t s) {
   size_t at = 0;
   for (int i = 0; i < nm && at < hi; i++) {
-    const struct ce_msg *m = &ms[i];
+    const struct ce_msg* m = &ms[i];
     if (m->peer != peer || m->is_send != is_send) continue;
     size_t a = at, b = at + m->bytes;
     at = b;
     if (b <= lo) continue;
     size_t from = a > lo ? a : lo, to = b < hi ? b : hi;
     char *user = m->buf + (from - a), *st = stage + (from - lo);
-    CUDACHECK(cudaMemcpyAsync(is_send ? st : user, is_send ? user : st, to - from,
-                              cudaMemcpyDefault, s));
+    CUDACHECK(
+        cudaMemcpyAsync(is_send ? st : user, is_send ? user : st, to - from, cudaMemcpyDefault, s));
   }
   return ncclSuccess;
 }
 
-static ncclResult_t mem_op(const struct task *t, int rank, int wait, cudaStream_t s, char *addr,
+static ncclResult_t mem_op(const struct task* t, int rank, int wait, cudaStream_t s, char* addr,
                            uint32_t value) {
-  CUresult r = wait ? wait_value32((CUstream)s, (CUdeviceptr)(uintptr_t)addr, value,
-                                   CU_STREAM_WAIT_VALUE_EQ)
-                    : write_value32((CUstream)s, (CUdeviceptr)(uintptr_t)addr, value,
-                                    CU_STREAM_WRITE_VALUE_DEFAULT);
+  CUresult r =
+      wait ? wait_value32((CUstream)s, (CUdeviceptr)(uintptr_t)addr, value, CU_STREAM_WAIT_VALUE_EQ)
+           : write_value32((CUstream)s, (CUdeviceptr)(uintptr_t)addr, value,
+                           CU_STREAM_WRITE_VALUE_DEFAULT);
   if (r == CUDA_SUCCESS) return ncclSuccess;
-  WARN("%s #%llu on rank %d: cuStream%sValue32 failed with CUDA driver error %d", coll_name(t->coll),
-       (unsigned long long)t->seq, rank, wait ? "Wait" : "Write", (int)r);
+  WARN("%s #%llu on rank %d: cuStream%sValue32 failed with CUDA driver error %d",
+       coll_name(t->coll), (unsigned long long)t->seq, rank, wait ? "Wait" : "Write", (int)r);
   return ncclUnhandledCudaError;
 }
 
 /* The rounds of one operation (the protocol at the top). snd[q] / rcv[q]: bytes of my streams
  * to and from rank q. */
-static ncclResult_t run_rounds(struct ncclComm *comm, struct gpu_comm *g, const struct task *t,
-                               const struct ce_msg *ms, int nm, const size_t *snd,
-                               const size_t *rcv, cudaStream_t s) {
+static ncclResult_t run_rounds(struct ncclComm* comm, struct gpu_comm* g, const struct task* t,
+                               const struct ce_msg* ms, int nm, const size_t* snd,
+                               const size_t* rcv, cudaStream_t s) {
   int n = comm->nranks, me = comm->rank;
   const size_t R = g->ce_region;
   char *mine = g->ce_mem.ptr, *stage = mine + CE_FLAGS;
@@ -319,9 +323,9 @@ static ncclResult_t run_rounds(struct ncclComm *comm, struct gpu_comm *g, const 
   return ncclSuccess;
 }
 
-ncclResult_t gpu_ce_run(struct ncclComm *comm, struct task *const *tasks, int ntasks) {
-  struct gpu_comm *g = comm->engine_state;
-  const struct task *t0 = tasks[0];
+ncclResult_t gpu_ce_run(struct ncclComm* comm, struct task* const* tasks, int ntasks) {
+  struct gpu_comm* g = comm->engine_state;
+  const struct task* t0 = tasks[0];
   int n = comm->nranks, me = comm->rank;
   struct ce_list l = {g, 0};
   for (int i = 0; i < ntasks; i++) {
@@ -333,7 +337,7 @@ ncclResult_t gpu_ce_run(struct ncclComm *comm, struct task *const *tasks, int nt
   if (l.n == 0) return ncclSuccess;
   size_t snd[DEV_MAX_PEERS] = {0}, rcv[DEV_MAX_PEERS] = {0};
   for (int i = 0; i < l.n; i++) {
-    const struct ce_msg *m = &g->ce_msgs[i];
+    const struct ce_msg* m = &g->ce_msgs[i];
     if (m->peer == me) continue;
     if (!g->ce_ok) {
       WARN("%s #%llu on rank %d: MONEL_COPY_ENGINE=1 but the copy-engine path cannot reach rank "

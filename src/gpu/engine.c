@@ -69,7 +69,7 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
   if (n > 1) NCCLCHECK(gpu_choose_host_fifos(comm, g));
   int64_t link = param_int(PARAM_LINK_GBPS), blk = param_int(PARAM_BLOCK_GBPS);
   g->link_gbps = link > 0 ? (double)link : g->host_fifos ? 24.0 : 450.0;
-  g->block_gbps = blk > 0 ? (double)blk : 25.0;
+  g->block_gbps = blk > 0 ? (double)blk : 12.0;
   size_t total = n > 1 ? g->fifo_bytes * (size_t)nch : 256;
   NCCLCHECK(gpu_shared_alloc(comm, g, total, g->host_fifos, &g->fifo_mem));
   NCCLCHECK(dev_zalloc(g, (void**)&g->steps, sizeof(uint64_t) * DEV_STEP_WORDS * DEV_MAX_CHANNELS));
