@@ -159,7 +159,11 @@ static int capturing(cudaStream_t s) {
  *  - at most CE_MAX_ROUNDS rounds: a thread that enqueues for several GPUs (ncclCommInitAll and
  *    one group) fills the first GPU's queue before the peers' are enqueued, and 2048 rounds hung
  *    in the enqueue; 16 ran;
- *  - one round while the stream is captured: a graph of 16 rounds hung, of one round ran. */
+ *  - one round while the stream is captured: a graph of 16 rounds hung, of one round ran.
+ * Not limited yet: a Send/Recv or AlltoAllv pair of more than CE_MAX_ROUNDS rounds, enqueued by
+ * one thread for several GPUs (an AlltoAllv of 64 MB per pair through 32 KB regions hung there;
+ * one thread or process per GPU is not affected). The fix is to send such pairs, which both
+ * sides of the pair can recognise, through the kernels. */
 #define CE_MAX_ROUNDS 32
 int gpu_ce_wanted(const struct ncclComm* comm, const struct gpu_comm* g, struct task* const* tasks,
                   int ntasks) {

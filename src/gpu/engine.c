@@ -80,7 +80,7 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
   NCCLCHECK(gpu_ring_order(comm, g));
   int64_t link = param_int(PARAM_LINK_GBPS), blk = param_int(PARAM_BLOCK_GBPS);
   g->link_gbps = link > 0 ? (double)link : g->host_fifos ? 24.0 : 450.0;
-  g->block_gbps = blk > 0 ? (double)blk : 25.0;
+  g->block_gbps = blk > 0 ? (double)blk : 12.0;
   size_t total = n > 1 ? g->fifo_bytes * (size_t)nch : 256;
   if (g->net_prev && !g->host_fifos) /* only my GPU and the proxy touch it */
     NCCLCHECK(gpu_host_fifo_alloc(g, total, &g->fifo_mem));

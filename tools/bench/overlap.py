@@ -17,6 +17,7 @@ Rank 0 prints a table, and with --json FILE writes one JSON object per (collecti
 """
 
 import argparse
+import faulthandler
 import json
 import os
 import sys
@@ -43,6 +44,8 @@ def parse_args():
     p.add_argument("--warmup", type=int, default=5, help="untimed calls before each measure")
     p.add_argument("--json", default="", help="rank 0 writes the results here (JSON lines)")
     p.add_argument("--label", default="", help="a name for this run in the output")
+    p.add_argument("--watchdog", type=int, default=600,
+                   help="seconds after which every rank prints its stack and exits")
     return p.parse_args()
 
 
@@ -151,6 +154,7 @@ def worst(results):
 
 def main():
     args = parse_args()
+    faulthandler.dump_traceback_later(args.watchdog, exit=True)
     local = int(os.environ.get("LOCAL_RANK", "0"))
     torch.cuda.set_device(local)
     dist.init_process_group("nccl", device_id=torch.device("cuda", local))
@@ -170,6 +174,8 @@ def main():
     rows = []
     for name in colls:
         for size in [parse_size(s) for s in args.sizes.split(",") if s]:
+            if rank == 0:
+                print(f"overlap: {name} {size} bytes", file=sys.stderr, flush=True)
             coll = Coll(name, size, n, dev)
             res = measure(args, coll, gemm_fn, gemm_flops, s_gemm, s_coll)
             gathered = [None] * n
