@@ -43,6 +43,21 @@ static inline int wop_is_p2p(const struct wop* o) {
   return o->p2p;
 }
 
+/* An engine's progress in the watch's terms from what a GPU reports (gpu/engine.c): eager, the
+ * seq of its last launch outside stream capture; done_seq, the highest seq any block finished;
+ * running, whether a block started and has not finished (a graph replay counts). Operations up
+ * to *done are over, *issued is the last one known; *issued > *done while anything is pending. A
+ * kernel launches only when the one before it is over, so with eager > done_seq the operations up
+ * to done_seq are over; while a block runs, the operation at done_seq may be partly done. */
+static inline void watch_progress_from(uint64_t eager, uint64_t done_seq, int running,
+                                       uint64_t* issued, uint64_t* done) {
+  uint64_t over = done_seq;
+  if (running && eager <= done_seq) over = done_seq ? done_seq - 1 : 0;
+  uint64_t last = eager > done_seq ? eager : done_seq;
+  if (running && last <= over) last = over + 1;
+  *issued = last, *done = over;
+}
+
 /* "AllReduce #12 (count 1024, float32, sum)" */
 void wop_describe(const struct wop* o, char* buf, size_t len);
 /* The WARN of a hang report: the stuck operation, ranks that have not called it, ranks that

@@ -21,6 +21,7 @@
 #include "boot/boot.h"
 #include "core/check.h"
 #include "core/param.h"
+#include "core/watch_report.h"
 #include "gpu/gpu.h"
 #include "util/dtype.h"
 
@@ -80,7 +81,7 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
   NCCLCHECK(gpu_ring_order(comm, g));
   int64_t link = param_int(PARAM_LINK_GBPS), blk = param_int(PARAM_BLOCK_GBPS);
   g->link_gbps = link > 0 ? (double)link : g->host_fifos ? 24.0 : 450.0;
-  g->block_gbps = blk > 0 ? (double)blk : 12.0;
+  g->block_gbps = blk > 0 ? (double)blk : 7.0;
   size_t total = n > 1 ? g->fifo_bytes * (size_t)nch : 256;
   if (g->net_prev && !g->host_fifos) /* only my GPU and the proxy touch it */
     NCCLCHECK(gpu_host_fifo_alloc(g, total, &g->fifo_mem));
@@ -417,12 +418,8 @@ static void gpu_abort(struct ncclComm* comm) {
  * done < issued. */
 static void progress_seen(struct gpu_comm* g, uint64_t* issued, uint64_t* done) {
   uint64_t eager = __atomic_load_n(&g->eager_seq, __ATOMIC_ACQUIRE);
-  uint64_t d = g->ctr_seen[DEV_CTR_DONE_SEQ];
   int running = g->ctr_seen[DEV_CTR_STARTED] > g->ctr_seen[DEV_CTR_FINISHED];
-  /* done_seq is the highest seq a block finished: while blocks run, the operation at that seq
-   * (or an earlier eager one) may still be unfinished. */
-  *issued = eager > d ? eager : d;
-  *done = running ? (eager < d ? eager : d) - 1 : d;
+  watch_progress_from(eager, g->ctr_seen[DEV_CTR_DONE_SEQ], running, issued, done);
 }
 
 /* The watch thread's view of the comm's progress (at most one copy behind). */
