@@ -1,8 +1,487 @@
-/* Choosing the network of this process. */
+/* Choosing the network of this process (net_get), and the adapter that makes an external NCCL
+ * net plugin (interface v8 to v11, net_plugin_abi.h) a `struct net`.
+ *
+ * Loading: NCCL_NET=Socket takes the built-in TCP network and loads nothing. Otherwise each
+ * candidate of NCCL_NET_PLUGIN (a comma list; unset: libnccl-net.so; "none": no candidate) is
+ * opened with dlopen as given, then, for a bare NAME, as libnccl-net-NAME.so; its table is the
+ * newest of ncclNetPlugin_v11 .. _v8 it exports. With NCCL_NET=NAME a plugin of another name is
+ * skipped. The first plugin whose init succeeds and that has a device able to move host memory
+ * is used; a plugin that fails is skipped with an INFO line. Without one, the built-in network
+ * is used, unless NCCL_NET named something that no candidate is (a sentence, ncclInvalidUsage).
+ *
+ * The adapter wraps the plugin's comms and requests in handles of its own (net_handle.h), so a
+ * stale or made-up handle is refused before the plugin sees it. v8 carries int sizes: a send
+ * above 2^31-1 bytes is refused with a sentence (a receive's upper bound is clamped, since no
+ * sender can exceed it). v10 connect gets a config with trafficClass -1; v10+ profiler handles
+ * are NULL; the profiler callback does nothing. v11 init runs once with comm id 0: Monel
+ * chooses one network per process, and never finalizes it. */
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include "core/check.h"
+#include "core/param.h"
 #include "transport/net.h"
+#include "transport/net_handle.h"
+#include "transport/net_plugin_abi.h"
+
+#define GROUP_MAX 64 /* buffers of one grouped receive the adapter converts */
+
+static struct {
+  int version;
+  union {
+    const struct netp_v8* v8;
+    const struct netp_v9* v9;
+    const struct netp_v10* v10;
+    const struct netp_v11* v11;
+  } t;
+  void* ctx; /* v11 */
+  void* lib;
+} plug;
+
+/* Members whose signature is the same in every version. */
+#define PCALL(member, ...)                                                                         \
+  (plug.version == 8    ? plug.t.v8->member(__VA_ARGS__)                                           \
+   : plug.version == 9  ? plug.t.v9->member(__VA_ARGS__)                                           \
+   : plug.version == 10 ? plug.t.v10->member(__VA_ARGS__)                                          \
+                        : plug.t.v11->member(__VA_ARGS__))
+
+/* A wrapped comm keeps the handles of its requests in flight: closing it ends them too, so a
+ * request of a closed comm is refused instead of reaching the plugin. */
+struct pwrap {
+  void* p;                      /* the plugin's comm or request */
+  int n;                        /* request: buffers */
+  struct pwrap* comm;           /* request: its comm */
+  void* self;                   /* request: its handle */
+  void* reqs[NET_MAX_REQUESTS]; /* comm: handles of its requests in flight */
+  int nreqs;
+};
+
+/* ---- what the plugin calls ------------------------------------------------------------------ */
+
+static void plugin_log(int level, unsigned long subsys, const char* file, int line, const char* fmt,
+                       ...) {
+  int lvl = level == LOG_ABORT ? LOG_WARN : level == LOG_VERSION ? LOG_INFO : level;
+  if (lvl <= LOG_NONE || lvl > LOG_TRACE || (lvl != LOG_WARN && !LOG_ENABLED(lvl))) return;
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  log_emit(lvl, subsys, file, line, "%s", msg);
+}
+
+static ncclResult_t plugin_profile(void** event, int type, void* phandle, int64_t id, void* ext) {
+  if (event != NULL) *event = NULL;
+  return ncclSuccess;
+}
+
+/* ---- the adapter ---------------------------------------------------------------------------- */
+
+static ncclResult_t wrap(void* p, enum net_kind kind, int n, void** out) {
+  struct pwrap* w = NULL;
+  NCCLCALLOC(w, 1);
+  w->p = p;
+  w->n = n;
+  *out = net_handle_new(w, kind);
+  if (*out == NULL) {
+    free(w);
+    return ncclSystemError;
+  }
+  return ncclSuccess;
+}
+
+/* A request of comm c; *out stays NULL when NET_MAX_REQUESTS are in flight (not now). */
+static ncclResult_t wrap_req(struct pwrap* c, void* p, int n, void** out) {
+  NCCLCHECK(wrap(p, NET_KIND_REQUEST, n, out));
+  struct pwrap* r = net_handle_get(*out, NET_KIND_REQUEST);
+  r->comm = c;
+  r->self = *out;
+  c->reqs[c->nreqs++] = *out;
+  return ncclSuccess;
+}
+
+static void req_forget(struct pwrap* r) {
+  struct pwrap* c = r->comm;
+  for (int i = 0; i < c->nreqs; i++)
+    if (c->reqs[i] == r->self) {
+      c->reqs[i] = c->reqs[--c->nreqs];
+      break;
+    }
+}
+
+static struct pwrap* unwrap(void* handle, enum net_kind kind, const char* call) {
+  struct pwrap* w = net_handle_get(handle, kind);
+  if (w == NULL)
+    WARN("net plugin %s: %s was given %p, which is not an open %s", plug.t.v8->name, call, handle,
+         net_kind_name(kind));
+  return w;
+}
+
+/* A send or receive comm. */
+static struct pwrap* unwrap_comm(void* handle, const char* call) {
+  struct pwrap* w = net_handle_get(handle, NET_KIND_SEND);
+  if (w == NULL) w = net_handle_get(handle, NET_KIND_RECV);
+  if (w == NULL)
+    WARN("net plugin %s: %s was given %p, which is not an open send or receive comm",
+         plug.t.v8->name, call, handle);
+  return w;
+}
+
+static void unwrap_free(void* handle, struct pwrap* w) {
+  net_handle_free(handle);
+  free(w);
+}
+
+static ncclResult_t p_devices(int* ndev) {
+  return PCALL(devices, ndev);
+}
+
+static void props_copy(struct net_props* out, const char* name, const char* pci, uint64_t guid,
+                       int ptr, int speed, int port, float latency, int comms, int recvs) {
+  memset(out, 0, sizeof *out);
+  snprintf(out->name, sizeof out->name, "%s", name ? name : "?");
+  snprintf(out->pci_path, sizeof out->pci_path, "%s", pci ? pci : "");
+  out->guid = guid;
+  out->ptr_support = ptr;
+  out->speed_mbps = speed;
+  out->port = port;
+  out->latency_us = latency;
+  out->max_comms = comms;
+  out->max_recvs = recvs;
+}
+
+static ncclResult_t p_get_properties(int dev, struct net_props* props) {
+  if (plug.version == 8) {
+    struct netp_props_v8 p;
+    memset(&p, 0, sizeof p);
+    NCCLCHECK(plug.t.v8->get_properties(dev, &p));
+    props_copy(props, p.name, p.pci_path, p.guid, p.ptr_support, p.speed, p.port, p.latency,
+               p.max_comms, p.max_recvs);
+    props->max_bytes = INT_MAX;
+    return ncclSuccess;
+  }
+  union { /* v9 and v10 fill the v9 struct, v11 its own, which starts the same */
+    struct netp_props_v9 v9;
+    struct netp_props_v11 v11;
+  } u;
+  memset(&u, 0, sizeof u);
+  if (plug.version == 11)
+    NCCLCHECK(plug.t.v11->get_properties(dev, &u.v11));
+  else if (plug.version == 10)
+    NCCLCHECK(plug.t.v10->get_properties(dev, &u.v9));
+  else
+    NCCLCHECK(plug.t.v9->get_properties(dev, &u.v9));
+  const struct netp_props_v9* p = &u.v9;
+  props_copy(props, p->name, p->pci_path, p->guid, p->ptr_support, p->speed, p->port, p->latency,
+             p->max_comms, p->max_recvs);
+  props->max_bytes = p->max_p2p_bytes ? p->max_p2p_bytes : (size_t)-1;
+  return ncclSuccess;
+}
+
+static ncclResult_t p_listen(int dev, void* handle, void** listen_comm) {
+  void* p = NULL;
+  *listen_comm = NULL;
+  if (plug.version == 11)
+    NCCLCHECK(plug.t.v11->listen(plug.ctx, dev, handle, &p));
+  else if (plug.version == 10)
+    NCCLCHECK(plug.t.v10->listen(dev, handle, &p));
+  else if (plug.version == 9)
+    NCCLCHECK(plug.t.v9->listen(dev, handle, &p));
+  else
+    NCCLCHECK(plug.t.v8->listen(dev, handle, &p));
+  return wrap(p, NET_KIND_LISTEN, 0, listen_comm);
+}
+
+static ncclResult_t p_connect(int dev, void* handle, void** send_comm) {
+  void* p = NULL;
+  struct netp_dev_handle* dh = NULL;
+  struct netp_config cfg = {.traffic_class = -1};
+  *send_comm = NULL;
+  if (plug.version == 8)
+    NCCLCHECK(plug.t.v8->connect(dev, handle, &p, &dh));
+  else if (plug.version == 9)
+    NCCLCHECK(plug.t.v9->connect(dev, handle, &p, &dh));
+  else if (plug.version == 10)
+    NCCLCHECK(plug.t.v10->connect(dev, &cfg, handle, &p, &dh));
+  else
+    NCCLCHECK(plug.t.v11->connect(plug.ctx, dev, handle, &p, &dh));
+  return p == NULL ? ncclSuccess : wrap(p, NET_KIND_SEND, 0, send_comm);
+}
+
+static ncclResult_t p_accept(void* listen_comm, void** recv_comm) {
+  struct pwrap* l = unwrap(listen_comm, NET_KIND_LISTEN, "accept");
+  void* p = NULL;
+  struct netp_dev_handle* dh = NULL;
+  *recv_comm = NULL;
+  if (l == NULL) return ncclInvalidArgument;
+  NCCLCHECK(PCALL(accept, l->p, &p, &dh));
+  return p == NULL ? ncclSuccess : wrap(p, NET_KIND_RECV, 0, recv_comm);
+}
+
+static ncclResult_t p_reg_mr(void* comm, void* data, size_t size, int type, void** mhandle) {
+  struct pwrap* c = unwrap_comm(comm, "reg_mr");
+  *mhandle = NULL;
+  if (c == NULL) return ncclInvalidArgument;
+  return PCALL(reg_mr, c->p, data, size, type, mhandle);
+}
+
+static ncclResult_t p_dereg_mr(void* comm, void* mhandle) {
+  struct pwrap* c = unwrap_comm(comm, "dereg_mr");
+  if (c == NULL) return ncclInvalidArgument;
+  return PCALL(dereg_mr, c->p, mhandle);
+}
+
+static ncclResult_t p_isend(void* send_comm, void* data, size_t size, int tag, void* mhandle,
+                            void** request) {
+  struct pwrap* c = unwrap(send_comm, NET_KIND_SEND, "isend");
+  void* r = NULL;
+  *request = NULL;
+  if (c == NULL) return ncclInvalidArgument;
+  if (c->nreqs == NET_MAX_REQUESTS) return ncclSuccess; /* not now */
+  if (plug.version == 8 && size > INT_MAX) {
+    WARN("net plugin %s implements interface v8, whose sends carry at most 2^31-1 bytes; a send "
+         "of %zu bytes was asked: use a plugin of interface v9 or later for larger messages",
+         plug.t.v8->name, size);
+    return ncclInvalidArgument;
+  }
+  if (plug.version == 8)
+    NCCLCHECK(plug.t.v8->isend(c->p, data, (int)size, tag, mhandle, &r));
+  else if (plug.version == 9)
+    NCCLCHECK(plug.t.v9->isend(c->p, data, size, tag, mhandle, &r));
+  else if (plug.version == 10)
+    NCCLCHECK(plug.t.v10->isend(c->p, data, size, tag, mhandle, NULL, &r));
+  else
+    NCCLCHECK(plug.t.v11->isend(c->p, data, size, tag, mhandle, NULL, &r));
+  return r == NULL ? ncclSuccess : wrap_req(c, r, 1, request);
+}
+
+static ncclResult_t p_irecv(void* recv_comm, int n, void** data, size_t* sizes, int* tags,
+                            void** mhandles, void** request) {
+  struct pwrap* c = unwrap(recv_comm, NET_KIND_RECV, "irecv");
+  void* r = NULL;
+  void* phandles[GROUP_MAX] = {NULL};
+  int isizes[GROUP_MAX];
+  *request = NULL;
+  if (c == NULL) return ncclInvalidArgument;
+  if (n < 1 || n > GROUP_MAX) {
+    WARN("net plugin %s: irecv was asked to group %d buffers; Monel groups 1 to %d",
+         plug.t.v8->name, n, GROUP_MAX);
+    return ncclInvalidArgument;
+  }
+  if (c->nreqs == NET_MAX_REQUESTS) return ncclSuccess;
+  if (plug.version == 8) {
+    for (int i = 0; i < n; i++) isizes[i] = sizes[i] > INT_MAX ? INT_MAX : (int)sizes[i];
+    NCCLCHECK(plug.t.v8->irecv(c->p, n, data, isizes, tags, mhandles, &r));
+  } else if (plug.version == 9) {
+    NCCLCHECK(plug.t.v9->irecv(c->p, n, data, sizes, tags, mhandles, &r));
+  } else if (plug.version == 10) {
+    NCCLCHECK(plug.t.v10->irecv(c->p, n, data, sizes, tags, mhandles, phandles, &r));
+  } else {
+    NCCLCHECK(plug.t.v11->irecv(c->p, n, data, sizes, tags, mhandles, phandles, &r));
+  }
+  return r == NULL ? ncclSuccess : wrap_req(c, r, n, request);
+}
+
+static ncclResult_t p_test(void* request, int* done, size_t* sizes) {
+  struct pwrap* r = unwrap(request, NET_KIND_REQUEST, "test");
+  int isizes[GROUP_MAX] = {0};
+  *done = 0;
+  if (r == NULL) return ncclInvalidArgument;
+  NCCLCHECK(PCALL(test, r->p, done, isizes));
+  if (!*done) return ncclSuccess;
+  if (sizes != NULL)
+    for (int i = 0; i < r->n; i++) sizes[i] = isizes[i] < 0 ? 0 : (size_t)isizes[i];
+  req_forget(r);
+  unwrap_free(request, r);
+  return ncclSuccess;
+}
+
+static ncclResult_t p_close(void* comm, enum net_kind kind) {
+  struct pwrap* c = unwrap(comm, kind, "close");
+  if (c == NULL) return ncclInvalidArgument;
+  ncclResult_t res = kind == NET_KIND_SEND   ? PCALL(close_send, c->p)
+                     : kind == NET_KIND_RECV ? PCALL(close_recv, c->p)
+                                             : PCALL(close_listen, c->p);
+  for (int i = 0; i < c->nreqs; i++)
+    unwrap_free(c->reqs[i], net_handle_get(c->reqs[i], NET_KIND_REQUEST));
+  unwrap_free(comm, c);
+  return res;
+}
+
+static ncclResult_t p_close_send(void* c) {
+  return p_close(c, NET_KIND_SEND);
+}
+static ncclResult_t p_close_recv(void* c) {
+  return p_close(c, NET_KIND_RECV);
+}
+static ncclResult_t p_close_listen(void* c) {
+  return p_close(c, NET_KIND_LISTEN);
+}
+
+static struct net plugin_net = {
+    .devices = p_devices,
+    .get_properties = p_get_properties,
+    .listen = p_listen,
+    .connect = p_connect,
+    .accept = p_accept,
+    .reg_mr = p_reg_mr,
+    .dereg_mr = p_dereg_mr,
+    .isend = p_isend,
+    .irecv = p_irecv,
+    .test = p_test,
+    .close_send = p_close_send,
+    .close_recv = p_close_recv,
+    .close_listen = p_close_listen,
+};
+
+/* ---- loading -------------------------------------------------------------------------------- */
+
+static const char* const symbols[] = {"ncclNetPlugin_v11", "ncclNetPlugin_v10", "ncclNetPlugin_v9",
+                                      "ncclNetPlugin_v8"};
+
+/* dlopen as NCCL does: the name as given, then libnccl-net-NAME.so for a bare NAME. */
+static void* open_lib(const char* name, char* used, size_t len) {
+  snprintf(used, len, "%s", name);
+  void* lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  size_t n = strlen(name);
+  int full = strncmp(name, "lib", 3) == 0 && n > 3 && strcmp(name + n - 3, ".so") == 0;
+  if (lib == NULL && strchr(name, '/') == NULL && !full) {
+    snprintf(used, len, "libnccl-net-%s.so", name);
+    lib = dlopen(used, RTLD_NOW | RTLD_LOCAL);
+  }
+  return lib;
+}
+
+/* Init, devices and properties; 1 if the plugin can carry Monel's host-memory FIFOs. */
+static int plugin_start(const char* path) {
+  const char* name = plug.t.v8->name;
+  int ndev = 0;
+  ncclResult_t res;
+  if (plug.version == 8)
+    res = plug.t.v8->init(plugin_log);
+  else if (plug.version == 9)
+    res = plug.t.v9->init(plugin_log);
+  else if (plug.version == 10)
+    res = plug.t.v10->init(plugin_log, plugin_profile);
+  else
+    res = plug.t.v11->init(&plug.ctx, 0, &(struct netp_config){.traffic_class = -1}, plugin_log,
+                           plugin_profile);
+  if (res != ncclSuccess) {
+    INFO(LOG_INIT | LOG_NET, "NET/Plugin: %s (%s) failed to initialize (error %d); skipped", name,
+         path, (int)res);
+    return 0;
+  }
+  if ((res = p_devices(&ndev)) != ncclSuccess || ndev <= 0) {
+    INFO(LOG_INIT | LOG_NET, "NET/Plugin: %s (%s) has no device (error %d); skipped", name, path,
+         (int)res);
+    return 0;
+  }
+  for (int d = 0; d < ndev; d++) {
+    struct net_props p;
+    if ((res = p_get_properties(d, &p)) != ncclSuccess) {
+      INFO(LOG_INIT | LOG_NET, "NET/Plugin: %s: properties of device %d failed (error %d); skipped",
+           name, d, (int)res);
+      return 0;
+    }
+    INFO(LOG_INIT | LOG_NET,
+         "NET/Plugin: %s device %d: %s, %d Mb/s, pointers 0x%x, %d buffers per "
+         "receive",
+         name, d, p.name, p.speed_mbps, p.ptr_support, p.max_recvs);
+    if (d == 0 && !(p.ptr_support & NET_PTR_HOST)) {
+      INFO(LOG_INIT | LOG_NET,
+           "NET/Plugin: %s cannot move host memory, which Monel's FIFOs are; "
+           "skipped",
+           name);
+      return 0;
+    }
+  }
+  INFO(LOG_INIT | LOG_NET, "NET/Plugin: loaded %s (%s, interface v%d, %d devices)", name, path,
+       plug.version, ndev);
+  return 1;
+}
+
+static char seen[512]; /* ", NAME (path)" of plugins skipped for another name */
+
+/* Tries one candidate of NCCL_NET_PLUGIN; 1 when it is the network to use. */
+static int plugin_try(const char* cand, const char* want, int asked) {
+  char path[512];
+  plug.lib = open_lib(cand, path, sizeof path);
+  if (plug.lib == NULL) {
+    if (asked)
+      INFO(LOG_INIT | LOG_NET, "NET/Plugin: could not load %s: %s", cand, dlerror());
+    else
+      INFO(LOG_INIT | LOG_NET, "NET/Plugin: no plugin found (%s); using the built-in network",
+           cand);
+    return 0;
+  }
+  plug.version = 0;
+  for (int i = 0; i < 4 && plug.version == 0; i++) {
+    const void* t = dlsym(plug.lib, symbols[i]);
+    if (t != NULL) plug.version = 11 - i, plug.t.v8 = t;
+  }
+  if (plug.version == 0) {
+    INFO(LOG_INIT | LOG_NET, "NET/Plugin: %s exports none of ncclNetPlugin_v11..v8; skipped", path);
+  } else if (want[0] != '\0' && strcasecmp(plug.t.v8->name, want) != 0) {
+    INFO(LOG_INIT | LOG_NET, "NET/Plugin: %s is network %s, not NCCL_NET=%s; skipped", path,
+         plug.t.v8->name, want);
+    size_t used = strlen(seen);
+    snprintf(seen + used, sizeof seen - used, ", %.64s (%.200s)", plug.t.v8->name, path);
+  } else if (plugin_start(path)) {
+    plugin_net.name = plug.t.v8->name;
+    return 1;
+  }
+  dlclose(plug.lib);
+  plug.lib = NULL;
+  plug.version = 0;
+  return 0;
+}
+
+static struct {
+  ncclResult_t res;
+  const struct net* net;
+} chosen;
+
+static void choose(void) {
+  const char* want = param_str(PARAM_NET);
+  const char* spec = param_str(PARAM_NET_PLUGIN);
+  int asked = param_is_set(PARAM_NET_PLUGIN) && spec[0] != '\0';
+  chosen.net = &net_tcp;
+  chosen.res = ncclSuccess;
+  if (strcasecmp(want, "Socket") == 0) {
+    INFO(LOG_INIT | LOG_NET, "NET: NCCL_NET=Socket: using the built-in network, no plugin");
+    return;
+  }
+  char list[1024];
+  snprintf(list, sizeof list, "%s", asked ? spec : "libnccl-net.so");
+  if (strcasecmp(list, "none") != 0) {
+    char* save = NULL;
+    for (char* c = strtok_r(list, ",", &save); c != NULL; c = strtok_r(NULL, ",", &save)) {
+      if (*c != '\0' && plugin_try(c, want, asked)) {
+        chosen.net = &plugin_net;
+        INFO(LOG_INIT | LOG_NET, "Using network %s", plugin_net.name);
+        return;
+      }
+    }
+  }
+  if (want[0] != '\0') {
+    WARN("NCCL_NET=%s names no available network (there are: Socket%s): set NCCL_NET to one of "
+         "them, or NCCL_NET_PLUGIN to the plugin that provides %s",
+         want, seen, want);
+    chosen.res = ncclInvalidUsage;
+    return;
+  }
+  INFO(LOG_INIT | LOG_NET, "Using network Socket");
+}
 
 ncclResult_t net_get(const struct net** out, int* dev) {
-  *out = &net_tcp;
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, choose);
+  *out = chosen.res == ncclSuccess ? chosen.net : NULL;
   *dev = 0;
-  return ncclSuccess;
+  return chosen.res;
 }

@@ -1,0 +1,713 @@
+/* The network interface's own test (transport/net.h), against the built-in TCP network and
+ * against a plugin through the loader:
+ *
+ *   net_conformance net_       every call of the interface, on net_tcp
+ *   net_conformance tcp_       what is particular to net_tcp: several sockets and helper
+ *                              threads per comm, their limits, stale registrations
+ *   NET_CONFORMANCE=plugin NCCL_NET_PLUGIN=... net_conformance net_      the same calls on the
+ *                              plugin net_get() loaded (it must not be Socket)
+ *   NET_CONFORMANCE=plugin ... net_conformance plugin_   the loader's rules and the v8 limits
+ *
+ * Both sides of every connection live in the test process and are driven without blocking
+ * from one thread, as the proxy thread drives them. Contents are checked byte for byte. */
+#include <dirent.h>
+#include <stddef.h>
+#include <dlfcn.h>
+#include <limits.h>
+#include <linux/tcp.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "core/param.h"
+#include "transport/net.h"
+#include "transport/net_tcp.h"
+#include "harness.h"
+
+#define LIMIT_S 30.0
+
+static const struct net* the_net(void) {
+  const char* mode = getenv("NET_CONFORMANCE");
+  if (mode == NULL || strcmp(mode, "plugin") != 0) return &net_tcp;
+  const struct net* n = NULL;
+  int dev = -1;
+  CHECK_RES(net_get(&n, &dev), ncclSuccess);
+  CHECK(n != NULL && dev == 0);
+  CHECK(strcmp(n->name, "Socket") != 0); /* the plugin, not the built-in network */
+  return n;
+}
+
+static unsigned char pat(int k, size_t j) {
+  return (unsigned char)(k * 131 + j * 7 + (j >> 12) + 1);
+}
+
+static char* filled(int k, size_t n) {
+  char* p = malloc(n ? n : 1);
+  CHECK(p != NULL);
+  for (size_t j = 0; j < n; j++) p[j] = (char)pat(k, j);
+  return p;
+}
+
+static void check_bytes(const char* p, int k, size_t n) {
+  for (size_t j = 0; j < n; j++)
+    if ((unsigned char)p[j] != pat(k, j)) {
+      fprintf(stderr, "message %d: byte %zu is 0x%02x, expected 0x%02x\n", k, j,
+              (unsigned char)p[j], pat(k, j));
+      CHECK(0);
+    }
+}
+
+struct pair {
+  unsigned char handle[NET_HANDLE_BYTES];
+  void *l, *s, *r, *smh, *rmh;
+};
+
+/* listen, then connect and accept from this thread until both comms are up. */
+static void pair_open(const struct net* n, struct pair* p) {
+  memset(p, 0, sizeof *p);
+  CHECK_RES(n->listen(0, p->handle, &p->l), ncclSuccess);
+  CHECK(p->l != NULL);
+  double t0 = test_now();
+  while (p->s == NULL || p->r == NULL) {
+    if (p->s == NULL) CHECK_RES(n->connect(0, p->handle, &p->s), ncclSuccess);
+    if (p->r == NULL) CHECK_RES(n->accept(p->l, &p->r), ncclSuccess);
+    CHECK(test_now() - t0 < LIMIT_S);
+  }
+}
+
+static void pair_close(const struct net* n, struct pair* p) {
+  if (p->smh) CHECK_RES(n->dereg_mr(p->s, p->smh), ncclSuccess);
+  if (p->rmh) CHECK_RES(n->dereg_mr(p->r, p->rmh), ncclSuccess);
+  CHECK_RES(n->close_send(p->s), ncclSuccess);
+  CHECK_RES(n->close_recv(p->r), ncclSuccess);
+  CHECK_RES(n->close_listen(p->l), ncclSuccess);
+}
+
+/* Test requests until every non-NULL one is done (each set to NULL then); sizes[i] gets what
+ * request i reported for its first buffer. */
+static void wait_all(const struct net* n, void** reqs, int nreq, size_t* sizes) {
+  double t0 = test_now();
+  for (int left = nreq; left > 0;) {
+    left = 0;
+    for (int i = 0; i < nreq; i++) {
+      if (reqs[i] == NULL) continue;
+      int done = 0;
+      size_t got[8] = {0};
+      CHECK_RES(n->test(reqs[i], &done, got), ncclSuccess);
+      if (done) {
+        reqs[i] = NULL;
+        if (sizes) sizes[i] = got[0];
+      } else {
+        left++;
+      }
+    }
+    CHECK(test_now() - t0 < LIMIT_S);
+  }
+}
+
+/* One message of `size` bytes with `tag` through the pair, checked byte for byte; the receive
+ * offers `room` bytes. */
+static void one_message(const struct net* n, struct pair* p, int k, size_t size, size_t room) {
+  char* src = filled(k, size);
+  char* dst = calloc(room ? room : 1, 1);
+  void* reqs[2] = {NULL, NULL};
+  size_t sizes[2] = {1234, 1234};
+  CHECK(dst != NULL);
+  double t0 = test_now();
+  while (reqs[0] == NULL) {
+    CHECK_RES(n->isend(p->s, src, size, k, p->smh, &reqs[0]), ncclSuccess);
+    CHECK(test_now() - t0 < LIMIT_S);
+  }
+  while (reqs[1] == NULL) {
+    void* d = dst;
+    int tag = k;
+    CHECK_RES(n->irecv(p->r, 1, &d, &room, &tag, &p->rmh, &reqs[1]), ncclSuccess);
+    CHECK(test_now() - t0 < LIMIT_S);
+  }
+  wait_all(n, reqs, 2, sizes);
+  CHECK_EQ(sizes[0], size);
+  CHECK_EQ(sizes[1], size);
+  check_bytes(dst, k, size);
+  for (size_t j = size; j < room && j < size + 4096; j++) CHECK_EQ(dst[j], 0); /* nothing more */
+  free(src);
+  free(dst);
+}
+
+static void registered_pair(const struct net* n, struct pair* p, char* sbuf, char* rbuf,
+                            size_t len) {
+  pair_open(n, p);
+  CHECK_RES(n->reg_mr(p->s, sbuf, len, NET_PTR_HOST, &p->smh), ncclSuccess);
+  CHECK_RES(n->reg_mr(p->r, rbuf, len, NET_PTR_HOST, &p->rmh), ncclSuccess);
+  CHECK(p->smh != NULL && p->rmh != NULL);
+}
+
+TEST(net_devices_and_properties) {
+  const struct net* n = the_net();
+  int ndev = 0;
+  struct net_props props;
+  CHECK_RES(n->devices(&ndev), ncclSuccess);
+  CHECK(ndev >= 1);
+  for (int d = 0; d < ndev; d++) {
+    memset(&props, 0, sizeof props);
+    CHECK_RES(n->get_properties(d, &props), ncclSuccess);
+    CHECK(props.name[0] != '\0');
+    CHECK(props.ptr_support & NET_PTR_HOST);
+    CHECK(props.max_recvs >= 1 && props.max_comms >= 1 && props.speed_mbps > 0);
+    CHECK(props.max_bytes >= (size_t)INT_MAX);
+    printf("device %d: %s, %d Mb/s, %d buffers per receive\n", d, props.name, props.speed_mbps,
+           props.max_recvs);
+  }
+  CHECK(n->get_properties(ndev, &props) != ncclSuccess);
+  CHECK(n->get_properties(-1, &props) != ncclSuccess);
+}
+
+TEST(net_connect_accept_never_block) {
+  const struct net* n = the_net();
+  struct pair p;
+  memset(&p, 0, sizeof p);
+  CHECK_RES(n->listen(0, p.handle, &p.l), ncclSuccess);
+  /* Nobody connected yet: accept returns at once with nothing. */
+  for (int i = 0; i < 100; i++) {
+    double t0 = test_now();
+    CHECK_RES(n->accept(p.l, &p.r), ncclSuccess);
+    CHECK(p.r == NULL);
+    CHECK(test_now() - t0 < 0.1);
+  }
+  int calls = 0;
+  double t0 = test_now();
+  while (p.s == NULL || p.r == NULL) {
+    double c0 = test_now();
+    if (p.s == NULL) CHECK_RES(n->connect(0, p.handle, &p.s), ncclSuccess);
+    if (p.r == NULL) CHECK_RES(n->accept(p.l, &p.r), ncclSuccess);
+    CHECK(test_now() - c0 < 0.5);
+    CHECK(test_now() - t0 < LIMIT_S);
+    calls++;
+  }
+  printf("connected after %d rounds of calls\n", calls);
+  one_message(n, &p, 1, 1000, 1000);
+  pair_close(n, &p);
+}
+
+/* Sizes around the inline limit, pieces, and one message of 64 MB. */
+TEST(net_sizes_byte_exact) {
+  const struct net* n = the_net();
+  const size_t sizes[] = {0, 1, 7, 4096, 65535, 65536, 65537, 131072 + 60, (1 << 20) + 3,
+                          64u << 20};
+  struct pair p;
+  pair_open(n, &p);
+  for (int i = 0; i < (int)(sizeof sizes / sizeof *sizes); i++) {
+    one_message(n, &p, i + 1, sizes[i], sizes[i]);
+    one_message(n, &p, i + 101, sizes[i] / 2, sizes[i]); /* the receive is an upper bound */
+  }
+  pair_close(n, &p);
+}
+
+/* Zero-byte messages match, in order, among others. */
+TEST(net_zero_size_in_order) {
+  const struct net* n = the_net();
+  struct pair p;
+  pair_open(n, &p);
+  for (int k = 0; k < 20; k++) one_message(n, &p, k, k % 3 == 0 ? 0 : (size_t)k * 1000, 20000);
+  pair_close(n, &p);
+}
+
+/* NET_MAX_REQUESTS sends and receives in flight at once; one more is "not now"; every message
+ * arrives in order into the receive posted for it. */
+TEST(net_max_requests_in_order) {
+  const struct net* n = the_net();
+  struct pair p;
+  enum { N = NET_MAX_REQUESTS };
+  char *src[N], *dst[N];
+  void *sreq[N], *rreq[N];
+  size_t ssz[N], rsz[N];
+  pair_open(n, &p);
+  for (int k = 0; k < N; k++) {
+    size_t len = (size_t)(k * 37 % 7) * 30000 + (size_t)k;
+    src[k] = filled(k, len);
+    dst[k] = malloc(300000);
+    ssz[k] = len;
+    sreq[k] = rreq[k] = NULL;
+    CHECK_RES(n->isend(p.s, src[k], len, 7, NULL, &sreq[k]), ncclSuccess);
+    CHECK(sreq[k] != NULL);
+  }
+  void* extra = (void*)1;
+  CHECK_RES(n->isend(p.s, src[0], 1, 7, NULL, &extra), ncclSuccess);
+  CHECK(extra == NULL); /* not now: NET_MAX_REQUESTS are in flight */
+  for (int k = 0; k < N; k++) {
+    size_t room = 300000;
+    int tag = 7;
+    void* d = dst[k];
+    CHECK_RES(n->irecv(p.r, 1, &d, &room, &tag, NULL, &rreq[k]), ncclSuccess);
+    CHECK(rreq[k] != NULL);
+  }
+  wait_all(n, sreq, N, NULL);
+  wait_all(n, rreq, N, rsz);
+  for (int k = 0; k < N; k++) {
+    CHECK_EQ(rsz[k], ssz[k]);
+    check_bytes(dst[k], k, ssz[k]);
+    free(src[k]);
+    free(dst[k]);
+  }
+  pair_close(n, &p);
+}
+
+/* A grouped receive takes one message per buffer, matched by tag whatever the send order. */
+TEST(net_grouped_irecv_by_tag) {
+  const struct net* n = the_net();
+  struct net_props props;
+  struct pair p;
+  CHECK_RES(n->get_properties(0, &props), ncclSuccess);
+  int g = props.max_recvs < 4 ? props.max_recvs : 4;
+  CHECK(g >= 1);
+  pair_open(n, &p);
+  for (int round = 0; round < 3; round++) {
+    char* dst[4];
+    void* d[4];
+    size_t room[4], got[4] = {0};
+    int tags[4];
+    for (int i = 0; i < g; i++) {
+      dst[i] = calloc(400000, 1);
+      d[i] = dst[i];
+      room[i] = 400000;
+      tags[i] = 100 + i;
+    }
+    void* rreq = NULL;
+    CHECK_RES(n->irecv(p.r, g, d, room, tags, NULL, &rreq), ncclSuccess);
+    CHECK(rreq != NULL);
+    void* sreq[4] = {NULL};
+    char* src[4];
+    for (int j = 0; j < g; j++) {
+      int i = (j + round + 1) % g; /* another order than the receive's */
+      src[i] = filled(round * 10 + i, (size_t)(i + 1) * 33333 * (size_t)round);
+      CHECK_RES(n->isend(p.s, src[i], (size_t)(i + 1) * 33333 * (size_t)round, 100 + i, NULL,
+                         &sreq[j]),
+                ncclSuccess);
+      CHECK(sreq[j] != NULL);
+    }
+    double t0 = test_now();
+    for (int done = 0; !done;) {
+      CHECK_RES(n->test(rreq, &done, got), ncclSuccess);
+      CHECK(test_now() - t0 < LIMIT_S);
+    }
+    wait_all(n, sreq, g, NULL);
+    for (int i = 0; i < g; i++) {
+      CHECK_EQ(got[i], (size_t)(i + 1) * 33333 * (size_t)round);
+      check_bytes(dst[i], round * 10 + i, got[i]);
+      free(dst[i]);
+      free(src[i]);
+    }
+  }
+  pair_close(n, &p);
+}
+
+/* 32 connections at once, each carrying its own messages. */
+TEST(net_many_comms) {
+  const struct net* n = the_net();
+  enum { C = 32 };
+  struct pair p[C];
+  for (int c = 0; c < C; c++) memset(&p[c], 0, sizeof p[c]);
+  for (int c = 0; c < C; c++) CHECK_RES(n->listen(0, p[c].handle, &p[c].l), ncclSuccess);
+  double t0 = test_now();
+  for (int up = 0; up < C;) {
+    up = 0;
+    for (int c = C - 1; c >= 0; c--) {
+      if (p[c].s == NULL) CHECK_RES(n->connect(0, p[c].handle, &p[c].s), ncclSuccess);
+      if (p[c].r == NULL) CHECK_RES(n->accept(p[c].l, &p[c].r), ncclSuccess);
+      up += p[c].s != NULL && p[c].r != NULL;
+    }
+    CHECK(test_now() - t0 < LIMIT_S);
+  }
+  for (int round = 0; round < 2; round++)
+    for (int c = 0; c < C; c++) one_message(n, &p[c], c + 1000 * round, (size_t)c * 5000, 200000);
+  for (int c = 0; c < C; c++) pair_close(n, &p[c]);
+}
+
+TEST(net_register_memory) {
+  const struct net* n = the_net();
+  struct pair p;
+  size_t len = 1 << 20;
+  char *sbuf = filled(5, len), *rbuf = calloc(len, 1);
+  registered_pair(n, &p, sbuf, rbuf, len);
+  void* reqs[2] = {NULL, NULL};
+  void* d = rbuf;
+  int tag = 5;
+  CHECK_RES(n->isend(p.s, sbuf, len, 5, p.smh, &reqs[0]), ncclSuccess);
+  CHECK_RES(n->irecv(p.r, 1, &d, &len, &tag, &p.rmh, &reqs[1]), ncclSuccess);
+  CHECK(reqs[0] && reqs[1]);
+  wait_all(n, reqs, 2, NULL);
+  check_bytes(rbuf, 5, len);
+  pair_close(n, &p); /* deregisters both */
+  free(sbuf);
+  free(rbuf);
+}
+
+/* Made-up handles are refused, not followed. */
+TEST(net_bad_handles) {
+  const struct net* n = the_net();
+  void* bogus = (void*)(uintptr_t)0x12345679;
+  void* req = NULL;
+  void* comm = NULL;
+  int done = 0, tag = 0;
+  size_t size = 8;
+  char buf[8];
+  void* d = buf;
+  unsigned char handle[NET_HANDLE_BYTES];
+  CHECK(n->isend(NULL, buf, 8, 0, NULL, &req) != ncclSuccess && req == NULL);
+  CHECK(n->isend(bogus, buf, 8, 0, NULL, &req) != ncclSuccess && req == NULL);
+  CHECK(n->irecv(bogus, 1, &d, &size, &tag, NULL, &req) != ncclSuccess && req == NULL);
+  CHECK(n->test(NULL, &done, NULL) != ncclSuccess && !done);
+  CHECK(n->test(bogus, &done, NULL) != ncclSuccess && !done);
+  CHECK(n->accept(bogus, &comm) != ncclSuccess && comm == NULL);
+  CHECK(n->close_send(bogus) != ncclSuccess);
+  CHECK(n->close_recv(NULL) != ncclSuccess);
+  CHECK(n->close_listen(bogus) != ncclSuccess);
+  CHECK(n->reg_mr(bogus, buf, 8, NET_PTR_HOST, &req) != ncclSuccess);
+  /* A send comm is not a receive comm. */
+  struct pair p;
+  pair_open(n, &p);
+  CHECK(n->irecv(p.s, 1, &d, &size, &tag, NULL, &req) != ncclSuccess && req == NULL);
+  CHECK(n->isend(p.r, buf, 8, 0, NULL, &req) != ncclSuccess && req == NULL);
+  CHECK(n->close_recv(p.s) != ncclSuccess);
+  pair_close(n, &p);
+  if (n == &net_tcp) { /* a handle that listen() did not fill */
+    memset(handle, 0xab, sizeof handle);
+    CHECK(n->connect(0, handle, &comm) != ncclSuccess && comm == NULL);
+  }
+}
+
+/* After close, the comm and its requests are refused. */
+TEST(net_use_after_close) {
+  const struct net* n = the_net();
+  struct pair p;
+  char buf[64] = {0};
+  void *sreq = NULL, *rreq = NULL, *req = NULL;
+  int done = 0, tag = 3;
+  size_t room = sizeof buf;
+  void* d = buf;
+  pair_open(n, &p);
+  CHECK_RES(n->irecv(p.r, 1, &d, &room, &tag, NULL, &rreq), ncclSuccess);
+  CHECK(rreq != NULL);
+  CHECK_RES(n->isend(p.s, buf, 64, 3, NULL, &sreq), ncclSuccess);
+  void* reqs[1] = {sreq};
+  wait_all(n, reqs, 1, NULL);
+  /* A finished request is gone. */
+  CHECK(n->test(sreq, &done, NULL) != ncclSuccess && !done);
+  CHECK_RES(n->close_send(p.s), ncclSuccess);
+  CHECK_RES(n->close_recv(p.r), ncclSuccess);
+  CHECK_RES(n->close_listen(p.l), ncclSuccess);
+  CHECK(n->isend(p.s, buf, 8, 3, NULL, &req) != ncclSuccess && req == NULL);
+  CHECK(n->irecv(p.r, 1, &d, &room, &tag, NULL, &req) != ncclSuccess && req == NULL);
+  CHECK(n->test(rreq, &done, NULL) != ncclSuccess && !done); /* freed with its comm */
+  CHECK(n->close_send(p.s) != ncclSuccess);
+  CHECK(n->close_recv(p.r) != ncclSuccess);
+  CHECK(n->close_listen(p.l) != ncclSuccess);
+  CHECK(n->accept(p.l, &req) != ncclSuccess);
+}
+
+/* A message larger than its receive is an error, not an overflow. */
+TEST(net_message_larger_than_receive) {
+  const struct net* n = the_net();
+  struct pair p;
+  char* src = filled(1, 100000);
+  char* dst = calloc(1, 1000 + 64);
+  void *sreq = NULL, *rreq = NULL;
+  size_t room = 1000;
+  int tag = 1, done = 0;
+  void* d = dst;
+  pair_open(n, &p);
+  CHECK_RES(n->irecv(p.r, 1, &d, &room, &tag, NULL, &rreq), ncclSuccess);
+  CHECK_RES(n->isend(p.s, src, 100000, 1, NULL, &sreq), ncclSuccess);
+  ncclResult_t res = ncclSuccess;
+  double t0 = test_now();
+  while (res == ncclSuccess && !done) {
+    res = n->test(rreq, &done, NULL);
+    CHECK(test_now() - t0 < LIMIT_S);
+  }
+  CHECK(res != ncclSuccess && !done);
+  for (int j = 1000; j < 1064; j++) CHECK_EQ(dst[j], 0);
+  n->close_send(p.s);
+  n->close_recv(p.r);
+  n->close_listen(p.l);
+  free(src);
+  free(dst);
+}
+
+#define BIG ((size_t)96 << 20) /* more than the sockets buffer when nobody reads */
+
+/* The receiver closes while a large send is on its way: the send fails, it does not hang. */
+TEST(net_receiver_closes_mid_transfer) {
+  const struct net* n = the_net();
+  struct pair p;
+  char* src = filled(2, BIG);
+  void* sreq = NULL;
+  int done = 0;
+  pair_open(n, &p);
+  CHECK_RES(n->isend(p.s, src, BIG, 2, NULL, &sreq), ncclSuccess);
+  CHECK(sreq != NULL);
+  for (int i = 0; i < 20; i++) CHECK_RES(n->test(sreq, &done, NULL), ncclSuccess);
+  CHECK(!done); /* nobody received: it cannot have finished */
+  CHECK_RES(n->close_recv(p.r), ncclSuccess);
+  ncclResult_t res = ncclSuccess;
+  double t0 = test_now();
+  while (res == ncclSuccess && !done) {
+    res = n->test(sreq, &done, NULL);
+    CHECK(test_now() - t0 < LIMIT_S);
+  }
+  printf("the send failed with %d after %.3f s\n", (int)res, test_now() - t0);
+  CHECK(!done && (res == ncclRemoteError || res == ncclSystemError));
+  n->close_send(p.s);
+  n->close_listen(p.l);
+  free(src);
+}
+
+/* The sender closes in the middle of a large message: the receive fails. */
+TEST(net_sender_closes_mid_transfer) {
+  const struct net* n = the_net();
+  struct pair p;
+  char* src = filled(3, BIG);
+  char* dst = malloc(BIG);
+  void *sreq = NULL, *rreq = NULL;
+  size_t room = BIG;
+  int tag = 3, done = 0;
+  void* d = dst;
+  pair_open(n, &p);
+  CHECK_RES(n->isend(p.s, src, BIG, 3, NULL, &sreq), ncclSuccess);
+  CHECK(sreq != NULL);
+  for (int i = 0; i < 20; i++) CHECK_RES(n->test(sreq, &done, NULL), ncclSuccess);
+  CHECK(!done);
+  CHECK_RES(n->close_send(p.s), ncclSuccess); /* the receiver has read nothing yet */
+  double t0 = test_now();
+  ncclResult_t res = n->irecv(p.r, 1, &d, &room, &tag, NULL, &rreq); /* may fail already */
+  CHECK(res != ncclSuccess || rreq != NULL);
+  while (res == ncclSuccess && !done) {
+    res = n->test(rreq, &done, NULL);
+    CHECK(test_now() - t0 < LIMIT_S);
+  }
+  printf("the receive failed with %d after %.3f s\n", (int)res, test_now() - t0);
+  CHECK(!done && (res == ncclRemoteError || res == ncclSystemError));
+  n->close_recv(p.r);
+  n->close_listen(p.l);
+  free(src);
+  free(dst);
+}
+
+/* ---- net_tcp only ------------------------------------------------------------------------ */
+
+/* Sockets of this process whose TCP connection received at least `min` bytes. */
+static int sockets_that_received(unsigned long long min) {
+  int count = 0;
+  DIR* d = opendir("/proc/self/fd");
+  CHECK(d != NULL);
+  for (struct dirent* e; (e = readdir(d)) != NULL;) {
+    int fd = atoi(e->d_name);
+    struct tcp_info ti;
+    socklen_t len = sizeof ti;
+    memset(&ti, 0, sizeof ti);
+    if (e->d_name[0] == '.' || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) continue;
+    if (len >= offsetof(struct tcp_info, tcpi_bytes_received) + sizeof ti.tcpi_bytes_received &&
+        ti.tcpi_bytes_received >= min)
+      count++;
+  }
+  closedir(d);
+  return count;
+}
+
+/* Threads of this process named `name`. */
+static int threads_named(const char* name) {
+  int count = 0;
+  char path[300], comm[32];
+  DIR* d = opendir("/proc/self/task");
+  CHECK(d != NULL);
+  for (struct dirent* e; (e = readdir(d)) != NULL;) {
+    if (e->d_name[0] == '.') continue;
+    snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+    FILE* f = fopen(path, "r");
+    if (f == NULL) continue;
+    if (fgets(comm, sizeof comm, f) != NULL && strncmp(comm, name, strlen(name)) == 0) count++;
+    fclose(f);
+  }
+  closedir(d);
+  return count;
+}
+
+static void socket_params(const char* nthreads, const char* nsocks) {
+  setenv("NCCL_SOCKET_NTHREADS", nthreads, 1);
+  setenv("NCCL_NSOCKS_PERTHREAD", nsocks, 1);
+  param_reload();
+}
+
+/* 4 helper threads x 2 sockets: one 64 MB message goes in 8 pieces of 8 MB, one per data
+ * socket, moved by 4 threads on each side. */
+TEST(tcp_one_message_over_several_sockets) {
+  socket_params("4", "2");
+  struct pair p;
+  CHECK_EQ(threads_named("monel-tcp"), 0);
+  pair_open(&net_tcp, &p);
+  struct tcp_handle h;
+  memcpy(&h, p.handle, sizeof h);
+  CHECK_EQ(h.nthreads, 4);
+  CHECK_EQ(h.nsocks, 2);
+  CHECK_EQ(sockets_that_received(8u << 20), 0);
+  one_message(&net_tcp, &p, 9, 64u << 20, 64u << 20);
+  CHECK_EQ(sockets_that_received(8u << 20), 8); /* the receiver's 8 data sockets, 8 MB each */
+  CHECK_EQ(sockets_that_received(9u << 20), 0);
+  CHECK_EQ(threads_named("monel-tcp"), 8); /* 4 per comm, started by the large message */
+  pair_close(&net_tcp, &p);
+  CHECK_EQ(threads_named("monel-tcp"), 0);
+}
+
+/* Small messages never start helper threads: they travel on the control socket. */
+TEST(tcp_small_messages_on_one_socket) {
+  socket_params("2", "2");
+  struct pair p;
+  pair_open(&net_tcp, &p);
+  for (int k = 0; k < 10; k++) one_message(&net_tcp, &p, k, TCP_INLINE_MAX, TCP_INLINE_MAX);
+  CHECK_EQ(threads_named("monel-tcp"), 0);
+  CHECK_EQ(sockets_that_received((unsigned long long)TCP_INLINE_MAX * 10), 1);
+  pair_close(&net_tcp, &p);
+}
+
+/* NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD is at most 64; a message still crosses whole. */
+TEST(tcp_sockets_clamped_to_64) {
+  socket_params("16", "8");
+  struct pair p;
+  pair_open(&net_tcp, &p);
+  struct tcp_handle h;
+  memcpy(&h, p.handle, sizeof h);
+  CHECK_EQ(h.nthreads, 16);
+  CHECK_EQ(h.nsocks, 4);
+  one_message(&net_tcp, &p, 4, 32u << 20, 32u << 20);
+  pair_close(&net_tcp, &p);
+  socket_params("1", "1"); /* and the smallest: one data socket, one helper */
+  pair_open(&net_tcp, &p);
+  one_message(&net_tcp, &p, 5, 8u << 20, 8u << 20);
+  CHECK_EQ(threads_named("monel-tcp"), 2);
+  pair_close(&net_tcp, &p);
+}
+
+TEST(tcp_registrations) {
+  struct pair p;
+  char buf[64];
+  void* mh = NULL;
+  pair_open(&net_tcp, &p);
+  CHECK(net_tcp.reg_mr(p.s, buf, sizeof buf, NET_PTR_CUDA, &mh) == ncclInvalidArgument);
+  CHECK(mh == NULL);
+  CHECK_RES(net_tcp.reg_mr(p.s, buf, sizeof buf, NET_PTR_HOST, &mh), ncclSuccess);
+  CHECK_RES(net_tcp.dereg_mr(p.s, mh), ncclSuccess);
+  CHECK(net_tcp.dereg_mr(p.s, mh) == ncclInvalidArgument); /* stale */
+  pair_close(&net_tcp, &p);
+}
+
+/* A connection that presents another token is dropped; the right one still gets through. */
+TEST(tcp_stranger_dropped) {
+  struct pair p;
+  memset(&p, 0, sizeof p);
+  CHECK_RES(net_tcp.listen(0, p.handle, &p.l), ncclSuccess);
+  unsigned char other[NET_HANDLE_BYTES];
+  memcpy(other, p.handle, sizeof other);
+  struct tcp_handle h;
+  memcpy(&h, other, sizeof h);
+  h.token ^= 1;
+  memcpy(other, &h, sizeof h);
+  void* stranger = NULL;
+  double t0 = test_now();
+  while (stranger == NULL) {
+    CHECK_RES(net_tcp.connect(0, other, &stranger), ncclSuccess);
+    CHECK_RES(net_tcp.accept(p.l, &p.r), ncclSuccess);
+    CHECK(p.r == NULL && test_now() - t0 < LIMIT_S);
+  }
+  for (int i = 0; i < 50; i++) {
+    CHECK_RES(net_tcp.accept(p.l, &p.r), ncclSuccess);
+    CHECK(p.r == NULL);
+  }
+  while (p.s == NULL || p.r == NULL) {
+    if (p.s == NULL) CHECK_RES(net_tcp.connect(0, p.handle, &p.s), ncclSuccess);
+    if (p.r == NULL) CHECK_RES(net_tcp.accept(p.l, &p.r), ncclSuccess);
+    CHECK(test_now() - t0 < LIMIT_S);
+  }
+  one_message(&net_tcp, &p, 1, 100, 100);
+  CHECK_RES(net_tcp.close_send(stranger), ncclSuccess);
+  pair_close(&net_tcp, &p);
+}
+
+/* ---- the loader -------------------------------------------------------------------------- */
+
+/* In a child with these settings: the name of the network net_get chose, or "error N". */
+static void chosen(const char* plugin, const char* net, char* out, size_t len) {
+  int fds[2];
+  CHECK(pipe(fds) == 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    if (plugin) setenv("NCCL_NET_PLUGIN", plugin, 1);
+    else unsetenv("NCCL_NET_PLUGIN");
+    if (net) setenv("NCCL_NET", net, 1);
+    else unsetenv("NCCL_NET");
+    param_reload();
+    const struct net* n = NULL;
+    int dev = -1;
+    ncclResult_t res = net_get(&n, &dev);
+    char buf[128];
+    int k = res == ncclSuccess ? snprintf(buf, sizeof buf, "%s", n->name)
+                               : snprintf(buf, sizeof buf, "error %d", (int)res);
+    if (write(fds[1], buf, (size_t)k) != k) _exit(2);
+    _exit(0);
+  }
+  close(fds[1]);
+  ssize_t k = read(fds[0], out, len - 1);
+  out[k > 0 ? k : 0] = '\0';
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static void expect(const char* plugin, const char* net, const char* want) {
+  char got[128];
+  chosen(plugin, net, got, sizeof got);
+  printf("NCCL_NET_PLUGIN=%s NCCL_NET=%s: %s\n", plugin ? plugin : "(unset)", net ? net : "(unset)",
+         got);
+  CHECK(strcmp(got, want) == 0);
+}
+
+/* NCCL_NET_PLUGIN names the test plugin by path (the runner also puts its folder on
+ * LD_LIBRARY_PATH, so that "testv8" finds libnccl-net-testv8.so). */
+TEST(plugin_loader_rules) {
+  const char* path = getenv("NCCL_NET_PLUGIN");
+  CHECK(path != NULL && strchr(path, '/') != NULL);
+  expect(path, NULL, "TestV8");
+  expect("testv8", NULL, "TestV8");            /* NAME -> libnccl-net-NAME.so */
+  expect("libnccl-net-testv8.so", NULL, "TestV8"); /* a full library name, as is */
+  expect("nosuch,testv8", NULL, "TestV8");     /* a list, tried in order */
+  expect("none", NULL, "Socket");
+  expect("NONE", NULL, "Socket");
+  expect("nosuch", NULL, "Socket");        /* not found: the built-in network */
+  expect("libm.so.6", NULL, "Socket");     /* no ncclNetPlugin_v* symbol */
+  expect(path, "Socket", "Socket");        /* NCCL_NET=Socket forces the built-in one */
+  expect(path, "testv8", "TestV8");        /* by name, any case */
+  expect(path, "IB", "error 5");           /* a name nobody has: ncclInvalidUsage */
+  expect("none", "TestV8", "error 5");
+  void* lib = dlopen("libnccl-net.so", RTLD_NOW | RTLD_LOCAL);
+  if (lib == NULL) expect(NULL, NULL, "Socket"); /* unset: libnccl-net.so, absent here */
+  else dlclose(lib);
+}
+
+/* v8 carries int sizes: a larger send is refused with a sentence; the v8 properties say so. */
+TEST(plugin_v8_limits) {
+  const struct net* n = the_net();
+  struct net_props props;
+  struct pair p;
+  CHECK_RES(n->get_properties(0, &props), ncclSuccess);
+  CHECK_EQ(props.max_bytes, INT_MAX);
+  pair_open(n, &p);
+  void* req = NULL;
+  char byte = 0;
+  CHECK(n->isend(p.s, &byte, (size_t)INT_MAX + 1, 0, NULL, &req) == ncclInvalidArgument);
+  CHECK(req == NULL);
+  one_message(n, &p, 1, 1000, (size_t)INT_MAX + 4096); /* a receive bound above 2^31-1 is fine */
+  pair_close(n, &p);
+}

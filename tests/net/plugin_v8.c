@@ -1,0 +1,418 @@
+/* A small NCCL net plugin of interface v8 ("TestV8"), built as libnccl-net-testv8.so, for
+ * Monel's tests: it carries bytes between processes and hosts over one TCP connection per comm,
+ * with its own code (it calls nothing of Monel), and counts what its sends and receives carried.
+ *
+ * Wire: each message is a header {tag, size} and its bytes. Receives match messages in order,
+ * by tag within a grouped receive. Everything is non-blocking: connect/accept return NULL until
+ * the connection is up, isend/irecv queue, test() moves bytes.
+ *
+ * Report: at closeSend/closeRecv it logs (INFO, through the logger it got) and, when
+ * MONEL_TEST_PLUGIN_LOG names a file, appends one line: "send BYTES MSGS" or "recv BYTES MSGS":
+ * the bytes and messages of the sends/receives that completed on that comm.
+ * Interfaces: NCCL_SOCKET_IFNAME's first prefix picks the IPv4 interface, else the first
+ * non-loopback one, else loopback. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "nccl.h"
+
+#define MAGIC    0x74707638u /* "tpv8" */
+#define MAX_REQS 32
+#define MAX_RECV 4
+
+typedef void (*logger_t)(int level, unsigned long flags, const char* file, int line,
+                         const char* fmt, ...);
+
+struct props_v8 {
+  char* name;
+  char* pciPath;
+  uint64_t guid;
+  int ptrSupport, regIsGlobal, speed, port;
+  float latency;
+  int maxComms, maxRecvs, netDeviceType, netDeviceVersion;
+};
+
+struct handle {
+  uint32_t magic;
+  int stage_fd; /* connector: its socket + 1 while connecting; 0 at first */
+  uint64_t token;
+  struct sockaddr_in addr;
+};
+
+struct hdr {
+  int32_t tag;
+  uint32_t pad;
+  uint64_t size;
+};
+
+struct comm;
+
+struct req {
+  struct comm* comm;
+  int used, n, matched, done;
+  uint64_t seq;
+  char* data[MAX_RECV];
+  size_t size[MAX_RECV], got[MAX_RECV];
+  int tag[MAX_RECV], have[MAX_RECV];
+};
+
+struct comm {
+  int fd, is_send, failed;
+  struct req reqs[MAX_REQS];
+  uint64_t posted, cur; /* cur: the request whose message the socket moves now */
+  struct hdr h;
+  size_t off;
+  int buf; /* receive: the buffer the current message goes to */
+  unsigned long long bytes, msgs;
+};
+
+struct listener {
+  int fd;
+  uint64_t token;
+  int pending; /* accepted, token not read yet */
+  size_t got;
+  uint64_t tok;
+};
+
+static logger_t logger;
+
+#define LOG(fmt, ...) logger(3, 16, __FILE__, __LINE__, "TestV8: " fmt, __VA_ARGS__)
+
+static ncclResult_t tp_init(logger_t log) {
+  logger = log;
+  LOG("%s", "initialized");
+  return ncclSuccess;
+}
+
+static ncclResult_t tp_devices(int* n) {
+  *n = 1;
+  return ncclSuccess;
+}
+
+static ncclResult_t tp_props(int dev, struct props_v8* p) {
+  if (dev != 0) return ncclInvalidArgument;
+  memset(p, 0, sizeof *p);
+  p->name = "tp0";
+  p->pciPath = NULL;
+  p->ptrSupport = 0x1; /* host memory */
+  p->speed = 10000;
+  p->maxComms = 65536;
+  p->maxRecvs = MAX_RECV;
+  return ncclSuccess;
+}
+
+/* The address to listen on. */
+static int pick_addr(struct sockaddr_in* out) {
+  const char* want = getenv("NCCL_SOCKET_IFNAME");
+  struct ifaddrs *list, *lo = NULL, *any = NULL, *match = NULL;
+  if (getifaddrs(&list) != 0) return -1;
+  for (struct ifaddrs* i = list; i != NULL; i = i->ifa_next) {
+    if (i->ifa_addr == NULL || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP))
+      continue;
+    if (want && *want && *want != '^' && strncmp(i->ifa_name, want, strcspn(want, ",")) == 0 &&
+        !match)
+      match = i;
+    if ((i->ifa_flags & IFF_LOOPBACK) && !lo) lo = i;
+    if (!(i->ifa_flags & IFF_LOOPBACK) && !any) any = i;
+  }
+  struct ifaddrs* pick = match ? match : any ? any : lo;
+  if (pick) memcpy(out, pick->ifa_addr, sizeof *out);
+  freeifaddrs(list);
+  return pick ? 0 : -1;
+}
+
+static ncclResult_t tp_listen(int dev, void* handle, void** listen_comm) {
+  struct handle h = {.magic = MAGIC};
+  socklen_t len = sizeof h.addr;
+  struct listener* l = calloc(1, sizeof *l);
+  if (l == NULL || pick_addr(&h.addr) != 0) return free(l), ncclSystemError;
+  h.addr.sin_port = 0;
+  l->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (l->fd < 0 || bind(l->fd, (struct sockaddr*)&h.addr, sizeof h.addr) != 0 ||
+      listen(l->fd, 128) != 0 || getsockname(l->fd, (struct sockaddr*)&h.addr, &len) != 0 ||
+      getrandom(&l->token, sizeof l->token, 0) != sizeof l->token) {
+    if (l->fd >= 0) close(l->fd);
+    free(l);
+    return ncclSystemError;
+  }
+  h.token = l->token;
+  memset(handle, 0, 128);
+  memcpy(handle, &h, sizeof h);
+  *listen_comm = l;
+  return ncclSuccess;
+}
+
+static struct comm* comm_new(int fd, int is_send) {
+  struct comm* c = calloc(1, sizeof *c);
+  int one = 1;
+  if (c == NULL) return NULL;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  c->fd = fd;
+  c->is_send = is_send;
+  return c;
+}
+
+static ncclResult_t tp_connect(int dev, void* handle, void** send_comm, void** dev_handle) {
+  struct handle h;
+  memcpy(&h, handle, sizeof h);
+  *send_comm = NULL;
+  if (h.magic != MAGIC) return ncclInvalidArgument;
+  if (h.stage_fd == 0) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return ncclSystemError;
+    if (connect(fd, (struct sockaddr*)&h.addr, sizeof h.addr) != 0 && errno != EINPROGRESS) {
+      close(fd);
+      return ncclRemoteError;
+    }
+    h.stage_fd = fd + 1;
+    memcpy(handle, &h, sizeof h);
+  }
+  int fd = h.stage_fd - 1, err = 0;
+  socklen_t len = sizeof err;
+  struct pollfd p = {.fd = fd, .events = POLLOUT};
+  if (poll(&p, 1, 0) <= 0) return ncclSuccess;
+  h.stage_fd = 0;
+  memcpy(handle, &h, sizeof h);
+  /* a fresh socket takes 8 bytes at once */
+  if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0 ||
+      send(fd, &h.token, sizeof h.token, MSG_NOSIGNAL) != sizeof h.token) {
+    close(fd);
+    return ncclRemoteError;
+  }
+  *send_comm = comm_new(fd, 1);
+  return *send_comm ? ncclSuccess : ncclSystemError;
+}
+
+static ncclResult_t tp_accept(void* listen_comm, void** recv_comm, void** dev_handle) {
+  struct listener* l = listen_comm;
+  *recv_comm = NULL;
+  if (l->pending <= 0) {
+    int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return ncclSuccess;
+    l->pending = fd + 1;
+    l->got = 0;
+  }
+  int fd = l->pending - 1;
+  while (l->got < sizeof l->tok) {
+    ssize_t k = recv(fd, (char*)&l->tok + l->got, sizeof l->tok - l->got, MSG_DONTWAIT);
+    if (k < 0 && (errno == EAGAIN || errno == EINTR)) return ncclSuccess;
+    if (k <= 0) break;
+    l->got += (size_t)k;
+  }
+  l->pending = 0;
+  if (l->got < sizeof l->tok || l->tok != l->token) { /* a stranger */
+    close(fd);
+    return ncclSuccess;
+  }
+  *recv_comm = comm_new(fd, 0);
+  return *recv_comm ? ncclSuccess : ncclSystemError;
+}
+
+static ncclResult_t tp_reg_mr(void* comm, void* data, size_t size, int type, void** mhandle) {
+  if (type != 0x1) return ncclInvalidArgument;
+  *mhandle = malloc(1);
+  return *mhandle ? ncclSuccess : ncclSystemError;
+}
+
+static ncclResult_t tp_reg_mr_dmabuf(void* comm, void* data, size_t size, int type,
+                                     uint64_t offset, int fd, void** mhandle) {
+  return ncclInvalidUsage;
+}
+
+static ncclResult_t tp_dereg_mr(void* comm, void* mhandle) {
+  free(mhandle);
+  return ncclSuccess;
+}
+
+static struct req* req_new(struct comm* c) {
+  for (int i = 0; i < MAX_REQS; i++)
+    if (!c->reqs[i].used) {
+      struct req* r = &c->reqs[i];
+      memset(r, 0, sizeof *r);
+      r->used = 1;
+      r->comm = c;
+      r->seq = c->posted++;
+      return r;
+    }
+  return NULL;
+}
+
+static struct req* req_cur(struct comm* c) {
+  for (int i = 0; i < MAX_REQS; i++)
+    if (c->reqs[i].used && c->reqs[i].seq == c->cur) return &c->reqs[i];
+  return NULL;
+}
+
+/* Moves bytes of the current messages; -1 when the connection failed. */
+static int progress(struct comm* c) {
+  struct req* r;
+  while (!c->failed && (r = req_cur(c)) != NULL) {
+    size_t hs = sizeof c->h;
+    if (c->is_send && c->off == 0) c->h = (struct hdr){r->tag[0], 0, r->size[0]};
+    size_t total = hs + (c->off >= hs || c->is_send ? (size_t)c->h.size : 0);
+    if (c->off < total) {
+      char* p = c->off < hs ? (char*)&c->h + c->off : r->data[c->buf] + (c->off - hs);
+      size_t want = (c->off < hs ? hs : total) - c->off;
+      ssize_t k = c->is_send ? send(c->fd, p, want, MSG_DONTWAIT | MSG_NOSIGNAL)
+                             : recv(c->fd, p, want, MSG_DONTWAIT);
+      if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 0;
+      if (k <= 0) return c->failed = 1, -1;
+      c->off += (size_t)k;
+      if (!c->is_send && c->off == hs) { /* match the header to a buffer */
+        c->buf = -1;
+        for (int i = 0; i < r->n && c->buf < 0; i++)
+          if (!r->have[i] && r->tag[i] == c->h.tag) c->buf = i;
+        if (c->buf < 0 || c->h.size > r->size[c->buf]) return c->failed = 1, -1;
+        r->have[c->buf] = 1;
+        r->got[c->buf] = (size_t)c->h.size;
+      }
+      continue;
+    }
+    c->off = 0;
+    if (++r->matched == r->n) r->done = 1, c->cur++;
+  }
+  return c->failed ? -1 : 0;
+}
+
+static ncclResult_t tp_isend(void* send_comm, void* data, int size, int tag, void* mhandle,
+                             void** request) {
+  struct comm* c = send_comm;
+  struct req* r = req_new(c);
+  *request = NULL;
+  if (size < 0) return ncclInvalidArgument;
+  if (r == NULL) return ncclSuccess;
+  r->n = 1;
+  r->data[0] = data;
+  r->size[0] = (size_t)size;
+  r->tag[0] = tag;
+  *request = r;
+  return progress(c) < 0 ? ncclRemoteError : ncclSuccess;
+}
+
+static ncclResult_t tp_irecv(void* recv_comm, int n, void** data, int* sizes, int* tags,
+                             void** mhandles, void** request) {
+  struct comm* c = recv_comm;
+  *request = NULL;
+  if (n < 1 || n > MAX_RECV) return ncclInvalidArgument;
+  struct req* r = req_new(c);
+  if (r == NULL) return ncclSuccess;
+  r->n = n;
+  for (int i = 0; i < n; i++) {
+    r->data[i] = data[i];
+    r->size[i] = sizes[i] < 0 ? 0 : (size_t)sizes[i];
+    r->tag[i] = tags[i];
+  }
+  *request = r;
+  return progress(c) < 0 ? ncclRemoteError : ncclSuccess;
+}
+
+static ncclResult_t tp_iflush(void* recv_comm, int n, void** data, int* sizes, void** mhandles,
+                              void** request) {
+  *request = NULL;
+  return ncclSuccess;
+}
+
+static ncclResult_t tp_test(void* request, int* done, int* sizes) {
+  struct req* r = request;
+  struct comm* c = r->comm;
+  *done = 0;
+  if (!r->done && progress(c) < 0) return ncclRemoteError;
+  if (!r->done) return ncclSuccess;
+  *done = 1;
+  for (int i = 0; i < r->n; i++) {
+    size_t moved = c->is_send ? r->size[i] : r->got[i];
+    if (sizes) sizes[i] = (int)moved;
+    c->bytes += moved;
+    c->msgs++;
+  }
+  r->used = 0;
+  return ncclSuccess;
+}
+
+/* The report of a comm: a log line, and a line in MONEL_TEST_PLUGIN_LOG if set. */
+static void report(struct comm* c) {
+  const char* path = getenv("MONEL_TEST_PLUGIN_LOG");
+  char line[128];
+  int n = snprintf(line, sizeof line, "%s %llu %llu\n", c->is_send ? "send" : "recv", c->bytes,
+                   c->msgs);
+  LOG("closing a %s comm: %llu bytes in %llu messages", c->is_send ? "send" : "receive", c->bytes,
+      c->msgs);
+  if (path == NULL || *path == '\0') return;
+  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  if (write(fd, line, (size_t)n) != n) LOG("could not write to %s", path);
+  close(fd);
+}
+
+static ncclResult_t tp_close(void* comm) {
+  struct comm* c = comm;
+  report(c);
+  close(c->fd);
+  free(c);
+  return ncclSuccess;
+}
+
+static ncclResult_t tp_close_listen(void* listen_comm) {
+  struct listener* l = listen_comm;
+  if (l->pending > 0) close(l->pending - 1);
+  close(l->fd);
+  free(l);
+  return ncclSuccess;
+}
+
+/* The table NCCL-compatible cores look up; its layout is interface v8's. */
+struct net_v8 {
+  const char* name;
+  ncclResult_t (*init)(logger_t);
+  ncclResult_t (*devices)(int*);
+  ncclResult_t (*getProperties)(int, struct props_v8*);
+  ncclResult_t (*listen)(int, void*, void**);
+  ncclResult_t (*connect)(int, void*, void**, void**);
+  ncclResult_t (*accept)(void*, void**, void**);
+  ncclResult_t (*regMr)(void*, void*, size_t, int, void**);
+  ncclResult_t (*regMrDmaBuf)(void*, void*, size_t, int, uint64_t, int, void**);
+  ncclResult_t (*deregMr)(void*, void*);
+  ncclResult_t (*isend)(void*, void*, int, int, void*, void**);
+  ncclResult_t (*irecv)(void*, int, void**, int*, int*, void**, void**);
+  ncclResult_t (*iflush)(void*, int, void**, int*, void**, void**);
+  ncclResult_t (*test)(void*, int*, int*);
+  ncclResult_t (*closeSend)(void*);
+  ncclResult_t (*closeRecv)(void*);
+  ncclResult_t (*closeListen)(void*);
+  void* getDeviceMr;
+  void* irecvConsumed;
+};
+
+__attribute__((visibility("default"))) const struct net_v8 ncclNetPlugin_v8 = {
+    .name = "TestV8",
+    .init = tp_init,
+    .devices = tp_devices,
+    .getProperties = tp_props,
+    .listen = tp_listen,
+    .connect = tp_connect,
+    .accept = tp_accept,
+    .regMr = tp_reg_mr,
+    .regMrDmaBuf = tp_reg_mr_dmabuf,
+    .deregMr = tp_dereg_mr,
+    .isend = tp_isend,
+    .irecv = tp_irecv,
+    .iflush = tp_iflush,
+    .test = tp_test,
+    .closeSend = tp_close,
+    .closeRecv = tp_close,
+    .closeListen = tp_close_listen,
+    .getDeviceMr = NULL,
+    .irecvConsumed = NULL,
+};
