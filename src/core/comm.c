@@ -245,13 +245,14 @@ void comm_abort(struct ncclComm* comm) {
 
 void comm_fail(struct ncclComm* comm, ncclResult_t res, const char* fmt, ...) {
   int expected = 0;
-  if (!__atomic_compare_exchange_n(&comm->failed, &expected, 1, 0, __ATOMIC_ACQ_REL,
+  if (!__atomic_compare_exchange_n(&comm->failing, &expected, 1, 0, __ATOMIC_ACQ_REL,
                                    __ATOMIC_ACQUIRE))
     return;
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(comm->fail_msg, sizeof comm->fail_msg, fmt, ap);
   va_end(ap);
+  __atomic_store_n(&comm->failed, 1, __ATOMIC_RELEASE); /* fail_msg is complete */
   WARN("%s", comm->fail_msg);
   ncclResult_t prev = ncclSuccess;
   __atomic_compare_exchange_n(&comm->async_error, &prev, res, 0, __ATOMIC_ACQ_REL,

@@ -39,7 +39,8 @@ struct ncclComm {
   int abort_flag;           /* atomic: set by ncclCommAbort */
   ncclResult_t async_error; /* atomic: ncclInProgress while a nonblocking init runs */
   char fail_msg[512];       /* the sentence of the first failure comm_fail recorded */
-  int failed;               /* atomic: comm_fail ran (fail_msg is set) */
+  int failing;              /* atomic: comm_fail claimed the comm (first caller only) */
+  int failed;               /* atomic: set once fail_msg is complete */
   uint64_t seq;             /* operations enqueued so far */
   uint64_t comm_hash;       /* names the comm in logs */
   struct boot* boot;
