@@ -117,8 +117,8 @@ struct netp_v8 {
   ncclResult_t (*dereg_mr)(void* comm, void* mhandle);
   ncclResult_t (*isend)(void* send_comm, void* data, int size, int tag, void* mhandle,
                         void** request);
-  ncclResult_t (*irecv)(void* recv_comm, int n, void** data, int* sizes, int* tags,
-                        void** mhandles, void** request);
+  ncclResult_t (*irecv)(void* recv_comm, int n, void** data, int* sizes, int* tags, void** mhandles,
+                        void** request);
   ncclResult_t (*iflush)(void* recv_comm, int n, void** data, int* sizes, void** mhandles,
                          void** request);
   ncclResult_t (*test)(void* request, int* done, int* sizes);

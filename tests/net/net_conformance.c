@@ -195,8 +195,8 @@ TEST(net_connect_accept_never_block) {
 /* Sizes around the inline limit, pieces, and one message of 64 MB. */
 TEST(net_sizes_byte_exact) {
   const struct net* n = the_net();
-  const size_t sizes[] = {0, 1, 7, 4096, 65535, 65536, 65537, 131072 + 60, (1 << 20) + 3,
-                          64u << 20};
+  const size_t sizes[] = {0,     1,     7,           4096,          65535,
+                          65536, 65537, 131072 + 60, (1 << 20) + 3, 64u << 20};
   struct pair p;
   pair_open(n, &p);
   for (int i = 0; i < (int)(sizeof sizes / sizeof *sizes); i++) {
@@ -283,9 +283,9 @@ TEST(net_grouped_irecv_by_tag) {
     for (int j = 0; j < g; j++) {
       int i = (j + round + 1) % g; /* another order than the receive's */
       src[i] = filled(round * 10 + i, (size_t)(i + 1) * 33333 * (size_t)round);
-      CHECK_RES(n->isend(p.s, src[i], (size_t)(i + 1) * 33333 * (size_t)round, 100 + i, NULL,
-                         &sreq[j]),
-                ncclSuccess);
+      CHECK_RES(
+          n->isend(p.s, src[i], (size_t)(i + 1) * 33333 * (size_t)round, 100 + i, NULL, &sreq[j]),
+          ncclSuccess);
       CHECK(sreq[j] != NULL);
     }
     double t0 = test_now();
@@ -643,10 +643,14 @@ static void chosen(const char* plugin, const char* net, char* out, size_t len) {
   pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
-    if (plugin) setenv("NCCL_NET_PLUGIN", plugin, 1);
-    else unsetenv("NCCL_NET_PLUGIN");
-    if (net) setenv("NCCL_NET", net, 1);
-    else unsetenv("NCCL_NET");
+    if (plugin)
+      setenv("NCCL_NET_PLUGIN", plugin, 1);
+    else
+      unsetenv("NCCL_NET_PLUGIN");
+    if (net)
+      setenv("NCCL_NET", net, 1);
+    else
+      unsetenv("NCCL_NET");
     param_reload();
     const struct net* n = NULL;
     int dev = -1;
@@ -680,20 +684,22 @@ TEST(plugin_loader_rules) {
   const char* path = getenv("NCCL_NET_PLUGIN");
   CHECK(path != NULL && strchr(path, '/') != NULL);
   expect(path, NULL, "TestV8");
-  expect("testv8", NULL, "TestV8");            /* NAME -> libnccl-net-NAME.so */
+  expect("testv8", NULL, "TestV8");                /* NAME -> libnccl-net-NAME.so */
   expect("libnccl-net-testv8.so", NULL, "TestV8"); /* a full library name, as is */
-  expect("nosuch,testv8", NULL, "TestV8");     /* a list, tried in order */
+  expect("nosuch,testv8", NULL, "TestV8");         /* a list, tried in order */
   expect("none", NULL, "Socket");
   expect("NONE", NULL, "Socket");
-  expect("nosuch", NULL, "Socket");        /* not found: the built-in network */
-  expect("libm.so.6", NULL, "Socket");     /* no ncclNetPlugin_v* symbol */
-  expect(path, "Socket", "Socket");        /* NCCL_NET=Socket forces the built-in one */
-  expect(path, "testv8", "TestV8");        /* by name, any case */
-  expect(path, "IB", "error 5");           /* a name nobody has: ncclInvalidUsage */
+  expect("nosuch", NULL, "Socket");    /* not found: the built-in network */
+  expect("libm.so.6", NULL, "Socket"); /* no ncclNetPlugin_v* symbol */
+  expect(path, "Socket", "Socket");    /* NCCL_NET=Socket forces the built-in one */
+  expect(path, "testv8", "TestV8");    /* by name, any case */
+  expect(path, "IB", "error 5");       /* a name nobody has: ncclInvalidUsage */
   expect("none", "TestV8", "error 5");
   void* lib = dlopen("libnccl-net.so", RTLD_NOW | RTLD_LOCAL);
-  if (lib == NULL) expect(NULL, NULL, "Socket"); /* unset: libnccl-net.so, absent here */
-  else dlclose(lib);
+  if (lib == NULL)
+    expect(NULL, NULL, "Socket"); /* unset: libnccl-net.so, absent here */
+  else
+    dlclose(lib);
 }
 
 /* v8 carries int sizes: a larger send is refused with a sentence; the v8 properties say so. */

@@ -226,8 +226,8 @@ static ncclResult_t tp_reg_mr(void* comm, void* data, size_t size, int type, voi
   return *mhandle ? ncclSuccess : ncclSystemError;
 }
 
-static ncclResult_t tp_reg_mr_dmabuf(void* comm, void* data, size_t size, int type,
-                                     uint64_t offset, int fd, void** mhandle) {
+static ncclResult_t tp_reg_mr_dmabuf(void* comm, void* data, size_t size, int type, uint64_t offset,
+                                     int fd, void** mhandle) {
   return ncclInvalidUsage;
 }
 
