@@ -11,8 +11,8 @@ static void expect(uint64_t eager, uint64_t done_seq, int running, uint64_t want
   if (issued != want_issued || done != want_done) {
     fprintf(stderr, "eager %llu done_seq %llu running %d: issued %llu done %llu, want %llu %llu\n",
             (unsigned long long)eager, (unsigned long long)done_seq, running,
-            (unsigned long long)issued, (unsigned long long)done,
-            (unsigned long long)want_issued, (unsigned long long)want_done);
+            (unsigned long long)issued, (unsigned long long)done, (unsigned long long)want_issued,
+            (unsigned long long)want_done);
     exit(1);
   }
 }
