@@ -190,16 +190,7 @@ static ncclResult_t add_msg(void* ctx, const struct task* t, char* buf, size_t b
   struct ce_list* l = ctx;
   struct gpu_comm* g = l->g;
   if (bytes == 0) return ncclSuccess;
-  if (l->n == g->ce_cap) {
-    int cap = g->ce_cap ? 2 * g->ce_cap : 64;
-    struct ce_msg* p = realloc(g->ce_msgs, (size_t)cap * sizeof *p);
-    if (p == NULL) {
-      WARN("%s #%llu: out of host memory listing its messages", coll_name(t->coll),
-           (unsigned long long)t->seq);
-      return ncclSystemError;
-    }
-    g->ce_msgs = p, g->ce_cap = cap;
-  }
+  NCCLCHECK(gpu_list_grow((void**)&g->ce_msgs, &g->ce_cap, l->n, sizeof *g->ce_msgs, t));
   g->ce_msgs[l->n++] = (struct ce_msg){buf, bytes, peer, is_send};
   return ncclSuccess;
 }

@@ -151,6 +151,9 @@ ncclResult_t gpu_host_fifo_alloc(struct gpu_comm* g, size_t len, struct gpu_mem*
 ncclResult_t gpu_net_connect(struct ncclComm* comm, struct gpu_comm* g);
 void gpu_net_free(struct ncclComm* comm, struct gpu_comm* g, int kernels_over);
 
+/* p2p.c: makes room for element n of a message list (*cap elements of elem bytes); the WARN
+ * names the task. */
+ncclResult_t gpu_list_grow(void** list, int* cap, int n, size_t elem, const struct task* t);
 /* p2p.c: run the messages of Send/Recv/AlltoAll(v)/Gather/Scatter tasks together. */
 int gpu_p2p_channels(int nchannels_max);
 ncclResult_t gpu_p2p_run(struct ncclComm* comm, struct task* const* tasks, int ntasks);

@@ -62,20 +62,24 @@ static int msg_channels(const struct gpu_comm* g, int n, const struct task* t, s
   return tune_blocks(&in);
 }
 
+ncclResult_t gpu_list_grow(void** list, int* cap, int n, size_t elem, const struct task* t) {
+  if (n < *cap) return ncclSuccess;
+  int want = *cap ? 2 * *cap : 64;
+  void* p = realloc(*list, (size_t)want * elem);
+  if (p == NULL) {
+    WARN("%s #%llu: out of host memory listing its messages", coll_name(t->coll),
+         (unsigned long long)t->seq);
+    return ncclSystemError;
+  }
+  *list = p, *cap = want;
+  return ncclSuccess;
+}
+
 static ncclResult_t add_msg(void* ctx, const struct task* t, char* buf, size_t bytes, int peer,
                             int is_send) {
   struct msgs* m = ctx;
   struct gpu_comm* g = m->g;
-  if (m->n == g->msg_cap) {
-    int cap = g->msg_cap ? 2 * g->msg_cap : 64;
-    struct gmsg* p = realloc(g->msgs, (size_t)cap * sizeof *p);
-    if (p == NULL) {
-      WARN("%s #%llu: out of host memory listing its messages", coll_name(t->coll),
-           (unsigned long long)t->seq);
-      return ncclSystemError;
-    }
-    g->msgs = p, g->msg_cap = cap;
-  }
+  NCCLCHECK(gpu_list_grow((void**)&g->msgs, &g->msg_cap, m->n, sizeof *g->msgs, t));
   g->msgs[m->n++] = (struct gmsg){buf, bytes, peer, is_send, msg_channels(g, m->nranks, t, bytes)};
   return ncclSuccess;
 }
