@@ -140,14 +140,16 @@ static int kill_rank(int rank, int nranks, ncclUniqueId id, void* arg) {
 
 struct aborter {
   ncclComm_t comm;
+  int waiting; /* the enqueuing thread is about to wait on its stream */
   double started, took;
   ncclResult_t res;
 };
 
 static void* abort_later(void* arg) {
   struct aborter* a = arg;
-  struct timespec ts = {0, 500 * 1000 * 1000};
-  nanosleep(&ts, NULL); /* let the enqueuing thread block on its stream first */
+  double t0 = now();
+  while (!__atomic_load_n(&a->waiting, __ATOMIC_ACQUIRE) && now() - t0 < 10) {
+  }
   a->started = now();
   a->res = ncclCommAbort(a->comm);
   a->took = now() - a->started;
@@ -165,9 +167,10 @@ static int threads_case(void) {
   CK(cudaMalloc((void**)&r, COUNT * sizeof(float)));
   CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   for (int i = 0; i < 3; i++) NK(ncclAllReduce(s, r, COUNT, ncclFloat, ncclSum, comms[0], st));
-  struct aborter a = {comms[0], 0, 0, ncclInternalError};
+  struct aborter a = {comms[0], 0, 0, 0, ncclInternalError};
   pthread_t th;
   pthread_create(&th, NULL, abort_later, &a);
+  __atomic_store_n(&a.waiting, 1, __ATOMIC_RELEASE);
   cudaError_t e = cudaStreamSynchronize(st);
   double waited = now() - a.started;
   pthread_join(th, NULL);
