@@ -24,6 +24,16 @@
 #include "core/check.h"
 #include "transport/gpu_fifo.h"
 
+/* Testing a receive costs the network a system call (TCP reads its control socket), and a comm
+ * keeps one receive connection per channel and peer, most of them idle. A receive connection is
+ * tested on every pass while it is hot (its kernel wants a step not received yet, or a step came
+ * within the last HOT_PASSES passes: a stream in flight), and every COLD_EVERY passes otherwise,
+ * so that data sent ahead is still taken in and a peer that went away is still noticed. A pass
+ * then costs a system call per connection in use, not per connection, and a small operation's
+ * latency is about a pass per hop. */
+#define HOT_PASSES 4096
+#define COLD_EVERY 32
+
 struct conn {
   struct fifo_net_spec s;
   int used;
@@ -33,6 +43,7 @@ struct conn {
   void* comm; /* send or receive comm */
   void* mh;
   uint64_t posted, done;
+  uint64_t hot_until; /* the pass until which a receive connection is tested on every pass */
   ncclResult_t closed; /* a receive failed with ncclRemoteError: the peer went away */
   void* req[GPU_FIFO_MAX_SLOTS];
 };
@@ -52,6 +63,7 @@ struct fifo_net {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct fifo_net* started; /* sets the proxy thread progresses */
 static int nstarted;             /* atomic */
+static uint64_t pass;            /* passes of fifo_net_progress, under lock */
 
 static uint64_t* word(const struct conn* c, size_t off) {
   return (uint64_t*)(c->s.fifo + off);
@@ -342,13 +354,20 @@ static int progress_recv(struct fifo_net* f, struct conn* c, int* moved) {
     c->posted++;
     *moved = 1;
   }
-  return complete(f, c, moved);
+  if (__atomic_load_n(word(c, GPU_FIFO_WANT), __ATOMIC_ACQUIRE) > c->done)
+    c->hot_until = pass + HOT_PASSES;
+  if (pass >= c->hot_until && pass % COLD_EVERY != 0) return 1;
+  uint64_t before = c->done;
+  int ok = complete(f, c, moved);
+  if (c->done != before) c->hot_until = pass + HOT_PASSES;
+  return ok;
 }
 
 int fifo_net_progress(void) {
   int moved = 0;
   if (__atomic_load_n(&nstarted, __ATOMIC_ACQUIRE) == 0) return 0;
   pthread_mutex_lock(&lock);
+  pass++;
   for (struct fifo_net* f = started; f; f = f->next) {
     if (__atomic_load_n(&f->failed, __ATOMIC_ACQUIRE)) continue;
     for (int i = 0; i < f->nconns; i++) {
@@ -370,4 +389,5 @@ void fifo_net_forget(void) {
   pthread_mutex_init(&lock, NULL);
   started = NULL;
   nstarted = 0;
+  pass = 0;
 }
