@@ -144,6 +144,11 @@ static int size_class(size_t bytes) {
   return k;
 }
 
+int algo_allowed(enum coll_kind coll, enum algo_id a) {
+  pthread_once(&cfg.once, load);
+  return cfg.res == ncclSuccess && (cfg.allowed[coll] >> a & 1u);
+}
+
 ncclResult_t algo_choose(const struct ncclComm* comm, const struct task* t, enum algo_id* out) {
   pthread_once(&cfg.once, load);
   unsigned avail = algo_available(t->coll);

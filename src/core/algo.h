@@ -37,6 +37,9 @@ unsigned algo_available(enum coll_kind coll);
  * ncclInvalidUsage and writes a sentence into err. */
 ncclResult_t algo_parse(const char* s, unsigned allowed[COLL_COUNT], char* err, size_t errlen);
 
+/* 1 when NCCL_ALGO (parsed once) allows algorithm a for coll; 0 also when it does not parse. */
+int algo_allowed(enum coll_kind coll, enum algo_id a);
+
 /* The algorithm for task t on comm (a collective with algo_available != 0): NCCL_ALGO (parsed
  * once per process) intersected with what the collective has, cheapest by the cost model.
  * ncclInvalidUsage with a WARN naming the cause when nothing is left. */

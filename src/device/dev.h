@@ -184,6 +184,29 @@ struct dev_p2p_args {
   struct dev_p2p_op ops[DEV_P2P_MAX_OPS];
 };
 
+/* One-hop AllReduce over the point-to-point FIFOs (channel 0), for small buffers when some peer
+ * is across the network, where each hop costs a trip through the proxies: every rank sends its
+ * whole input to every peer in one step, waits for every peer's, and folds the n inputs in rank
+ * order (the bits of the one-shot LL kernel, the same on every rank). One block; the buffer fits
+ * one slot (count * size of dtype <= slot_bytes). The FIFOs and step counters are those of
+ * dev_p2p_args, one step per peer and direction, so Send/Recv on them stay in step. */
+struct dev_onehop_args {
+  const void* in;
+  void* out;
+  size_t count;
+  int rank, nranks;
+  int dtype, op;
+  unsigned char scalar[8];
+  const void* device_scalar;
+  int nch, nslots; /* of the point-to-point FIFOs (steps are DEV_STEP_WORDS per peer and channel) */
+  size_t slot_bytes;
+  unsigned sysmem; /* bit r: my FIFO for peer r is pinned host memory */
+  uint64_t* steps;
+  struct dev_ctl ctl;
+  char* send_fifo[DEV_MAX_PEERS]; /* channel 0 FIFO I fill for peer r (or my mirror of it) */
+  char* recv_fifo[DEV_MAX_PEERS]; /* my channel 0 FIFO that peer r fills */
+};
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -194,6 +217,9 @@ cudaError_t dev_oneshot_launch(const struct dev_oneshot_args* args, cudaStream_t
 /* Launch a list of point-to-point messages: one block per entry of args->blocks. */
 cudaError_t dev_p2p_launch(const struct dev_p2p_args* args, cudaStream_t stream);
 cudaError_t dev_p2p_preload(void);
+/* Launch a one-hop AllReduce: one block of DEV_NTHREADS threads. */
+cudaError_t dev_onehop_launch(const struct dev_onehop_args* args, cudaStream_t stream);
+cudaError_t dev_onehop_preload(int dtype, int op);
 /* Load the kernels of (dtype, op) (dtype an ncclDataType_t, op a RED_* kind) on the current
  * device, so that no first launch pays for lazy module loading. */
 cudaError_t dev_ring_preload(int dtype, int op);

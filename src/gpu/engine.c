@@ -10,7 +10,9 @@
  * turns the one-shot path off.
  *
  * Across hosts (gpu/net.c) the ring follows topo_ring_order() (one crossing per host), each hop to
- * another host is a network connection driven by the proxy thread, and the one-shot path is off;
+ * another host is a network connection driven by the proxy thread, and the one-shot LL path is
+ * off; a small AllReduce runs in one hop over the point-to-point FIFOs instead (device/onehop.cu,
+ * MONEL_NET_ONEHOP_MAX);
  * nothing changes at enqueue, so CUDA graphs capture the same launches. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +21,7 @@
 #include <sched.h>
 #include <time.h>
 #include "boot/boot.h"
+#include "core/algo.h"
 #include "core/check.h"
 #include "core/param.h"
 #include "core/watch_report.h"
@@ -130,6 +133,15 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
     NCCLCHECK(gpu_connect_p2p(comm, g));
   }
   if (n > 1) NCCLCHECK(gpu_net_connect(comm, g));
+  g->onehop_ok = multi && g->p2p_ok && gpu_net_any(comm) && param_int(PARAM_NET_ONEHOP_MAX) > 0 &&
+                 algo_allowed(COLL_ALLREDUCE, ALGO_ONESHOT);
+  if (g->onehop_ok) {
+    for (int dt = 0; dt < ncclNumTypes; dt++)
+      for (int op = RED_SUM; op <= RED_PREMULSUM; op++) CUDACHECK(dev_onehop_preload(dt, op));
+    INFO(LOG_INIT | LOG_NET,
+         "comm %p rank %d: AllReduce in one hop while (nranks-1) x bytes <= %lld", (void*)comm,
+         comm->rank, (long long)param_int(PARAM_NET_ONEHOP_MAX));
+  }
   NCCLCHECK(gpu_ce_setup(comm, g));
   if (g->host_fifos) {
     /* Every peer has mapped my host segments: their names can go. */
@@ -223,6 +235,30 @@ static ncclResult_t launch_oneshot(struct ncclComm* comm, struct gpu_comm* g, st
   a.ctl = gpu_ctl(g, t->seq, t->seq, t->stream);
   memcpy(a.peer_ll, g->peer_ll, sizeof a.peer_ll);
   return launched(comm, t, dev_oneshot_launch(&a, t->stream));
+}
+
+/* One-hop AllReduce (device/onehop.cu) over the point-to-point FIFOs' channel 0. */
+static ncclResult_t launch_onehop(struct ncclComm* comm, struct gpu_comm* g, struct task* t) {
+  struct dev_onehop_args a;
+  memset(&a, 0, sizeof a);
+  a.in = t->sendbuff;
+  a.out = t->recvbuff;
+  a.count = t->count;
+  a.rank = comm->rank;
+  a.nranks = comm->nranks;
+  a.dtype = (int)t->dtype;
+  a.op = t->op.kind;
+  memcpy(a.scalar, t->op.scalar, sizeof a.scalar);
+  a.device_scalar = t->op.device_scalar;
+  a.nch = g->p2p_nch;
+  a.nslots = g->p2p_nslots;
+  a.slot_bytes = g->p2p_slot_bytes;
+  a.sysmem = g->p2p_sysmem;
+  a.steps = g->p2p_steps;
+  memcpy(a.send_fifo, g->p2p_send, sizeof a.send_fifo);
+  memcpy(a.recv_fifo, g->p2p_recv, sizeof a.recv_fifo);
+  a.ctl = gpu_ctl(g, t->seq, t->seq, t->stream);
+  return launched(comm, t, dev_onehop_launch(&a, t->stream));
 }
 
 static int reduces(enum coll_kind c) {
@@ -319,6 +355,10 @@ static ncclResult_t launch_task(struct ncclComm* comm, struct gpu_comm* g, struc
     if (g->ll_ok && g->proto_ll && bytes <= DEV_LL_MAX_BYTES &&
         bytes * (size_t)(comm->nranks - 1) <= limit)
       return launch_oneshot(comm, g, t);
+    /* Across the network: one hop while each rank's sends stay within MONEL_NET_ONEHOP_MAX. */
+    if (t->coll == COLL_ALLREDUCE && g->onehop_ok && bytes <= g->p2p_slot_bytes &&
+        bytes * (size_t)(comm->nranks - 1) <= (size_t)param_int(PARAM_NET_ONEHOP_MAX))
+      return launch_onehop(comm, g, t);
   }
   return launch_ring(comm, g, t);
 }

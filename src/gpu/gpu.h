@@ -57,6 +57,8 @@ struct gpu_comm {
   uint64_t* steps;         /* device: DEV_STEP_WORDS counters per channel */
   /* One-shot LL AllReduce (dev.h): usable when every rank mapped every peer's buffer. */
   int ll_ok;
+  int onehop_ok; /* one-hop AllReduce allowed: a peer across the network, point-to-point FIFOs
+                   to every peer, NCCL_ALGO allows OneShot for allreduce */
   int proto_ll, proto_simple;   /* allowed by NCCL_PROTO */
   struct gpu_mem ll_mem;        /* my LL buffer, on my GPU */
   uint32_t* ll_seq;             /* device: launches so far, per block */

@@ -43,7 +43,7 @@ struct conn {
   void* comm; /* send or receive comm */
   void* mh;
   uint64_t posted, done;
-  uint64_t hot_until; /* the pass until which a receive connection is tested on every pass */
+  uint64_t hot_until;  /* the pass until which a receive connection is tested on every pass */
   ncclResult_t closed; /* a receive failed with ncclRemoteError: the peer went away */
   void* req[GPU_FIFO_MAX_SLOTS];
 };

@@ -429,7 +429,9 @@ static void usage(FILE* f) {
              "              [--ops LIST] [--counts LIST] [--large N] [--quick] [--every-root]\n"
              "              [--graph]\n"
              "              [--capture global|thread|relaxed] [--allow-unsupported]\n"
-             "              [--timeout SECONDS] [-v]\n"
+             "              [--timeout SECONDS] [--share-gpus] [-v]\n"
+             "  --share-gpus: more ranks than GPUs (threads, all) share them, rank r on GPU\n"
+             "          r mod count (Monel allows it; NCCL refuses duplicate GPUs)\n"
              "  --mode procs runs under monelrun: monelrun -n N matrix --mode procs\n"
              "  colls:  allreduce broadcast reduce allgather reducescatter alltoall alltoallv\n"
              "          gather scatter sendrecv (or all)\n"
@@ -503,6 +505,7 @@ static void parse(int argc, char** argv) {
                                            {"graph", no_argument, 0, 'g'},
                                            {"capture", required_argument, 0, 'G'},
                                            {"allow-unsupported", no_argument, 0, 'u'},
+                                           {"share-gpus", no_argument, NULL, 'S'},
                                            {"timeout", required_argument, 0, 't'},
                                            {"plant-error", no_argument, 0, 'P'},
                                            {"verbose", no_argument, 0, 'v'},
@@ -582,6 +585,9 @@ static void parse(int argc, char** argv) {
     case 'u':
       opt.allow_unsupported = 1;
       break;
+    case 'S':
+      opt.share_gpus = 1;
+      break;
     case 't':
       opt.timeout = atoi(optarg);
       break;
@@ -660,7 +666,7 @@ int main(int argc, char** argv) {
   } else {
     if (opt.n == 0) opt.n = opt.device ? (ngpus < 8 ? ngpus : 8) : 4;
     nlocal = opt.n;
-    if (opt.device && opt.n > ngpus) {
+    if (opt.device && opt.n > ngpus && !opt.share_gpus) {
       printf("SKIP matrix mode=%s n=%d: only %d GPUs here\n", mode_names[opt.mode], opt.n, ngpus);
       return 0;
     }
@@ -687,7 +693,7 @@ int main(int argc, char** argv) {
   if (!ranks) die("out of memory");
   for (int r = 0; r < nlocal; r++) {
     ranks[r].rank = first_rank + r;
-    ranks[r].dev = opt.mode == MODE_PROCS ? local_dev : r;
+    ranks[r].dev = opt.mode == MODE_PROCS ? local_dev : opt.share_gpus && ngpus > 0 ? r % ngpus : r;
     atomic_init(&ranks[r].cur, -1);
     atomic_init(&ranks[r].since_ms, 0);
   }

@@ -15,7 +15,7 @@ extern const char* const coll_names[MX_NCOLLS];
 extern const char* const op_names[MX_NOPS];
 
 extern struct options {
-  int mode, n, quick, every_root, graph, allow_unsupported, plant, verbose, timeout;
+  int mode, n, quick, every_root, graph, allow_unsupported, plant, verbose, timeout, share_gpus;
   int device; /* 1: GPUs and the fill/check kernels; 0: host memory and the CPU engine */
   unsigned colls, dtypes, ops;
   size_t counts[8], large;
