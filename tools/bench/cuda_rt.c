@@ -76,10 +76,6 @@ int bench_cuda_active(void) {
   return rt.ngpus > 0;
 }
 
-int bench_cuda_count(void) {
-  return rt.ngpus;
-}
-
 int bench_cuda_set_device(int dev) {
   return rt.ngpus ? rt.set_device(dev % rt.ngpus) : 0;
 }

@@ -15,8 +15,6 @@
 
 int bench_cuda_load(void);
 int bench_cuda_active(void);
-/* GPUs found by bench_cuda_load (0 without CUDA). */
-int bench_cuda_count(void);
 int bench_cuda_set_device(int dev);
 int bench_cuda_stream_create(cudaStream_t* s);
 void bench_cuda_stream_destroy(cudaStream_t s);

@@ -111,8 +111,6 @@ static void setup_rank(struct bench_thread* t, int j) {
   int local = t->tid * o->ngpus + j;
   r->rank = g_bench.proc * o->nthreads * o->ngpus + local;
   r->dev = g_bench.local_proc * o->nthreads * o->ngpus + local;
-  /* More ranks than GPUs share them (Monel runs several ranks on one GPU; NCCL refuses). */
-  if (bench_cuda_count() > 0) r->dev %= bench_cuda_count();
   if (bench_cuda_set_device(r->dev) != 0) bench_fail(r, "cudaSetDevice", ncclSystemError);
   if (!o->stream_null && bench_cuda_stream_create(&r->stream) != 0)
     bench_fail(r, "cudaStreamCreate", ncclSystemError);
