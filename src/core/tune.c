@@ -155,3 +155,14 @@ struct tune_cta_limits tune_cta_limits(int64_t env_min, int64_t env_max, const n
   if (cfg != NULL && cfg->CTAPolicy != NCCL_CONFIG_UNDEF_INT) l.policy = cfg->CTAPolicy;
   return l;
 }
+
+enum tune_path tune_gpu_path(const struct tune_path_in* in) {
+  size_t peers = in->nranks > 1 ? (size_t)in->nranks - 1 : 0;
+  size_t ll_max = in->proto_simple ? in->ll_max : (size_t)-1;
+  if (in->ll_ok && in->proto_ll && in->bytes <= in->ll_cap && in->bytes * peers <= ll_max)
+    return TUNE_PATH_ONESHOT_LL;
+  if (in->allreduce && in->onehop_ok && in->bytes <= in->slot_bytes &&
+      in->bytes * peers <= in->onehop_max)
+    return TUNE_PATH_ONEHOP;
+  return TUNE_PATH_RING;
+}

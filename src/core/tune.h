@@ -33,4 +33,21 @@ struct tune_cta_limits {
 };
 struct tune_cta_limits tune_cta_limits(int64_t env_min, int64_t env_max, const ncclConfig_t* cfg,
                                        int64_t nch_min, int64_t nch_max);
+/* The path of a GPU AllReduce, AllGather or ReduceScatter (gpu/engine.c): the one-shot LL kernel
+ * while every GPU reaches every other's memory, NCCL_PROTO allows LL and (n-1) x bytes per peer is
+ * within ll_max (MONEL_ONESHOT_MAX; no limit when NCCL_PROTO leaves only LL) and bytes within
+ * DEV_LL_MAX_BYTES (ll_cap); else, for an AllReduce on a comm with a peer across the network, one
+ * hop over the point-to-point FIFOs while (n-1) x bytes is within onehop_max
+ * (MONEL_NET_ONEHOP_MAX) and the buffer fits a slot; else the ring. Pure; unit-tested. */
+enum tune_path { TUNE_PATH_RING, TUNE_PATH_ONESHOT_LL, TUNE_PATH_ONEHOP };
+struct tune_path_in {
+  int allreduce; /* the collective is an AllReduce */
+  size_t bytes;  /* of the buffer (AllReduce, the per-rank piece otherwise) */
+  int nranks;
+  int ll_ok, proto_ll, proto_simple; /* LL buffers connected; NCCL_PROTO allows LL, Simple */
+  size_t ll_cap, ll_max;
+  int onehop_ok; /* a network peer, point-to-point FIFOs to all, NCCL_ALGO allows OneShot */
+  size_t slot_bytes, onehop_max;
+};
+enum tune_path tune_gpu_path(const struct tune_path_in* in);
 #endif

@@ -348,17 +348,20 @@ static ncclResult_t launch_task(struct ncclComm* comm, struct gpu_comm* g, struc
   if (t->count == 0) return ncclSuccess;
   NCCLCHECK(gpu_order_after_last(g, t->stream));
   if (t->coll == COLL_ALLREDUCE || t->coll == COLL_ALLGATHER || t->coll == COLL_REDUCESCATTER) {
-    /* One-shot while what each rank writes, (n-1) * bytes per peer, stays within
-     * MONEL_ONESHOT_MAX (all of DEV_LL_MAX_BYTES when NCCL_PROTO leaves only LL). */
-    size_t bytes = t->count * dtype_size(t->dtype), limit = (size_t)param_int(PARAM_ONESHOT_MAX);
-    if (!g->proto_simple) limit = (size_t)-1;
-    if (g->ll_ok && g->proto_ll && bytes <= DEV_LL_MAX_BYTES &&
-        bytes * (size_t)(comm->nranks - 1) <= limit)
-      return launch_oneshot(comm, g, t);
-    /* Across the network: one hop while each rank's sends stay within MONEL_NET_ONEHOP_MAX. */
-    if (t->coll == COLL_ALLREDUCE && g->onehop_ok && bytes <= g->p2p_slot_bytes &&
-        bytes * (size_t)(comm->nranks - 1) <= (size_t)param_int(PARAM_NET_ONEHOP_MAX))
-      return launch_onehop(comm, g, t);
+    struct tune_path_in in = {t->coll == COLL_ALLREDUCE,
+                              t->count * dtype_size(t->dtype),
+                              comm->nranks,
+                              g->ll_ok,
+                              g->proto_ll,
+                              g->proto_simple,
+                              DEV_LL_MAX_BYTES,
+                              (size_t)param_int(PARAM_ONESHOT_MAX),
+                              g->onehop_ok,
+                              g->p2p_slot_bytes,
+                              (size_t)param_int(PARAM_NET_ONEHOP_MAX)};
+    enum tune_path path = tune_gpu_path(&in);
+    if (path == TUNE_PATH_ONESHOT_LL) return launch_oneshot(comm, g, t);
+    if (path == TUNE_PATH_ONEHOP) return launch_onehop(comm, g, t);
   }
   return launch_ring(comm, g, t);
 }
