@@ -45,6 +45,7 @@ struct conn {
   uint64_t posted, done;
   uint64_t hot_until;  /* the pass until which a receive connection is tested on every pass */
   ncclResult_t closed; /* a receive failed with ncclRemoteError: the peer went away */
+  int ended; /* irecv failed with ncclRemoteError: the receives posted before may still complete */
   void* req[GPU_FIFO_MAX_SLOTS];
 };
 
@@ -327,7 +328,9 @@ static int progress_send(struct fifo_net* f, struct conn* c, int* moved) {
 }
 
 /* A peer that closed its side after its last step is no failure; a kernel waiting for a step
- * that will not come is. */
+ * that will not come is. A network may see the close while posting a receive, after it took the
+ * last steps into receives posted before (or while their bytes are still on their way): those
+ * are tested on every pass until each completed or one failed. */
 static int progress_recv(struct fifo_net* f, struct conn* c, int* moved) {
   if (c->closed) {
     if (__atomic_load_n(word(c, GPU_FIFO_WANT), __ATOMIC_ACQUIRE) <= c->done) return 1;
@@ -335,15 +338,16 @@ static int progress_recv(struct fifo_net* f, struct conn* c, int* moved) {
     return 0;
   }
   uint64_t head = __atomic_load_n(word(c, GPU_FIFO_HEAD), __ATOMIC_ACQUIRE);
-  while (c->posted < head + (uint64_t)c->s.nslots && c->posted - c->done < (uint64_t)cap(c)) {
+  while (!c->ended && c->posted < head + (uint64_t)c->s.nslots &&
+         c->posted - c->done < (uint64_t)cap(c)) {
     void* data = slot(c, c->posted);
     size_t size = c->s.slot_bytes;
     int tag = c->s.tag;
     void* req = NULL;
     ncclResult_t res = f->net->irecv(c->comm, 1, &data, &size, &tag, &c->mh, &req);
     if (res == ncclRemoteError) {
-      c->closed = res;
-      return 1;
+      c->ended = 1;
+      break;
     }
     if (res != ncclSuccess) {
       broke(f, c, "a receive could not be posted", res);
@@ -356,10 +360,11 @@ static int progress_recv(struct fifo_net* f, struct conn* c, int* moved) {
   }
   if (__atomic_load_n(word(c, GPU_FIFO_WANT), __ATOMIC_ACQUIRE) > c->done)
     c->hot_until = pass + HOT_PASSES;
-  if (pass >= c->hot_until && pass % COLD_EVERY != 0) return 1;
+  if (!c->ended && pass >= c->hot_until && pass % COLD_EVERY != 0) return 1;
   uint64_t before = c->done;
   int ok = complete(f, c, moved);
   if (c->done != before) c->hot_until = pass + HOT_PASSES;
+  if (ok && c->ended && c->done == c->posted && !c->closed) c->closed = ncclRemoteError;
   return ok;
 }
 

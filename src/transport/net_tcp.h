@@ -10,7 +10,9 @@
  * keeps its pieces in message order, so a receiver reads a socket only once it matched the
  * message of its next piece. Helper threads (D / NCCL_NSOCKS_PERTHREAD of them, started at the
  * comm's first large message) move the pieces; the caller's thread moves control bytes inside
- * isend/irecv/test. Who may include: net_tcp*.c only. */
+ * isend/irecv/test. A sender that closes after its last message ends the control socket between
+ * messages: the receiver takes that as the end of the stream, not a loss, and still completes
+ * the messages whose pieces are on their way. Who may include: net_tcp*.c only. */
 #ifndef MONEL_TRANSPORT_NET_TCP_H
 #define MONEL_TRANSPORT_NET_TCP_H
 #include <pthread.h>
@@ -123,6 +125,9 @@ struct tcp_comm {
   size_t off;         /* bytes of header + inline payload moved */
   struct tcp_buf* in; /* receive: the buffer the message was matched to */
   int err;            /* atomic: a sock_err (or -1: a protocol error); 0 while healthy */
+  int peer_done;      /* atomic, receive: the control socket ended between messages (set before
+                         err): the pieces of messages already matched still move */
+  int pieces_dead;    /* atomic: a data socket failed, so no piece moves any more */
   int failing;        /* atomic: set by the first thread that records a failure */
   int err_errno;
   ncclResult_t err_res;

@@ -1,14 +1,17 @@
 /* proxy/fifo_net.c: the proxy's side of GPU FIFO connections across hosts, with host threads
- * playing the kernels. Two processes ("hosts" a and b, MONEL_HOST_ID) each send on 3 connections
- * and receive on 3, every one with its own FIFO shape (4 x 4096, 8 x 1000 and 64 x 256 bytes:
- * few slots, an odd slot size, the most slots), through the real progress thread.
+ * playing the kernels, over the built-in TCP network (net_tcp). Two processes ("hosts" a and b,
+ * MONEL_HOST_ID) each send on 3 connections and receive on 3, every one with its own FIFO shape
+ * (4 x 200 KiB, 8 x 1000 and 64 x 256 bytes: few slots whose large steps travel as pieces on
+ * the data sockets, an odd slot size, the most slots), through the real progress thread.
  *  - A sending thread writes each step's bytes into the mirror FIFO, records the size and
  *    publishes tail, waiting on head for a free slot, as the kernel does.
  *  - A receiving thread says which step it wants, waits for tail, checks the recorded size and
  *    every byte, and publishes head. A peer that finishes and frees its side first is no failure.
  * Steps take sizes 0, 1, the whole slot, the slot less one and pseudo-random ones, many times
- * round each FIFO (wraparound). Then a peer is killed mid-stream: the survivor's connections
- * fail with a sentence naming the peer, and its waiting threads leave (no hang).
+ * round each FIFO (wraparound). Each host exits right after its last sends completed: the
+ * receiver still gets every step (the close after the last message is the end of the stream,
+ * not a loss). Then a peer is killed mid-stream: the survivor's connections fail with a sentence
+ * naming the peer, and its waiting threads leave (no hang).
  * Every wait has a deadline. */
 #include <pthread.h>
 #include <sched.h>
@@ -18,17 +21,17 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "fifo_net_lonet.h"
 #include "harness.h"
 #include "proxy/fifo_net.h"
 #include "proxy/proxy.h"
 #include "transport/gpu_fifo.h"
+#include "transport/net.h"
 
 #define NCONN    3
 #define DEADLINE 30.0 /* seconds any single wait may take */
 
 static const int shape_slots[NCONN] = {4, 8, 64};
-static const size_t shape_bytes[NCONN] = {4096, 1000, 256};
+static const size_t shape_bytes[NCONN] = {200 * 1024, 1000, 256};
 
 struct side {
   int host;                   /* 0 = a, 1 = b */
@@ -156,7 +159,7 @@ static int run_host(const struct side* side, int to_peer, int from_peer) {
   char handles[NCONN][NET_HANDLE_BYTES];
   int peer = 1 - side->host;
   setenv("MONEL_HOST_ID", side->host ? "b" : "a", 1);
-  CHECK_RES(fifo_net_create(&lo_net, 0, 2 * NCONN, &f), ncclSuccess);
+  CHECK_RES(fifo_net_create(&net_tcp, 0, 2 * NCONN, &f), ncclSuccess);
   for (int i = 0; i < 2 * NCONN; i++) {
     int k = i % NCONN;
     fifo[i] = calloc(1, fifo_len(k));

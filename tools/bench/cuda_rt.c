@@ -11,7 +11,7 @@
 
 typedef int (*fn_int_t)(int);
 typedef int (*fn_intp_t)(int*);
-typedef int (*fn_stream_create_t)(cudaStream_t*);
+typedef int (*fn_stream_create_t)(cudaStream_t*, unsigned);
 typedef int (*fn_stream_t)(cudaStream_t);
 typedef int (*fn_memcpy_t)(void*, const void*, size_t, int);
 typedef int (*fn_busid_t)(char*, int, int);
@@ -51,7 +51,7 @@ int bench_cuda_load(void) {
   if (!h) return 0;
   rt.set_device = (fn_int_t)dlsym(h, "cudaSetDevice");
   rt.get_count = (fn_intp_t)dlsym(h, "cudaGetDeviceCount");
-  rt.stream_create = (fn_stream_create_t)dlsym(h, "cudaStreamCreate");
+  rt.stream_create = (fn_stream_create_t)dlsym(h, "cudaStreamCreateWithFlags");
   rt.stream_destroy = (fn_stream_t)dlsym(h, "cudaStreamDestroy");
   rt.stream_sync = (fn_stream_t)dlsym(h, "cudaStreamSynchronize");
   rt.memcpy_fn = (fn_memcpy_t)dlsym(h, "cudaMemcpy");
@@ -80,9 +80,12 @@ int bench_cuda_set_device(int dev) {
   return rt.ngpus ? rt.set_device(dev % rt.ngpus) : 0;
 }
 
+/* Non-blocking, as nccl-tests makes them: the legacy default stream (cudaMemcpy of the data
+ * checks) does not wait for them, so a rank's copy never waits for another rank's collective
+ * (ranks that share a GPU would deadlock). */
 int bench_cuda_stream_create(cudaStream_t* s) {
   *s = NULL;
-  return rt.ngpus ? rt.stream_create(s) : 0;
+  return rt.ngpus ? rt.stream_create(s, 0x01 /* cudaStreamNonBlocking */) : 0;
 }
 
 void bench_cuda_stream_destroy(cudaStream_t s) {
