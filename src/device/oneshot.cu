@@ -67,17 +67,18 @@ __device__ static inline void st_bytes(char* p, size_t i, size_t total, uint64_t
 
 /* Part b of the buffer (DEV_LL_BLOCK_DATA bytes of it, its own lines and counter). */
 template <typename T, int OP>
-__device__ static __forceinline__ void oneshot_part(const struct dev_oneshot_args& a, int b,
-                                                    uint32_t* flag_s) {
+__device__ static __forceinline__ void oneshot_part(const struct dev_oneshot_args& a, int b) {
   const int n = a.nranks, me = a.rank, tid = threadIdx.x;
   const int E = 8 / sizeof(T);
   union line {
     uint64_t u;
     T e[8 / sizeof(T)];
   };
-  if (tid == 0) *flag_s = a.seq[b] + 1;
-  __syncthreads();
-  const uint32_t flag = *flag_s;
+  /* Every thread reads the part's launch counter itself (one broadcast load a warp): no barrier
+   * and no shared-memory round trip before the first push (about 0.07 us of a 2.3 us AllReduce
+   * of 8 B replayed in CUDA graphs). Thread 0 writes it back only after the barrier at the end,
+   * once every thread has read it. */
+  const uint32_t flag = a.seq[b] + 1;
   /* total: bytes each rank sends each peer; this block's part of it: [lo, lo + bytes). */
   const size_t total = a.count * sizeof(T);
   const size_t lo = (size_t)b * DEV_LL_BLOCK_DATA;
@@ -156,9 +157,8 @@ __device__ static __forceinline__ void oneshot_part(const struct dev_oneshot_arg
  * pushed before it waits, so by induction on b every part completes whatever the grids. */
 template <typename T, int OP>
 __global__ void __launch_bounds__(DEV_LL_NTHREADS) oneshot_kernel(struct dev_oneshot_args a) {
-  __shared__ uint32_t flag_s;
   block_started(&a.ctl);
-  for (int b = blockIdx.x; b < a.nblocks; b += gridDim.x) oneshot_part<T, OP>(a, b, &flag_s);
+  for (int b = blockIdx.x; b < a.nblocks; b += gridDim.x) oneshot_part<T, OP>(a, b);
   block_finished(&a.ctl);
 }
 

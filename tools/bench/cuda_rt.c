@@ -13,7 +13,7 @@ typedef int (*fn_int_t)(int);
 typedef int (*fn_intp_t)(int*);
 typedef int (*fn_stream_create_t)(cudaStream_t*, unsigned);
 typedef int (*fn_stream_t)(cudaStream_t);
-typedef int (*fn_memcpy_t)(void*, const void*, size_t, int);
+typedef int (*fn_memcpy_t)(void*, const void*, size_t, int, cudaStream_t);
 typedef int (*fn_busid_t)(char*, int, int);
 typedef int (*fn_props_t)(void*, int);
 typedef int (*fn_begin_t)(cudaStream_t, int);
@@ -54,7 +54,7 @@ int bench_cuda_load(void) {
   rt.stream_create = (fn_stream_create_t)dlsym(h, "cudaStreamCreateWithFlags");
   rt.stream_destroy = (fn_stream_t)dlsym(h, "cudaStreamDestroy");
   rt.stream_sync = (fn_stream_t)dlsym(h, "cudaStreamSynchronize");
-  rt.memcpy_fn = (fn_memcpy_t)dlsym(h, "cudaMemcpy");
+  rt.memcpy_fn = (fn_memcpy_t)dlsym(h, "cudaMemcpyAsync");
   rt.bus_id = (fn_busid_t)dlsym(h, "cudaDeviceGetPCIBusId");
   rt.props = (fn_props_t)dlsym(h, "cudaGetDeviceProperties_v2");
   if (!rt.props) rt.props = (fn_props_t)dlsym(h, "cudaGetDeviceProperties");
@@ -96,9 +96,15 @@ int bench_cuda_stream_sync(cudaStream_t s) {
   return rt.ngpus ? rt.stream_sync(s) : 0;
 }
 
-int bench_copy(void* dst, const void* src, size_t bytes) {
+/* On the rank's stream, then waited for: a cudaMemcpy from pageable memory goes on the legacy
+ * stream, which non-blocking streams do not wait for, and may return before the data is on the
+ * GPU, so a collective enqueued right after it could read the buffer before the copy lands. */
+int bench_copy(void* dst, const void* src, size_t bytes, cudaStream_t s) {
   if (bytes == 0) return 0;
-  if (rt.ngpus) return rt.memcpy_fn(dst, src, bytes, memcpy_default);
+  if (rt.ngpus) {
+    int err = rt.memcpy_fn(dst, src, bytes, memcpy_default, s);
+    return err ? err : rt.stream_sync(s);
+  }
   memmove(dst, src, bytes);
   return 0;
 }

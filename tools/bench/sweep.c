@@ -107,11 +107,11 @@ static void fill_inputs(struct bench_thread* t, struct bench_call* calls) {
     struct bench_call* c = &calls[j];
     size_t ts = bench_type_size(c->type);
     memset(r->host, poison_byte, c->counts.recv_count * ts);
-    if (bench_copy(c->recvbuff, r->host, c->counts.recv_count * ts) != 0)
+    if (bench_copy(c->recvbuff, r->host, c->counts.recv_count * ts, r->stream) != 0)
       bench_fail(r, "cudaMemcpy", ncclUnhandledCudaError);
     for (size_t i = 0; i < c->counts.send_count; i++)
       bench_store(c->type, r->host, i, bench_input(c->type, c->op, c->rank, c->nranks, i));
-    if (bench_copy((void*)c->sendbuff, r->host, c->counts.send_count * ts) != 0)
+    if (bench_copy((void*)c->sendbuff, r->host, c->counts.send_count * ts, r->stream) != 0)
       bench_fail(r, "cudaMemcpy", ncclUnhandledCudaError);
   }
 }
@@ -124,7 +124,7 @@ static long check_outputs(struct bench_thread* t, struct bench_call* calls) {
     struct bench_rank* r = &t->ranks[j];
     struct bench_call* c = &calls[j];
     size_t ts = bench_type_size(c->type), n = c->counts.recv_count;
-    if (bench_copy(r->host, c->recvbuff, n * ts) != 0)
+    if (bench_copy(r->host, c->recvbuff, n * ts, r->stream) != 0)
       bench_fail(r, "cudaMemcpy", ncclUnhandledCudaError);
     if (corrupt && c->rank == 0 && n > 0) ((unsigned char*)r->host)[(n / 2) * ts] ^= 0x01;
     for (size_t i = 0; i < n; i++) {
@@ -144,7 +144,7 @@ static double combine(struct bench_thread* t, double mine, ncclRedOp_t op) {
   for (int j = 0; j < t->nranks; j++) {
     struct bench_rank* r = &t->ranks[j];
     double* sb = r->statbuf;
-    if (bench_copy(sb, &mine, sizeof(mine)) != 0)
+    if (bench_copy(sb, &mine, sizeof(mine), r->stream) != 0)
       bench_fail(r, "cudaMemcpy", ncclUnhandledCudaError);
     ncclResult_t res = ncclAllReduce(sb, sb + 1, 1, ncclFloat64, op, r->comm, r->stream);
     if (res != ncclSuccess) bench_fail(r, "ncclAllReduce (figures)", res);
@@ -152,7 +152,7 @@ static double combine(struct bench_thread* t, double mine, ncclRedOp_t op) {
   ncclResult_t res = ncclGroupEnd();
   if (res != ncclSuccess) bench_fail(&t->ranks[0], "ncclAllReduce (figures)", res);
   sync_all(t);
-  bench_copy(&out, (double*)t->ranks[0].statbuf + 1, sizeof(out));
+  bench_copy(&out, (double*)t->ranks[0].statbuf + 1, sizeof(out), t->ranks[0].stream);
   return out;
 }
 
