@@ -19,7 +19,8 @@ int bench_cuda_set_device(int dev);
 int bench_cuda_stream_create(cudaStream_t* s);
 void bench_cuda_stream_destroy(cudaStream_t s);
 int bench_cuda_stream_sync(cudaStream_t s);
-/* Copies between any two buffers (memcpy without GPUs). */
+/* Copies between any two buffers on stream s of the current GPU and waits for it (memcpy
+ * without GPUs). */
 int bench_copy(void* dst, const void* src, size_t bytes, cudaStream_t s);
 /* "NVIDIA H200 [0000:19:00.0]" or "CPU" into out. */
 void bench_device_desc(int dev, char* out, size_t len);

@@ -106,13 +106,14 @@ static void fill_inputs(struct bench_thread* t, struct bench_call* calls) {
     struct bench_rank* r = &t->ranks[j];
     struct bench_call* c = &calls[j];
     size_t ts = bench_type_size(c->type);
+    bench_cuda_set_device(r->dev); /* the copies go on the rank's stream, of its GPU */
     memset(r->host, poison_byte, c->counts.recv_count * ts);
     if (bench_copy(c->recvbuff, r->host, c->counts.recv_count * ts, r->stream) != 0)
-      bench_fail(r, "cudaMemcpy", ncclUnhandledCudaError);
+      bench_fail(r, "cudaMemcpyAsync", ncclUnhandledCudaError);
     for (size_t i = 0; i < c->counts.send_count; i++)
       bench_store(c->type, r->host, i, bench_input(c->type, c->op, c->rank, c->nranks, i));
     if (bench_copy((void*)c->sendbuff, r->host, c->counts.send_count * ts, r->stream) != 0)
-      bench_fail(r, "cudaMemcpy", ncclUnhandledCudaError);
+      bench_fail(r, "cudaMemcpyAsync", ncclUnhandledCudaError);
   }
 }
 
@@ -124,8 +125,9 @@ static long check_outputs(struct bench_thread* t, struct bench_call* calls) {
     struct bench_rank* r = &t->ranks[j];
     struct bench_call* c = &calls[j];
     size_t ts = bench_type_size(c->type), n = c->counts.recv_count;
+    bench_cuda_set_device(r->dev);
     if (bench_copy(r->host, c->recvbuff, n * ts, r->stream) != 0)
-      bench_fail(r, "cudaMemcpy", ncclUnhandledCudaError);
+      bench_fail(r, "cudaMemcpyAsync", ncclUnhandledCudaError);
     if (corrupt && c->rank == 0 && n > 0) ((unsigned char*)r->host)[(n / 2) * ts] ^= 0x01;
     for (size_t i = 0; i < n; i++) {
       double v;
@@ -144,14 +146,16 @@ static double combine(struct bench_thread* t, double mine, ncclRedOp_t op) {
   for (int j = 0; j < t->nranks; j++) {
     struct bench_rank* r = &t->ranks[j];
     double* sb = r->statbuf;
+    bench_cuda_set_device(r->dev);
     if (bench_copy(sb, &mine, sizeof(mine), r->stream) != 0)
-      bench_fail(r, "cudaMemcpy", ncclUnhandledCudaError);
+      bench_fail(r, "cudaMemcpyAsync", ncclUnhandledCudaError);
     ncclResult_t res = ncclAllReduce(sb, sb + 1, 1, ncclFloat64, op, r->comm, r->stream);
     if (res != ncclSuccess) bench_fail(r, "ncclAllReduce (figures)", res);
   }
   ncclResult_t res = ncclGroupEnd();
   if (res != ncclSuccess) bench_fail(&t->ranks[0], "ncclAllReduce (figures)", res);
   sync_all(t);
+  bench_cuda_set_device(t->ranks[0].dev);
   bench_copy(&out, (double*)t->ranks[0].statbuf + 1, sizeof(out), t->ranks[0].stream);
   return out;
 }
