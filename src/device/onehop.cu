@@ -120,11 +120,7 @@ extern "C" cudaError_t dev_onehop_launch(const struct dev_onehop_args* a, cudaSt
   DEV_SWITCH_TYPE(a->dtype, a->op, ONEHOP_LAUNCH)
 }
 
-#define ONEHOP_PRELOAD(T, OP)                                                                      \
-  {                                                                                                \
-    cudaFuncAttributes fa;                                                                         \
-    return cudaFuncGetAttributes(&fa, (const void*)onehop_kernel<T, OP>);                          \
-  }
+#define ONEHOP_PRELOAD(T, OP) return dev_preload_fn(onehop_kernel<T, OP>);
 
 /* See dev_ring_preload. */
 extern "C" cudaError_t dev_onehop_preload(int dtype, int op) {

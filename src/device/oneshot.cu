@@ -170,11 +170,7 @@ extern "C" cudaError_t dev_oneshot_launch(const struct dev_oneshot_args* a, cuda
   DEV_SWITCH_TYPE(a->dtype, a->op, ONESHOT_LAUNCH)
 }
 
-#define ONESHOT_PRELOAD(T, OP)                                                                     \
-  {                                                                                                \
-    cudaFuncAttributes fa;                                                                         \
-    return cudaFuncGetAttributes(&fa, (const void*)oneshot_kernel<T, OP>);                         \
-  }
+#define ONESHOT_PRELOAD(T, OP) return dev_preload_fn(oneshot_kernel<T, OP>);
 
 /* See dev_ring_preload. */
 extern "C" cudaError_t dev_oneshot_preload(int dtype, int op) {

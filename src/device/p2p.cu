@@ -86,6 +86,5 @@ extern "C" cudaError_t dev_p2p_launch(const struct dev_p2p_args* a, cudaStream_t
 }
 
 extern "C" cudaError_t dev_p2p_preload(void) {
-  cudaFuncAttributes fa;
-  return cudaFuncGetAttributes(&fa, (const void*)p2p_kernel);
+  return dev_preload_fn(p2p_kernel);
 }

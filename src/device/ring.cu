@@ -117,13 +117,8 @@ extern "C" cudaError_t dev_ring_launch(const struct dev_ring_args* a, cudaStream
   DEV_SWITCH_TYPE(a->dtype, a->op, RING_LAUNCH)
 }
 
-/* Load the kernel of (dtype, op) now: with lazy module loading the first launch would otherwise
- * pay for it inside the user's timed region. */
-#define RING_PRELOAD(T, OP)                                                                        \
-  {                                                                                                \
-    cudaFuncAttributes fa;                                                                         \
-    return cudaFuncGetAttributes(&fa, (const void*)ring_kernel<T, OP>);                            \
-  }
+/* Load the kernel of (dtype, op) now (dev_preload_fn). */
+#define RING_PRELOAD(T, OP) return dev_preload_fn(ring_kernel<T, OP>);
 
 extern "C" cudaError_t dev_ring_preload(int dtype, int op) {
   DEV_SWITCH_TYPE(dtype, op, RING_PRELOAD)
