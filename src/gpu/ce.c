@@ -2,9 +2,8 @@
  * GPUs of one host with no thread block at all. Data moves with cudaMemcpyAsync (the GPU's copy
  * engines); ranks synchronise through 32-bit flags in memory every rank maps, written and waited
  * on by stream memory operations (cuStreamWriteValue32 / cuStreamWaitValue32, reached through
- * cudaGetDriverEntryPoint*, so the library still loads without a driver). Nothing waits on the
- * host and the operations are capturable in a CUDA graph (see gpu_ce_wanted for the limits that
- * runs on GPUs imposed).
+ * driver.c). Nothing waits on the host and the operations are capturable in a CUDA graph (see
+ * gpu_ce_wanted for the limits that runs on GPUs imposed).
  *
  * Every operation is a list of messages (core/task.c for the point-to-point collectives; AllGather
  * and Broadcast send the input to every peer that needs it). The messages from rank w to rank p,
@@ -65,24 +64,9 @@ typedef CUresult (*stream_value_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned 
 static stream_value_fn wait_value32, write_value32;
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 
-static void* entry_point(const char* name) {
-  void* fn = NULL;
-  enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-#if CUDART_VERSION >= 12050
-  cudaError_t e = cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &q);
-#else
-  cudaError_t e = cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault, &q);
-#endif
-  if (e != cudaSuccess || q != cudaDriverEntryPointSuccess) {
-    (void)cudaGetLastError();
-    return NULL;
-  }
-  return fn;
-}
-
 static void load_entry_points(void) {
-  wait_value32 = (stream_value_fn)entry_point("cuStreamWaitValue32");
-  write_value32 = (stream_value_fn)entry_point("cuStreamWriteValue32");
+  wait_value32 = (stream_value_fn)gpu_driver_fn("cuStreamWaitValue32");
+  write_value32 = (stream_value_fn)gpu_driver_fn("cuStreamWriteValue32");
 }
 
 ncclResult_t gpu_ce_setup(struct ncclComm* comm, struct gpu_comm* g) {
@@ -143,15 +127,6 @@ static size_t symmetric_bytes(const struct task* t) {
   }
 }
 
-static int capturing(cudaStream_t s) {
-  enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(s, &cs) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  return cs != cudaStreamCaptureStatusNone;
-}
-
 /* Every rank must choose alike for an operation, so the limits below look only at what every
  * rank knows: the size of AllGather, Broadcast, AlltoAll, Gather and Scatter. Send/Recv and
  * AlltoAllv (whose sizes each rank knows only for its own pairs) take the path whenever it is
@@ -171,7 +146,7 @@ int gpu_ce_wanted(const struct ncclComm* comm, const struct gpu_comm* g, struct 
   int forced = param_int(PARAM_COPY_ENGINE) == 1;
   if (!g->ce_ok && !forced) return 0; /* forced: gpu_ce_run says why it cannot */
   size_t bytes = ntasks == 1 ? symmetric_bytes(tasks[0]) : 0;
-  int graph = capturing(tasks[0]->stream);
+  int graph = gpu_capturing(tasks[0]->stream);
   if (bytes == 0) return !graph && (forced || g->ce_mode == GPU_CE_ALL);
   size_t rounds = g->ce_ok ? (bytes + g->ce_region - 1) / g->ce_region : 1;
   if (rounds > (graph ? 1 : CE_MAX_ROUNDS)) return 0;

@@ -421,10 +421,7 @@ static ncclResult_t gpu_run(struct ncclComm* comm, struct task* tasks, int ntask
 struct dev_ctl gpu_ctl(struct gpu_comm* g, uint64_t done_seq, uint64_t issued_seq, cudaStream_t s) {
   struct dev_ctl c = g->ctl;
   c.seq = done_seq;
-  enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(s, &cs) != cudaSuccess) (void)cudaGetLastError();
-  if (cs == cudaStreamCaptureStatusNone)
-    __atomic_store_n(&g->eager_seq, issued_seq, __ATOMIC_RELEASE);
+  if (!gpu_capturing(s)) __atomic_store_n(&g->eager_seq, issued_seq, __ATOMIC_RELEASE);
   return c;
 }
 

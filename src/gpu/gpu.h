@@ -162,6 +162,10 @@ ncclResult_t gpu_p2p_run(struct ncclComm* comm, struct task* const* tasks, int n
 /* engine.c: the dev_ctl of a launch on stream s that reports done_seq done when it finishes;
  * outside stream capture, operations up to issued_seq count as launched. */
 struct dev_ctl gpu_ctl(struct gpu_comm* g, uint64_t done_seq, uint64_t issued_seq, cudaStream_t s);
+/* driver.c: a driver function by name (NULL if there is none); whether stream s is being captured
+ * (0 also when CUDA cannot tell). */
+void* gpu_driver_fn(const char* name);
+int gpu_capturing(cudaStream_t s);
 /* check.c: the engine's check_task. */
 ncclResult_t gpu_check_task(struct ncclComm* comm, const struct task* t, const char* fn);
 /* Streams of a batch other than its first: wait for the first (after = 0) or make the first wait
