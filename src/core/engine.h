@@ -25,8 +25,11 @@ struct engine {
    * naming fn for a buffer or stream the engine cannot use); NULL: nothing to check. */
   ncclResult_t (*check_task)(struct ncclComm* comm, const struct task* t, const char* fn);
   /* Operations handed to the device and finished (sequence numbers), read by the watch thread
-   * (core/watch.c) of an engine whose run() returns before the work is done; NULL otherwise. */
-  void (*progress)(struct ncclComm* comm, uint64_t* issued, uint64_t* done);
+   * (core/watch.c) of an engine whose run() returns before the work is done; NULL otherwise.
+   * fresh = 0: a view that may be a little behind, at no wait (the periodic look); 1: as of now
+   * (waits for the device's counters: for the operation named when a peer dies or a hang is
+   * reported). */
+  void (*progress)(struct ncclComm* comm, int fresh, uint64_t* issued, uint64_t* done);
   /* Release the engine state; accepts a comm whose comm_init failed or never ran. */
   void (*comm_free)(struct ncclComm* comm);
 };

@@ -78,10 +78,10 @@ static pthread_t thread;
 static int running;
 static int* stop_flag; /* the running thread's own: a thread being joined never sees a new one's */
 
-static void progress_of(struct watch* w, uint64_t* issued, uint64_t* done) {
+static void progress_of(struct watch* w, int fresh, uint64_t* issued, uint64_t* done) {
   struct ncclComm* comm = w->comm;
   if (comm->engine && comm->engine->progress) {
-    comm->engine->progress(comm, issued, done);
+    comm->engine->progress(comm, fresh, issued, done);
     return;
   }
   pthread_mutex_lock(&w->lock);
@@ -154,7 +154,7 @@ static void tell_dead(struct watch* w, const struct dead_msg* d, int skip_dir) {
 static void fail_if_pending(struct watch* w) {
   struct ncclComm* comm = w->comm;
   uint64_t issued = 0, done = 0;
-  progress_of(w, &issued, &done);
+  progress_of(w, 1, &issued, &done);
   if (issued <= done || !comm->engine || !comm->engine->enqueue_only) return;
   char op[160] = "an operation";
   pthread_mutex_lock(&w->lock);
@@ -188,7 +188,7 @@ static void found_dead(struct watch* w, int rank, const char* why) {
 
 static void fill_state(struct watch* w, struct wstate* st, uint64_t key_coll) {
   uint64_t issued = 0, done = 0;
-  progress_of(w, &issued, &done);
+  progress_of(w, 1, &issued, &done);
   memset(st, 0, sizeof *st);
   st->filled = 1;
   st->issued = issued, st->done = done;
@@ -229,7 +229,7 @@ static void on_hang(struct watch* w, struct hang_msg* m, uint32_t len, int type)
 static void check_hang(struct watch* w, double now) {
   int64_t limit = param_int(PARAM_HANG_TIMEOUT);
   uint64_t issued = 0, done = 0;
-  progress_of(w, &issued, &done);
+  progress_of(w, 0, &issued, &done);
   if (issued <= done || done != w->last_done) {
     w->last_done = done, w->last_move = now;
     return;

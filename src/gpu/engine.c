@@ -462,12 +462,13 @@ static void progress_seen(struct gpu_comm* g, uint64_t* issued, uint64_t* done) 
   watch_progress_from(eager, g->ctr_seen[DEV_CTR_DONE_SEQ], running, issued, done);
 }
 
-/* The watch thread's view of the comm's progress (at most one copy behind). */
-static void gpu_progress(struct ncclComm* comm, uint64_t* issued, uint64_t* done) {
+/* The watch thread's view of the comm's progress: at most one copy behind, or (fresh) from a
+ * copy made now. */
+static void gpu_progress(struct ncclComm* comm, int fresh, uint64_t* issued, uint64_t* done) {
   struct gpu_comm* g = comm->engine_state;
   *issued = *done = 0;
   if (g == NULL || g->ctl_stream == NULL || cudaSetDevice(comm->cuda_dev) != cudaSuccess) return;
-  poll_counters(g, 0);
+  poll_counters(g, fresh);
   progress_seen(g, issued, done);
 }
 

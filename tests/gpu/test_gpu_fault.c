@@ -2,7 +2,8 @@
  *   kill OP      2 processes (a GPU each) run OP in a loop on a nonblocking comm, polling the
  *                stream and ncclCommGetAsyncError like PyTorch's watchdog; rank 1 kills itself
  *                (SIGKILL). Rank 0 must see ncclRemoteError within 10 s with a sentence naming
- *                rank 1, ncclCommAbort must return within 2 s and the stream drain within 1 s.
+ *                rank 1 and its own operation of that moment (kind and sequence number),
+ *                ncclCommAbort must return within 2 s and the stream drain within 1 s.
  *                OP: allreduce, allreduce_small, broadcast, reduce, allgather, reducescatter,
  *                alltoall, gather, scatter, sendrecv, graph (an AllReduce graph replayed).
  *   threads      one process, a thread per GPU: rank 0 enqueues 3 AllReduces that rank 1 never
@@ -13,7 +14,9 @@
  *   mismatch     the ranks' counts differ: the report says "Mismatch".
  *   badinput     host memory, memory and streams of another GPU, NULL and destroyed comms, use
  *                after abort: ncclInvalidArgument (or ncclInvalidUsage) and a sentence.
- * Prints PASS/FAIL lines; exits non-zero on failure; SKIP with fewer than 2 GPUs. */
+ * Prints PASS/FAIL lines; exits non-zero on failure; SKIP with fewer than 2 GPUs, unless
+ * MONEL_TEST_SHARE_GPUS=1: then rank r runs on GPU r mod the GPU count (for a machine of one GPU;
+ * badinput, which needs a second GPU, is skipped). */
 #include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <signal.h>
@@ -37,6 +40,15 @@ static double now(void) {
 }
 
 static const char* mode_op;
+
+/* The GPU of rank r: r itself, or r mod the GPU count with MONEL_TEST_SHARE_GPUS=1. */
+static int gpu_of(int rank) {
+  const char* e = getenv("MONEL_TEST_SHARE_GPUS");
+  int ndev = 1;
+  if (e == NULL || strcmp(e, "1") != 0) return rank;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) ndev = 1;
+  return rank % ndev;
+}
 
 static ncclResult_t run_op(const char* op, ncclComm_t comm, int rank, float* s, float* r,
                            cudaStream_t st) {
@@ -77,7 +89,7 @@ static ncclResult_t init_nonblocking(ncclComm_t* comm, int n, ncclUniqueId id, i
 static int kill_rank(int rank, int nranks, ncclUniqueId id, void* arg) {
   (void)arg;
   alarm(60);
-  CK(cudaSetDevice(rank));
+  CK(cudaSetDevice(gpu_of(rank)));
   ncclComm_t comm;
   NK(init_nonblocking(&comm, nranks, id, rank));
   float *s, *r;
@@ -125,13 +137,27 @@ static int kill_rank(int rank, int nranks, ncclUniqueId id, void* arg) {
     while ((q = cudaStreamQuery(st)) == cudaErrorNotReady && now() - d0 < 5) {
     }
     double t_drain = now() - d0;
+    /* The sentence names the operation of this iteration (the one waiting on rank 1, or the one
+     * called after the failure): each iteration waited for the one before it. A graph replays
+     * AllReduce #1; a Send/Recv pair takes two sequence numbers, and its Send may be over (its
+     * blocks done) while its Recv waits. */
+    char want[48], also[48] = "";
+    if (exec) {
+      snprintf(want, sizeof want, "AllReduce #1 (");
+    } else if (!strcmp(mode_op, "sendrecv")) {
+      snprintf(want, sizeof want, "Send #%d (", 2 * iter + 1);
+      snprintf(also, sizeof also, "Recv #%d (", 2 * iter + 2);
+    } else {
+      snprintf(want, sizeof want, " #%d (", iter + 1);
+    }
+    int named = strstr(msg, want) != NULL || (also[0] && strstr(msg, also) != NULL);
     int ok = (res == ncclRemoteError || async == ncclRemoteError) && t_err < 10 &&
-             strstr(msg, "rank 1") != NULL && ab == ncclSuccess && t_abort < 2 &&
+             strstr(msg, "rank 1") != NULL && named && ab == ncclSuccess && t_abort < 2 &&
              q == cudaSuccess && t_drain < 1;
     printf("%s kill %s: error %d/%d %.2f s after the kill, abort %.3f s, stream drained in %.3f s "
-           "(%s): %s\n",
+           "(%s), expected \"%s\"%s%s%s in: %s\n",
            ok ? "PASS" : "FAIL", mode_op, (int)res, (int)async, t_err, t_abort, t_drain,
-           cudaGetErrorString(q), msg);
+           cudaGetErrorString(q), want, also[0] ? " or \"" : "", also, also[0] ? "\"" : "", msg);
     return ok ? 0 : 1;
   }
 }
@@ -158,7 +184,7 @@ static void* abort_later(void* arg) {
 
 static int threads_case(void) {
   ncclComm_t comms[2];
-  int devs[2] = {0, 1};
+  int devs[2] = {gpu_of(0), gpu_of(1)};
   NK(ncclCommInitAll(comms, 2, devs));
   float *s, *r;
   cudaStream_t st;
@@ -199,7 +225,7 @@ static int report_seen(const char* words, char* line, size_t len) {
 static int report_rank(int rank, int nranks, ncclUniqueId id, void* arg) {
   const char* words = arg;
   alarm(60);
-  CK(cudaSetDevice(rank));
+  CK(cudaSetDevice(gpu_of(rank)));
   ncclComm_t comm;
   NK(init_nonblocking(&comm, nranks, id, rank));
   float* b;
@@ -295,11 +321,16 @@ int main(int argc, char** argv) {
     return report_case("Mismatch:");
   }
   int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 2) {
+  int shared = gpu_of(1) != 1;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || (ndev < 2 && !shared)) {
     printf("SKIP test_gpu_fault %s: needs 2 GPUs\n", mode);
     return 0;
   }
   if (!strcmp(mode, "threads")) return threads_case();
+  if (!strcmp(mode, "badinput") && ndev < 2) {
+    printf("SKIP test_gpu_fault badinput: needs 2 GPUs\n");
+    return 0;
+  }
   if (!strcmp(mode, "badinput")) return badinput_case();
   fprintf(stderr, "usage: %s kill OP | threads | hang | mismatch | badinput\n", argv[0]);
   return 2;
