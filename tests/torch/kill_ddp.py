@@ -1,5 +1,5 @@
-"""A DDP job that loses a rank: under torchrun with 2 GPUs, rank 1 kills itself (SIGKILL) at step
-5. The survivor must end with PyTorch's DistBackendError carrying Monel's sentence (which rank
+"""A DDP job that loses a rank: under torchrun with 2 GPUs (or one that both ranks share), rank 1
+kills itself (SIGKILL) at step 5. The survivor must end with PyTorch's DistBackendError carrying Monel's sentence (which rank
 died, its host and pid, and the operation that waited on it) instead of hanging. Each rank prints
 "step N" lines and, before the kill, "KILL at <unix time>" so that the driver (run-kill) can time
 the survivor's end."""
@@ -15,7 +15,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 def main():
     rank = int(os.environ["RANK"])
-    local = int(os.environ["LOCAL_RANK"])
+    local = int(os.environ["LOCAL_RANK"]) % torch.cuda.device_count()
     torch.cuda.set_device(local)
     dist.init_process_group("nccl", device_id=torch.device("cuda", local))
     torch.manual_seed(0)
