@@ -61,8 +61,9 @@ static inline size_t dev_ll_buffer_bytes(int nranks) {
  * every wait of every kernel of the comm gives up within DEV_ABORT_SPINS polls and the kernel
  * returns, its results undefined. ctr: counters in device memory, updated with fire-and-forget
  * reductions (no round trip): blocks started, blocks finished, and the highest seq of a finished
- * block; the host copies them now and then to see progress without synchronising (engine.c).
- * Aborted blocks count as finished too, so the host knows when they are gone. */
+ * block (a copy-engine operation writes its seq there from its stream: gpu/ce.c); the host copies
+ * them now and then to see progress without synchronising (engine.c). Aborted blocks count as
+ * finished too, so the host knows when they are gone. */
 enum { DEV_CTR_STARTED, DEV_CTR_FINISHED, DEV_CTR_DONE_SEQ, DEV_CTR_WORDS };
 struct dev_ctl {
   const volatile uint32_t* abort;

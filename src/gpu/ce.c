@@ -61,12 +61,17 @@ struct ce_msg {
 };
 
 typedef CUresult (*stream_value_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+typedef CUresult (*stream_value64_fn)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
 static stream_value_fn wait_value32, write_value32;
+static stream_value64_fn write_value64;
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static uint32_t all_set[CE_FLAGS / 4]; /* every flag raised: what gpu_ce_release writes */
 
 static void load_entry_points(void) {
   wait_value32 = (stream_value_fn)gpu_driver_fn("cuStreamWaitValue32");
   write_value32 = (stream_value_fn)gpu_driver_fn("cuStreamWriteValue32");
+  write_value64 = (stream_value64_fn)gpu_driver_fn("cuStreamWriteValue64");
+  for (size_t i = 0; i < CE_FLAGS / 4; i++) all_set[i] = 1;
 }
 
 ncclResult_t gpu_ce_setup(struct ncclComm* comm, struct gpu_comm* g) {
@@ -111,6 +116,17 @@ out:
 
 void gpu_ce_free(struct gpu_comm* g) {
   gpu_shared_free(&g->ce_mem);
+}
+
+/* Raise every flag of my block on ctl_stream (which waits for no operation): a stream of mine
+ * blocked on a flag goes on. The stream lowers the flag again and may wait on it once more, so the
+ * caller repeats this until the operations are over (engine.c drain). What the released streams
+ * copy is garbage: only for a comm that is being aborted. */
+void gpu_ce_release(struct gpu_comm* g) {
+  if (g->ce_mem.ptr == NULL || g->ctl_stream == NULL) return;
+  if (cudaMemcpyAsync(g->ce_mem.ptr, all_set, sizeof all_set, cudaMemcpyHostToDevice,
+                      g->ctl_stream) != cudaSuccess)
+    (void)cudaGetLastError();
 }
 
 /* Bytes per peer of a collective whose size every rank knows alike, or 0. */
@@ -316,9 +332,27 @@ ncclResult_t gpu_ce_run(struct ncclComm* comm, struct task* const* tasks, int nt
     (m->is_send ? snd : rcv)[m->peer] += m->bytes;
   }
   cudaStream_t s = t0->stream;
+  uint64_t last = t0->seq;
+  for (int i = 1; i < ntasks; i++)
+    if (tasks[i]->seq > last) last = tasks[i]->seq;
   NCCLCHECK(gpu_order_after_last(g, s));
   NCCLCHECK(gpu_join_streams(g, tasks, ntasks, 0));
   NCCLCHECK(copy_self(comm, t0, g->ce_msgs, l.n, s));
   if (n > 1) NCCLCHECK(run_rounds(comm, g, t0, g->ce_msgs, l.n, snd, rcv, s));
+  /* Progress for the watch and for drain, as a kernel reports it (dev.h dev_ctl): the stream
+   * writes the operation's sequence number when it is through. The comm's eager operations run
+   * one after the other, so the number only grows; a captured one writes nothing (a replay would
+   * move the number back below later operations), so an abort does not wait for it. */
+  if (write_value64 != NULL && !gpu_capturing(s)) {
+    __atomic_store_n(&g->eager_seq, last, __ATOMIC_RELEASE);
+    CUresult r = write_value64((CUstream)s,
+                               (CUdeviceptr)(uintptr_t)&g->ctl.ctr[DEV_CTR_DONE_SEQ], last,
+                               CU_STREAM_WRITE_VALUE_DEFAULT);
+    if (r != CUDA_SUCCESS) {
+      WARN("%s #%llu on rank %d: cuStreamWriteValue64 failed with CUDA driver error %d",
+           coll_name(t0->coll), (unsigned long long)t0->seq, me, (int)r);
+      return ncclUnhandledCudaError;
+    }
+  }
   return gpu_join_streams(g, tasks, ntasks, 1);
 }

@@ -485,6 +485,7 @@ static int drain(struct ncclComm* comm, struct gpu_comm* g) {
   clock_gettime(CLOCK_MONOTONIC, &t0);
   for (;;) {
     uint64_t issued = 0, done = 0;
+    if (bounded) gpu_ce_release(g);
     poll_counters(g, 1);
     progress_seen(g, &issued, &done);
     if (done >= issued) return 1;

@@ -100,7 +100,8 @@ struct gpu_comm {
   /* Abort and progress (dev.h dev_ctl): ctl_host is pinned host memory mapped into the GPU
    * holding the abort word; ctl holds its device address and the device counters. ctr_host
    * receives copies of the counters on ctl_stream (engine.c poll_counters); ctr_seen is the
-   * last complete copy. eager_seq: seq of the last kernel launched outside stream capture. */
+   * last complete copy. eager_seq: seq of the last operation launched outside stream capture
+   * (a kernel, or a copy-engine operation that reports its progress: ce.c). */
   uint32_t* ctl_host;
   struct dev_ctl ctl;
   cudaStream_t ctl_stream;
@@ -179,6 +180,8 @@ int gpu_ce_wanted(const struct ncclComm* comm, const struct gpu_comm* g, struct 
                   int ntasks);
 ncclResult_t gpu_ce_run(struct ncclComm* comm, struct task* const* tasks, int ntasks);
 void gpu_ce_free(struct gpu_comm* g);
+/* Let the comm's streams blocked on copy-engine flags go on (an aborted comm; see ce.c). */
+void gpu_ce_release(struct gpu_comm* g);
 /* engine.c: make stream s wait for the comm's previous kernel when that ran on another stream. */
 ncclResult_t gpu_order_after_last(struct gpu_comm* g, cudaStream_t s);
 

@@ -5,7 +5,8 @@
  *                rank 1 and its own operation of that moment (kind and sequence number),
  *                ncclCommAbort must return within 2 s and the stream drain within 1 s.
  *                OP: allreduce, allreduce_small, broadcast, reduce, allgather, reducescatter,
- *                alltoall, gather, scatter, sendrecv, graph (an AllReduce graph replayed).
+ *                alltoall, gather, scatter, sendrecv, graph (an AllReduce graph replayed); with
+ *                MONEL_COPY_ENGINE=1 the copy-engine path's stream waits are the ones released.
  *   threads      one process, a thread per GPU: rank 0 enqueues 3 AllReduces that rank 1 never
  *                joins (a stuck kernel and 2 queued behind it) and waits on its stream; another
  *                thread aborts the comm: the wait ends within 1 s, abort within 2 s.
