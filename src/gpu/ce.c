@@ -345,9 +345,8 @@ ncclResult_t gpu_ce_run(struct ncclComm* comm, struct task* const* tasks, int nt
    * move the number back below later operations), so an abort does not wait for it. */
   if (write_value64 != NULL && !gpu_capturing(s)) {
     __atomic_store_n(&g->eager_seq, last, __ATOMIC_RELEASE);
-    CUresult r = write_value64((CUstream)s,
-                               (CUdeviceptr)(uintptr_t)&g->ctl.ctr[DEV_CTR_DONE_SEQ], last,
-                               CU_STREAM_WRITE_VALUE_DEFAULT);
+    CUresult r = write_value64((CUstream)s, (CUdeviceptr)(uintptr_t)&g->ctl.ctr[DEV_CTR_DONE_SEQ],
+                               last, CU_STREAM_WRITE_VALUE_DEFAULT);
     if (r != CUDA_SUCCESS) {
       WARN("%s #%llu on rank %d: cuStreamWriteValue64 failed with CUDA driver error %d",
            coll_name(t0->coll), (unsigned long long)t0->seq, me, (int)r);
