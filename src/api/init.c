@@ -71,13 +71,27 @@ NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* 
     WARN("%s: ndev is %d; it must be at least 1", fn, ndev);
     return ncclInvalidArgument;
   }
+  /* As NCCL: the first ndev GPUs, or devlist's, each one this process sees (Monel also lets
+   * entries repeat a GPU). Without GPUs every rank runs on the CPU engine and devlist is unused. */
+  int ngpus = engine_gpu_count();
+  if (ngpus > 0 && devlist == NULL && ndev > ngpus) {
+    WARN("%s: ndev is %d but this process sees %d GPU%s: pass at most %d, or a devlist (ranks may "
+         "share a GPU)",
+         fn, ndev, ngpus, ngpus == 1 ? "" : "s", ngpus);
+    return ncclInvalidArgument;
+  }
+  for (int i = 0; ngpus > 0 && devlist != NULL && i < ndev; i++)
+    if (devlist[i] < 0 || devlist[i] >= ngpus) {
+      WARN("%s: devlist[%d] is %d; this process sees GPUs 0 to %d", fn, i, devlist[i], ngpus - 1);
+      return ncclInvalidArgument;
+    }
   version_banner();
   ncclUniqueId id;
   NCCLCHECK(boot_id_create_local(&id, ndev));
   ncclResult_t res = ncclSuccess;
   NCCLCHECK(group_start());
   for (int i = 0; i < ndev; i++) {
-    int dev = devlist ? devlist[i] : engine_device_for_index(i);
+    int dev = ngpus == 0 ? -1 : devlist ? devlist[i] : i;
     comms[i] = NULL;
     res = comm_begin(&comms[i], ndev, &id, i, NULL, dev);
     if (res != ncclSuccess) break;

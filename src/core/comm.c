@@ -127,6 +127,25 @@ static ncclResult_t ring_setup(struct ncclComm* comm) {
   return ncclSuccess;
 }
 
+/* Every rank of a comm must run the same engine (their connections differ). A rank without a GPU
+ * among GPU ranks, or MONEL_ENGINE set on some ranks only: every rank fails alike, naming one. */
+static ncclResult_t same_engine(const struct ncclComm* comm) {
+  const struct peer_info* p = comm->peers;
+  for (int r = 1; r < comm->nranks; r++) {
+    if (strncmp(p[r].engine, p[0].engine, sizeof p[0].engine) == 0) continue;
+    const struct peer_info* g = strcmp(p[0].engine, "gpu") == 0 ? &p[0] : &p[r];
+    const struct peer_info* c = g == &p[0] ? &p[r] : &p[0];
+    WARN("rank %d (host %s, pid %d) would run on the %.8s engine and rank %d (host %s, pid %d) on "
+         "the %.8s engine: every rank of a communicator must use the same one. A rank runs on the "
+         "CPU engine when it sees no GPU (CUDA_VISIBLE_DEVICES, a device index past the GPU count) "
+         "or MONEL_ENGINE=cpu is set; rank %d is on GPU %d",
+         c->rank, c->host, c->pid, c->engine, g->rank, g->host, g->pid, g->engine, g->rank,
+         g->cuda_dev);
+    return ncclInvalidUsage;
+  }
+  return ncclSuccess;
+}
+
 /* The part of init that talks to peers: runs inline or on the nonblocking init thread. */
 static ncclResult_t connect_peers(struct ncclComm* comm, const ncclUniqueId* id) {
   ncclResult_t res = ncclSuccess;
@@ -140,7 +159,9 @@ static ncclResult_t connect_peers(struct ncclComm* comm, const ncclUniqueId* id)
   me->cuda_dev = comm->cuda_dev;
   me->rank = comm->rank;
   topo_host_name(me->host, sizeof me->host);
+  snprintf(me->engine, sizeof me->engine, "%s", comm->engine->name);
   NCCLCHECK(boot_allgather(comm->boot, comm->peers, sizeof(struct peer_info)));
+  NCCLCHECK(same_engine(comm));
   comm->comm_hash = topo_hash(id->internal, sizeof id->internal);
   NCCLCHECK(ring_setup(comm));
   NCCLCHECK(comm->engine->comm_init(comm));

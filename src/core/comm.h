@@ -20,6 +20,7 @@ struct peer_info {
   int cuda_dev;
   int rank;
   char host[64];
+  char engine[8]; /* the engine's name ("cpu", "gpu"): every rank of a comm runs the same */
 };
 
 struct redop_slot {

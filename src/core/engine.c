@@ -25,10 +25,11 @@ int engine_default_device(void) {
   return -1;
 }
 
-int engine_device_for_index(int i) {
+/* GPUs a rank of this process may use: 0 without the CUDA engine, with MONEL_ENGINE=cpu or
+ * without a GPU. */
+int engine_gpu_count(void) {
 #ifdef MONEL_HAVE_CUDA
-  if (engine_gpu_allowed() && i < gpu_device_count()) return i;
+  if (engine_gpu_allowed()) return gpu_device_count();
 #endif
-  (void)i;
-  return -1;
+  return 0;
 }

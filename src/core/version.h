@@ -8,5 +8,5 @@ void version_banner(void);
 /* 0 when MONEL_ENGINE=cpu or the build has no CUDA engine: no comm or allocation uses a GPU. */
 int engine_gpu_allowed(void);
 int engine_default_device(void);
-int engine_device_for_index(int i);
+int engine_gpu_count(void);
 #endif

@@ -375,8 +375,10 @@ static int run_mode(void) {
   if (pthread_create(&wd, NULL, watchdog, NULL) != 0) die("cannot start the watchdog thread");
   if (opt.mode == MODE_ALL) {
     ncclComm_t comms[MX_MAXRANKS];
+    int devs[MX_MAXRANKS];
+    for (int r = 0; r < nlocal; r++) devs[r] = ranks[r].dev;
     progress(&ranks[0], -2);
-    ncclResult_t res = ncclCommInitAll(comms, opt.n, NULL);
+    ncclResult_t res = ncclCommInitAll(comms, opt.n, opt.device ? devs : NULL);
     if (res != ncclSuccess) init_failed(res, "ncclCommInitAll", 0);
     for (int r = 0; r < nlocal; r++) {
       ranks[r].comm = comms[r];
@@ -430,8 +432,8 @@ static void usage(FILE* f) {
              "              [--graph]\n"
              "              [--capture global|thread|relaxed] [--allow-unsupported]\n"
              "              [--timeout SECONDS] [--share-gpus] [-v]\n"
-             "  --share-gpus: more ranks than GPUs (threads, all) share them, rank r on GPU\n"
-             "          r mod count (Monel allows it; NCCL refuses duplicate GPUs)\n"
+             "  --share-gpus: more ranks than GPUs share them, rank r (procs: local rank r)\n"
+             "          on GPU r mod count (Monel allows it; NCCL refuses duplicate GPUs)\n"
              "  --mode procs runs under monelrun: monelrun -n N matrix --mode procs\n"
              "  colls:  allreduce broadcast reduce allgather reducescatter alltoall alltoallv\n"
              "          gather scatter sendrecv (or all)\n"
@@ -658,6 +660,7 @@ int main(int argc, char** argv) {
     }
     opt.n = np, first_rank = pr, nlocal = 1;
     local_dev = env_int("MONEL_LOCAL_RANK", pr);
+    if (opt.share_gpus && ngpus > 0) local_dev %= ngpus;
     if (opt.device && local_dev >= ngpus) {
       printf("FAIL matrix mode=procs n=%d: local rank %d has no GPU (%d here)\n", np, local_dev,
              ngpus);

@@ -15,6 +15,8 @@
  *   mismatch     the ranks' counts differ: the report says "Mismatch".
  *   badinput     host memory, memory and streams of another GPU, NULL and destroyed comms, use
  *                after abort: ncclInvalidArgument (or ncclInvalidUsage) and a sentence.
+ *   devices      ncclCommInitAll with more ranks than GPUs and no devlist, or a devlist entry past
+ *                the GPUs: ncclInvalidArgument and a sentence; a devlist repeating GPU 0: exact.
  * Prints PASS/FAIL lines; exits non-zero on failure; SKIP with fewer than 2 GPUs, unless
  * MONEL_TEST_SHARE_GPUS=1: then rank r runs on GPU r mod the GPU count (for a machine of one GPU;
  * badinput, which needs a second GPU, is skipped). */
@@ -306,6 +308,46 @@ static int badinput_case(void) {
   return fails ? 1 : 0;
 }
 
+/* ncclCommInitAll's devices: more than this process sees, or an index past them, fail with a
+ * sentence; a list that repeats a GPU gives ranks that share it, and their AllReduce is exact. */
+static int devices_case(int ndev) {
+  ncclComm_t comms[2] = {NULL, NULL};
+  int fails = 0, past[2] = {0, ndev}, same[2] = {0, 0};
+  ncclComm_t* many = calloc((size_t)ndev + 1, sizeof *many);
+  fails += expect("more ranks than GPUs, no devlist", ncclCommInitAll(many, ndev + 1, NULL),
+                  ncclInvalidArgument, "this process sees");
+  free(many);
+  fails += expect("devlist past the GPUs", ncclCommInitAll(comms, 2, past), ncclInvalidArgument,
+                  "devlist[1] is");
+  NK(ncclCommInitAll(comms, 2, same));
+  float *buf[2], host[1024];
+  cudaStream_t st[2];
+  CK(cudaSetDevice(0));
+  for (int r = 0; r < 2; r++) {
+    for (int i = 0; i < 1024; i++) host[i] = (float)((r + 1) * (i % 7 + 1));
+    CK(cudaMalloc((void**)&buf[r], sizeof host));
+    CK(cudaMemcpy(buf[r], host, sizeof host, cudaMemcpyHostToDevice));
+    CK(cudaStreamCreateWithFlags(&st[r], cudaStreamNonBlocking));
+  }
+  NK(ncclGroupStart());
+  for (int r = 0; r < 2; r++)
+    NK(ncclAllReduce(buf[r], buf[r], 1024, ncclFloat, ncclSum, comms[r], st[r]));
+  NK(ncclGroupEnd());
+  int wrong = 0;
+  for (int r = 0; r < 2; r++) {
+    CK(cudaStreamSynchronize(st[r]));
+    CK(cudaMemcpy(host, buf[r], sizeof host, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < 1024; i++) wrong += host[i] != (float)(3 * (i % 7 + 1));
+    NK(ncclCommDestroy(comms[r]));
+    CK(cudaFree(buf[r]));
+    CK(cudaStreamDestroy(st[r]));
+  }
+  printf("%s devices: devlist {0, 0}: AllReduce of 1024 floats on two ranks sharing GPU 0, %d "
+         "wrong values\n",
+         wrong ? "FAIL" : "PASS", wrong);
+  return fails || wrong ? 1 : 0;
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0); /* ranks end with _exit: every line must be out by then */
   setenv("NCCL_NVLS_ENABLE", "0", 1);
@@ -322,6 +364,13 @@ int main(int argc, char** argv) {
     return report_case("Mismatch:");
   }
   int ndev = 0;
+  if (!strcmp(mode, "devices")) {
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) {
+      printf("SKIP test_gpu_fault devices: needs a GPU\n");
+      return 0;
+    }
+    return devices_case(ndev);
+  }
   int shared = gpu_of(1) != 1;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || (ndev < 2 && !shared)) {
     printf("SKIP test_gpu_fault %s: needs 2 GPUs\n", mode);
@@ -333,6 +382,6 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (!strcmp(mode, "badinput")) return badinput_case();
-  fprintf(stderr, "usage: %s kill OP | threads | hang | mismatch | badinput\n", argv[0]);
+  fprintf(stderr, "usage: %s kill OP | threads | hang | mismatch | badinput | devices\n", argv[0]);
   return 2;
 }
