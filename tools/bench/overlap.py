@@ -102,12 +102,16 @@ def measure(args, coll, gemm_fn, gemm_flops, s_gemm, s_coll):
     g0, g1 = timed(s_gemm, gemm_fn, args.gemm_iters)
     torch.cuda.synchronize()
     gemm_ms = g0.elapsed_time(g1)
-    # The collective alone: as many calls as fill the GEMM loop's time (the same on every rank).
+    # The collective alone: as many calls as fill the GEMM loop's time. Every rank must make the
+    # same number of calls, so the count comes from the slowest rank's GEMM loop and collective
+    # (each rank's own GEMM time would give each its own count, and the ranks would wait forever
+    # for calls their peers never make).
     c0, c1 = timed(s_coll, coll.fn, 10)
     torch.cuda.synchronize()
-    probe = torch.tensor([c0.elapsed_time(c1) / 10], device="cuda")
+    probe = torch.tensor([c0.elapsed_time(c1) / 10, gemm_ms], device="cuda")
     dist.all_reduce(probe, op=dist.ReduceOp.MAX)
-    iters = max(10, int(gemm_ms / max(probe.item(), 1e-3)))
+    coll_max_ms, gemm_max_ms = probe.tolist()
+    iters = max(10, int(gemm_max_ms / max(coll_max_ms, 1e-3)))
     sync_all()
     c0, c1 = timed(s_coll, coll.fn, iters)
     torch.cuda.synchronize()
