@@ -433,7 +433,7 @@ static void usage(FILE* f) {
              "              [--capture global|thread|relaxed] [--allow-unsupported]\n"
              "              [--timeout SECONDS] [--share-gpus] [-v]\n"
              "  --share-gpus: more ranks than GPUs share them, rank r (procs: local rank r)\n"
-             "          on GPU r mod count (Monel allows it; NCCL refuses duplicate GPUs)\n"
+             "          on GPU r mod count (Monel allows it; NCCL does not support it)\n"
              "  --mode procs runs under monelrun: monelrun -n N matrix --mode procs\n"
              "  colls:  allreduce broadcast reduce allgather reducescatter alltoall alltoallv\n"
              "          gather scatter sendrecv (or all)\n"
