@@ -101,9 +101,14 @@ out=$(env RANK=5 WORLD_SIZE=8 LOCAL_RANK=1 LOCAL_WORLD_SIZE=4 MASTER_ADDR=10.9.8
   sh -c 'echo $MONEL_RANK/$MONEL_NRANKS $MONEL_LOCAL_RANK/$MONEL_LOCAL_SIZE $NCCL_COMM_ID')
 check "launcher: torchrun" "5/8 1/4 10.9.8.7:29501" "$out"
 out=$(env OMPI_COMM_WORLD_RANK=3 OMPI_COMM_WORLD_SIZE=4 OMPI_COMM_WORLD_LOCAL_RANK=1 \
-  OMPI_COMM_WORLD_LOCAL_SIZE=2 "$run" \
-  sh -c 'echo $MONEL_RANK/$MONEL_NRANKS $MONEL_LOCAL_RANK/$MONEL_LOCAL_SIZE')
-check "launcher: Open MPI" "3/4 1/2" "$out"
+  OMPI_COMM_WORLD_LOCAL_SIZE=2 NCCL_COMM_ID=10.0.0.9:5000 "$run" \
+  sh -c 'echo $MONEL_RANK/$MONEL_NRANKS $MONEL_LOCAL_RANK/$MONEL_LOCAL_SIZE $NCCL_COMM_ID')
+check "launcher: Open MPI" "3/4 1/2 10.0.0.9:5000" "$out"
+# Open MPI says nothing of where rank 0 runs: without NCCL_COMM_ID monelrun stops and says so.
+out=$(env -u NCCL_COMM_ID OMPI_COMM_WORLD_RANK=3 OMPI_COMM_WORLD_SIZE=4 "$run" true 2>&1)
+if [ $? = 2 ] && [[ $out == *"under mpirun, set NCCL_COMM_ID=host:port"* ]]; then
+  pass "launcher: Open MPI without NCCL_COMM_ID"
+else fail "launcher: Open MPI without NCCL_COMM_ID" "$out"; fi
 
 # Under srun (Slurm's variables, no Slurm): rank, size, local rank and size from the per-node
 # counts, NCCL_COMM_ID from the step's first node and MONEL_PORT (or the default 29501).
@@ -122,7 +127,7 @@ out=$(slurm SLURM_STEP_NODELIST='bad[1-2' 2>&1)
 if [ $? = 2 ] && [[ $out == *"set NCCL_COMM_ID"* ]]; then pass "launcher: srun, unreadable node list"
 else fail "launcher: srun, unreadable node list" "$out"; fi
 out=$(env SLURM_PROCID=1 SLURM_NTASKS=4 SLURM_NODEID=0 SLURM_STEP_NODELIST=n1 \
-  OMPI_COMM_WORLD_RANK=3 OMPI_COMM_WORLD_SIZE=8 "$run" sh -c 'echo $MONEL_RANK/$MONEL_NRANKS')
+  OMPI_COMM_WORLD_RANK=3 OMPI_COMM_WORLD_SIZE=8 NCCL_COMM_ID=10.0.0.9:5000 "$run" sh -c 'echo $MONEL_RANK/$MONEL_NRANKS')
 check "launcher: Open MPI inside a Slurm allocation wins" "3/8" "$out"
 
 # --fake-hosts: MONEL_HOST_ID per rank, cyclic (default) or in blocks.

@@ -101,7 +101,8 @@ static void usage(FILE* f) {
           "MASTER_ADDR, MASTER_PORT) or Slurm's srun (SLURM_PROCID, SLURM_NTASKS), prog runs\n"
           "once as that rank. Unless NCCL_COMM_ID is set, torchrun style sets\n"
           "NCCL_COMM_ID=MASTER_ADDR:(MASTER_PORT+1) and srun sets it to the first node of\n"
-          "SLURM_STEP_NODELIST (or SLURM_JOB_NODELIST) and port MONEL_PORT (default %d).\n",
+          "SLURM_STEP_NODELIST (or SLURM_JOB_NODELIST) and port MONEL_PORT (default %d).\n"
+          "Under mpirun, NCCL_COMM_ID must be set (mpirun -x NCCL_COMM_ID=node0:29500 ...).\n",
           SLURM_DEFAULT_PORT);
 }
 
@@ -355,6 +356,14 @@ static bool launcher_mode(char** argv) {
   int r, n;
   if (!parse_int(size, 1, INT_MAX, &n)) bad_value("the launcher's world size", size);
   if (!parse_int(rank, 0, n - 1, &r)) bad_value("the launcher's rank", rank);
+  /* Open MPI names no address where rank 0 listens: the user gives one, the same on every rank
+   * (torchrun and srun set it above). */
+  if (orank && osize && n > 1 && !getenv("NCCL_COMM_ID")) {
+    fprintf(stderr,
+            "monelrun: under mpirun, set NCCL_COMM_ID=host:port for every rank, host being where "
+            "rank 0 runs and port a free one (mpirun -x NCCL_COMM_ID=node0:29500 monelrun ...)\n");
+    exit(2);
+  }
   set_int_env("MONEL_RANK", r);
   set_int_env("MONEL_NRANKS", n);
   if (lrank) setenv("MONEL_LOCAL_RANK", lrank, 1);
