@@ -633,8 +633,17 @@ ncclResult_t boot_socket_init(const struct boot_id* id, int rank, int nranks, st
   NCCLCHECK(sock_boot_alloc(rank, nranks, id->secret, &b));
   NCCLCHECKGOTO(sock_iface_find(&me, NULL, 0), res, out);
   NCCLCHECKGOTO(sock_listen_open(&me, &b->listen_fd), res, out);
-  if ((id->flags & BOOT_FLAG_COMM_ID) && rank == 0)
-    NCCLCHECKGOTO(boot_root_start(&root_addr, id->secret, 0, &b->root), res, out);
+  if ((id->flags & BOOT_FLAG_COMM_ID) && rank == 0) {
+    res = boot_root_start(&root_addr, id->secret, 0, &b->root);
+    if (res != ncclSuccess) {
+      char why[256];
+      snprintf(why, sizeof why, "%s", log_last_error());
+      WARN("NCCL_COMM_ID=%s: rank 0 cannot run the bootstrap root there (%s): it must name an "
+           "address of rank 0's host and a port free on it",
+           param_str(PARAM_COMM_ID), why);
+      goto out;
+    }
+  }
   NCCLCHECKGOTO(rendezvous(b, id, &me), res, out);
   if (pthread_create(&b->progress, NULL, progress_main, b) != 0) {
     WARN("bootstrap rank %d: cannot start its progress thread; raise the thread limit", rank);

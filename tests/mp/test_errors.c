@@ -120,6 +120,25 @@ TEST(config_not_initialized) {
                "minCTAs (8) is larger");
 }
 
+/* NCCL_COMM_ID names where rank 0 runs the bootstrap root: a name that does not resolve fails in
+ * ncclGetUniqueId, an address of another host in rank 0's init; both say so. (Parameters are read
+ * once per process: one value per test.) */
+TEST(comm_id_unresolvable) {
+  ncclUniqueId id;
+  setenv("NCCL_COMM_ID", "nosuchhost.invalid:29999", 1);
+  expect_error(ncclGetUniqueId(&id), ncclInvalidArgument, "cannot resolve \"nosuchhost.invalid\"");
+}
+
+TEST(comm_id_other_host) {
+  ncclUniqueId id;
+  ncclComm_t comm = NULL;
+  setenv("NCCL_COMM_ID", "192.0.2.1:29999", 1); /* TEST-NET-1: never an address of this host */
+  CHECK_RES(ncclGetUniqueId(&id), ncclSuccess);
+  expect_error(ncclCommInitRank(&comm, 2, id, 0), ncclSystemError,
+               "NCCL_COMM_ID=192.0.2.1:29999: rank 0 cannot run the bootstrap root there");
+  CHECK(comm == NULL);
+}
+
 TEST(group_end_without_start) {
   expect_error(ncclGroupEnd(), ncclInvalidUsage, "without a matching ncclGroupStart");
 }
