@@ -32,9 +32,11 @@ double bench_now(void) {
 
 void bench_fail(struct bench_rank* r, const char* what, ncclResult_t res) {
   const char* last = r && r->comm ? ncclGetLastError(r->comm) : ncclGetLastError(NULL);
-  fprintf(stderr, "# Rank %d: %s failed: %s: %s\n", r ? r->rank : -1, what, ncclGetErrorString(res),
+  char on[32] = ""; /* no rank yet in ncclGetUniqueId */
+  if (r) snprintf(on, sizeof on, " on rank %d", r->rank);
+  fprintf(stderr, "# %s failed%s: %s: %s\n", what, on, ncclGetErrorString(res),
           last && *last ? last : "(no detail)");
-  printf("# Error: %s failed on rank %d: %s: %s\n", what, r ? r->rank : -1, ncclGetErrorString(res),
+  printf("# Error: %s failed%s: %s: %s\n", what, on, ncclGetErrorString(res),
          last && *last ? last : "(no detail)");
   fflush(stdout);
   fflush(stderr);
