@@ -166,3 +166,13 @@ enum tune_path tune_gpu_path(const struct tune_path_in* in) {
     return TUNE_PATH_ONEHOP;
   return TUNE_PATH_RING;
 }
+
+int tune_ce_wanted(const struct tune_ce_in* in) {
+  if (in->mode == TUNE_CE_OFF || (!in->usable && !in->forced)) return 0;
+  int always = in->forced || in->mode == TUNE_CE_ALL;
+  if (in->bytes == 0) return !in->captured && always;
+  /* Rounds of the staging protocol; a comm of one rank copies to itself in one. */
+  size_t rounds = in->usable && in->region > 0 ? (in->bytes + in->region - 1) / in->region : 1;
+  if (rounds > (in->captured ? 1 : in->max_rounds)) return 0;
+  return always || in->bytes >= in->min_bytes;
+}

@@ -50,4 +50,19 @@ struct tune_path_in {
   size_t slot_bytes, onehop_max;
 };
 enum tune_path tune_gpu_path(const struct tune_path_in* in);
+
+/* Whether one operation takes the GPU copy-engine path (gpu/ce.c), from what every rank knows
+ * alike. Pure; unit-tested. */
+enum tune_ce_mode { TUNE_CE_OFF, TUNE_CE_TUNED, TUNE_CE_ALL }; /* TUNED: from min_bytes up */
+struct tune_ce_in {
+  enum tune_ce_mode mode;
+  int forced;        /* MONEL_COPY_ENGINE=1 */
+  int usable;        /* the comm's path is set up (else a forced one fails in gpu_ce_run) */
+  size_t bytes;      /* per peer, known alike on every rank; 0: not known alike (Send/Recv) */
+  size_t region;     /* staging bytes per pair and round; 0: one rank, nothing staged */
+  int captured;      /* the stream is being captured into a CUDA graph */
+  size_t max_rounds; /* rounds allowed outside a graph (inside: one) */
+  size_t min_bytes;  /* MONEL_CE_MIN_BYTES */
+};
+int tune_ce_wanted(const struct tune_ce_in* in);
 #endif

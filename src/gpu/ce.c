@@ -47,6 +47,7 @@
 #include "boot/boot.h"
 #include "core/check.h"
 #include "core/param.h"
+#include "core/tune.h"
 #include "gpu/gpu.h"
 #include "util/dtype.h"
 
@@ -78,9 +79,9 @@ ncclResult_t gpu_ce_setup(struct ncclComm* comm, struct gpu_comm* g) {
   int n = comm->nranks, me = comm->rank, *all = NULL;
   ncclResult_t res = ncclSuccess;
   int want = param_int(PARAM_COPY_ENGINE) == 1 || comm->config.CTAPolicy == NCCL_CTA_POLICY_ZERO
-                 ? GPU_CE_ALL
-             : param_int(PARAM_CE_MIN_BYTES) > 0 ? GPU_CE_TUNED
-                                                 : GPU_CE_OFF;
+                 ? TUNE_CE_ALL
+             : param_int(PARAM_CE_MIN_BYTES) > 0 ? TUNE_CE_TUNED
+                                                 : TUNE_CE_OFF;
   pthread_once(&load_once, load_entry_points);
   int can = wait_value32 != NULL && write_value32 != NULL;
   if (n == 1) { /* copies to myself only */
@@ -91,12 +92,12 @@ ncclResult_t gpu_ce_setup(struct ncclComm* comm, struct gpu_comm* g) {
   NCCLCALLOC(all, 2 * n);
   all[2 * me] = want, all[2 * me + 1] = can;
   NCCLCHECKGOTO(boot_allgather(comm->boot, all, 2 * sizeof *all), res, out);
-  g->ce_mode = GPU_CE_OFF, can = 1;
+  g->ce_mode = TUNE_CE_OFF, can = 1;
   for (int r = 0; r < n; r++) {
     if (all[2 * r] > g->ce_mode) g->ce_mode = all[2 * r];
     can &= all[2 * r + 1];
   }
-  if (g->ce_mode == GPU_CE_OFF || !can || g->host_fifos || n > DEV_MAX_PEERS || gpu_net_any(comm))
+  if (g->ce_mode == TUNE_CE_OFF || !can || g->host_fifos || n > DEV_MAX_PEERS || gpu_net_any(comm))
     goto out; /* one host, peer access: copies between GPUs of a host only */
   size_t stage = (size_t)param_int(PARAM_CE_STAGE_BYTES), min_stage = (size_t)n * (64 << 10);
   if (stage < min_stage) stage = min_stage;
@@ -106,9 +107,9 @@ ncclResult_t gpu_ce_setup(struct ncclComm* comm, struct gpu_comm* g) {
   NCCLCHECKGOTO(gpu_connect_ce(comm, g), res, out);
 out:
   free(all);
-  if (res == ncclSuccess && g->ce_mode != GPU_CE_OFF)
+  if (res == ncclSuccess && g->ce_mode != TUNE_CE_OFF)
     INFO(LOG_INIT | LOG_P2P, "comm %p rank %d copy-engine path: %s%s, %zu bytes per pair and round",
-         (void*)comm, me, g->ce_mode == GPU_CE_ALL ? "always" : "from MONEL_CE_MIN_BYTES",
+         (void*)comm, me, g->ce_mode == TUNE_CE_ALL ? "always" : "from MONEL_CE_MIN_BYTES",
          g->ce_ok ? "" : " but unusable (no stream memory operations or no peer access)",
          g->ce_region);
   return res;
@@ -158,17 +159,13 @@ static size_t symmetric_bytes(const struct task* t) {
 #define CE_MAX_ROUNDS 32
 int gpu_ce_wanted(const struct ncclComm* comm, const struct gpu_comm* g, struct task* const* tasks,
                   int ntasks) {
-  if (g->ce_mode == GPU_CE_OFF) return 0;
-  int forced = param_int(PARAM_COPY_ENGINE) == 1;
-  if (!g->ce_ok && !forced) return 0; /* forced: gpu_ce_run says why it cannot */
-  size_t bytes = ntasks == 1 ? symmetric_bytes(tasks[0]) : 0;
-  int graph = gpu_capturing(tasks[0]->stream);
-  if (bytes == 0) return !graph && (forced || g->ce_mode == GPU_CE_ALL);
-  size_t rounds = g->ce_ok ? (bytes + g->ce_region - 1) / g->ce_region : 1;
-  if (rounds > (graph ? 1 : CE_MAX_ROUNDS)) return 0;
-  if (forced || g->ce_mode == GPU_CE_ALL) return 1;
   (void)comm;
-  return bytes >= (size_t)param_int(PARAM_CE_MIN_BYTES);
+  if (g->ce_mode == TUNE_CE_OFF) return 0; /* the common case, without asking CUDA about capture */
+  struct tune_ce_in in = {g->ce_mode,    param_int(PARAM_COPY_ENGINE) == 1,
+                          g->ce_ok,      ntasks == 1 ? symmetric_bytes(tasks[0]) : 0,
+                          g->ce_region,  gpu_capturing(tasks[0]->stream),
+                          CE_MAX_ROUNDS, (size_t)param_int(PARAM_CE_MIN_BYTES)};
+  return tune_ce_wanted(&in);
 }
 
 struct ce_list {

@@ -115,7 +115,7 @@ struct gpu_comm {
   int good_next;
   cudaStream_t good_stream;
   /* Copy-engine path (gpu/ce.c): set up when any rank may use it. */
-  int ce_mode;                  /* GPU_CE_* (the same on every rank) */
+  int ce_mode;                  /* TUNE_CE_* (core/tune.h; the same on every rank) */
   int ce_ok;                    /* every rank mapped every peer's flags and staging */
   struct gpu_mem ce_mem;        /* my flags and staging buffer, on my GPU */
   size_t ce_region;             /* staging bytes of one (writer, reader) pair */
@@ -174,7 +174,6 @@ ncclResult_t gpu_check_task(struct ncclComm* comm, const struct task* t, const c
 ncclResult_t gpu_join_streams(struct gpu_comm* g, struct task* const* tasks, int ntasks, int after);
 
 /* ce.c: the copy-engine path (no SM) for AllGather, Broadcast and the point-to-point batches. */
-enum { GPU_CE_OFF, GPU_CE_TUNED, GPU_CE_ALL };
 ncclResult_t gpu_ce_setup(struct ncclComm* comm, struct gpu_comm* g);
 int gpu_ce_wanted(const struct ncclComm* comm, const struct gpu_comm* g, struct task* const* tasks,
                   int ntasks);

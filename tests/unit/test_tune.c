@@ -137,3 +137,46 @@ TEST(gpu_path_onehop_across_the_network) {
   in = path_in(8, 1, 1); /* LL first where it can run */
   CHECK_EQ(tune_gpu_path(&in), TUNE_PATH_ONESHOT_LL);
 }
+
+/* The copy-engine path: two ranks staging through 64 KB regions, at most 32 rounds. */
+static struct tune_ce_in ce_in(enum tune_ce_mode mode, size_t bytes) {
+  struct tune_ce_in in = {mode, 0, 1, bytes, 64 << 10, 0, 32, 1 << 20};
+  return in;
+}
+
+TEST(ce_path_limits) {
+  struct tune_ce_in in = ce_in(TUNE_CE_OFF, 1 << 20);
+  CHECK_EQ(tune_ce_wanted(&in), 0);
+  in = ce_in(TUNE_CE_ALL, 4096);
+  CHECK_EQ(tune_ce_wanted(&in), 1);
+  in.bytes = (size_t)32 * (64 << 10); /* 32 rounds */
+  CHECK_EQ(tune_ce_wanted(&in), 1);
+  in.bytes++; /* 33 */
+  CHECK_EQ(tune_ce_wanted(&in), 0);
+  in = ce_in(TUNE_CE_ALL, 64 << 10), in.captured = 1; /* one round in a graph */
+  CHECK_EQ(tune_ce_wanted(&in), 1);
+  in.bytes++;
+  CHECK_EQ(tune_ce_wanted(&in), 0);
+  in = ce_in(TUNE_CE_ALL, 0); /* Send/Recv: on unless captured */
+  CHECK_EQ(tune_ce_wanted(&in), 1);
+  in.captured = 1;
+  CHECK_EQ(tune_ce_wanted(&in), 0);
+  in = ce_in(TUNE_CE_TUNED, (1 << 20) - 1); /* MONEL_CE_MIN_BYTES */
+  CHECK_EQ(tune_ce_wanted(&in), 0);
+  in.bytes++;
+  CHECK_EQ(tune_ce_wanted(&in), 1);
+  in = ce_in(TUNE_CE_TUNED, 1 << 20), in.usable = 0; /* not set up: only when forced */
+  CHECK_EQ(tune_ce_wanted(&in), 0);
+  in.forced = 1, in.mode = TUNE_CE_ALL;
+  CHECK_EQ(tune_ce_wanted(&in), 1); /* gpu_ce_run then says why it cannot */
+}
+
+/* A comm of one rank has no staging region: it copies to itself in one round, whatever the
+ * size. (Its region of 0 once divided the size: MONEL_COPY_ENGINE=1 on one GPU raised SIGFPE.) */
+TEST(ce_path_one_rank) {
+  struct tune_ce_in in = ce_in(TUNE_CE_ALL, 1 << 30);
+  in.region = 0;
+  CHECK_EQ(tune_ce_wanted(&in), 1);
+  in.captured = 1;
+  CHECK_EQ(tune_ce_wanted(&in), 1);
+}
