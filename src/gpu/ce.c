@@ -161,10 +161,14 @@ int gpu_ce_wanted(const struct ncclComm* comm, const struct gpu_comm* g, struct 
                   int ntasks) {
   (void)comm;
   if (g->ce_mode == TUNE_CE_OFF) return 0; /* the common case, without asking CUDA about capture */
-  struct tune_ce_in in = {g->ce_mode,    param_int(PARAM_COPY_ENGINE) == 1,
-                          g->ce_ok,      ntasks == 1 ? symmetric_bytes(tasks[0]) : 0,
-                          g->ce_region,  gpu_capturing(tasks[0]->stream),
-                          CE_MAX_ROUNDS, (size_t)param_int(PARAM_CE_MIN_BYTES)};
+  struct tune_ce_in in = {.mode = (enum tune_ce_mode)g->ce_mode,
+                          .forced = param_int(PARAM_COPY_ENGINE) == 1,
+                          .usable = g->ce_ok,
+                          .bytes = ntasks == 1 ? symmetric_bytes(tasks[0]) : 0,
+                          .region = g->ce_region,
+                          .captured = gpu_capturing(tasks[0]->stream),
+                          .max_rounds = CE_MAX_ROUNDS,
+                          .min_bytes = (size_t)param_int(PARAM_CE_MIN_BYTES)};
   return tune_ce_wanted(&in);
 }
 
