@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "api/api.h"
-#include "core/check.h"
+#include "util/check.h"
 #include "core/comm.h"
 #include "core/group.h"
 #include "core/redop.h"

@@ -3,7 +3,7 @@
 #include <string.h>
 #include "api/api.h"
 #include "boot/boot.h"
-#include "core/check.h"
+#include "util/check.h"
 #include "core/comm.h"
 #include "core/group.h"
 #include "core/version.h"

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "boot/boot_impl.h"
-#include "core/check.h"
-#include "core/log.h"
+#include "util/check.h"
+#include "util/log.h"
 
 int boot_id_is_local(const ncclUniqueId* id) {
   struct boot_id b;

@@ -7,9 +7,9 @@
 #include <string.h>
 #include <time.h>
 #include "boot/boot_impl.h"
-#include "core/check.h"
-#include "core/log.h"
-#include "core/param.h"
+#include "util/check.h"
+#include "util/log.h"
+#include "util/param.h"
 
 struct local_msg {
   struct local_msg* next;

@@ -14,9 +14,9 @@
 #include <unistd.h>
 #include <poll.h>
 #include "boot/boot_impl.h"
-#include "core/check.h"
-#include "core/log.h"
-#include "core/param.h"
+#include "util/check.h"
+#include "util/log.h"
+#include "util/param.h"
 
 /* Longest wait for one connection's hello; silent connections do not stall the others. */
 #define HELLO_WAIT_S 30.0

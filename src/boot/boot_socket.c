@@ -27,9 +27,9 @@
 #include <poll.h>
 #include <unistd.h>
 #include "boot/boot_impl.h"
-#include "core/check.h"
-#include "core/log.h"
-#include "core/param.h"
+#include "util/check.h"
+#include "util/log.h"
+#include "util/param.h"
 
 #define BOOT_MSG_MAX   ((uint64_t)1 << 30)
 #define PEER_CONNECT_S 5.0

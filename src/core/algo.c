@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 #include "core/algo.h"
-#include "core/check.h"
-#include "core/param.h"
+#include "util/check.h"
+#include "util/param.h"
 #include "core/tune.h"
 #include "util/dtype.h"
 

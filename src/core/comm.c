@@ -7,9 +7,9 @@
 #include <time.h>
 #include <unistd.h>
 #include "boot/boot.h"
-#include "core/check.h"
+#include "util/check.h"
 #include "core/comm.h"
-#include "core/param.h"
+#include "util/param.h"
 #include "core/watch.h"
 #include "topo/host.h"
 #include "topo/ring_order.h"

@@ -3,9 +3,9 @@
 #include <limits.h>
 #include <stddef.h>
 #include <string.h>
-#include "core/check.h"
+#include "util/check.h"
 #include "core/comm.h"
-#include "core/param.h"
+#include "util/param.h"
 
 #define CONFIG_MAGIC 0xcafebeefu
 

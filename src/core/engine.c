@@ -2,7 +2,7 @@
  * is none and ranks run on the CPU engine. */
 #include <string.h>
 #include "core/engine.h"
-#include "core/param.h"
+#include "util/param.h"
 #include "core/version.h"
 
 #ifdef MONEL_HAVE_CUDA

@@ -1,7 +1,7 @@
 /* Per-thread groups. See group.h. */
 #include <stdlib.h>
 #include <string.h>
-#include "core/check.h"
+#include "util/check.h"
 #include "core/group.h"
 #include "core/watch.h"
 #include "core/tune.h"

@@ -2,7 +2,7 @@
  * calling thread has a GPU, unless MONEL_ENGINE=cpu (whose comms move host memory only). */
 #include <stdlib.h>
 #include <string.h>
-#include "core/check.h"
+#include "util/check.h"
 #include "core/mem.h"
 #include "core/version.h"
 

@@ -2,7 +2,7 @@
  * scalar is copied at creation; a device-resident one is a pointer read when the op runs (the CPU
  * engine runs ops when they are queued or when their group ends, so it reads it then). */
 #include <string.h>
-#include "core/check.h"
+#include "util/check.h"
 #include "core/redop.h"
 #include "util/dtype.h"
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "boot/boot.h"
-#include "core/check.h"
+#include "util/check.h"
 #include "core/comm.h"
 #include "core/group.h"
 

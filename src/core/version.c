@@ -2,7 +2,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <unistd.h>
-#include "core/log.h"
+#include "util/log.h"
 #include "core/version.h"
 #include "monel.h"
 #include "nccl.h"

@@ -21,9 +21,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "boot/boot.h"
-#include "core/check.h"
+#include "util/check.h"
 #include "core/comm.h"
-#include "core/param.h"
+#include "util/param.h"
 #include "core/watch_report.h"
 #include "os/socket.h"
 

@@ -11,8 +11,8 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#include "core/check.h"
-#include "core/param.h"
+#include "util/check.h"
+#include "util/param.h"
 #include "cpu/cpu.h"
 
 static void futex_wait(uint32_t* addr, uint32_t val, int ms) {

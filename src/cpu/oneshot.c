@@ -13,7 +13,7 @@
 #include <string.h>
 #include "algo/oneshot.h"
 #include "boot/boot.h"
-#include "core/check.h"
+#include "util/check.h"
 #include "cpu/cpu.h"
 #include "util/dtype.h"
 

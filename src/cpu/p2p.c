@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "boot/boot.h"
-#include "core/check.h"
+#include "util/check.h"
 #include "cpu/cpu.h"
 
 #define TAG_P2P   0x50325000 /* + 0: descriptor, + 1: ack */

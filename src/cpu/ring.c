@@ -13,7 +13,7 @@
 #include "algo/ring_broadcast.h"
 #include "algo/ring_reduce.h"
 #include "algo/ring_reducescatter.h"
-#include "core/check.h"
+#include "util/check.h"
 #include "cpu/cpu.h"
 #include "util/dtype.h"
 

@@ -23,7 +23,7 @@
 #include <string.h>
 #include "algo/tree.h"
 #include "boot/boot.h"
-#include "core/check.h"
+#include "util/check.h"
 #include "cpu/cpu.h"
 #include "util/dtype.h"
 

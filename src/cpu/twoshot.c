@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "algo/twoshot.h"
-#include "core/check.h"
+#include "util/check.h"
 #include "cpu/cpu.h"
 #include "util/dtype.h"
 

@@ -3,7 +3,7 @@
  * not know, memory of another GPU, a stream of another GPU. The last few pointers that passed
  * are remembered per comm, so a loop over the same buffers asks CUDA once. */
 #include <stdio.h>
-#include "core/check.h"
+#include "util/check.h"
 #include "gpu/gpu.h"
 
 static int known_good(struct gpu_comm* g, const void* p) {

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "boot/boot.h"
-#include "core/check.h"
-#include "core/param.h"
+#include "util/check.h"
+#include "util/param.h"
 #include "gpu/gpu.h"
 #include "os/shm.h"
 

@@ -2,7 +2,7 @@
  * ncclMemAlloc/ncclMemFree on device memory. With no driver or no GPU every hook says "none" and
  * the library runs its CPU engine. */
 #include <cuda_runtime_api.h>
-#include "core/check.h"
+#include "util/check.h"
 
 int gpu_device_count(void) {
   int n = 0;

@@ -22,8 +22,8 @@
 #include <time.h>
 #include "boot/boot.h"
 #include "core/algo.h"
-#include "core/check.h"
-#include "core/param.h"
+#include "util/check.h"
+#include "util/param.h"
 #include "core/watch_report.h"
 #include "gpu/gpu.h"
 #include "util/dtype.h"

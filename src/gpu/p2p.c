@@ -13,7 +13,7 @@
  * for it to start and it waits for them to finish, through one event of the comm. */
 #include <stdlib.h>
 #include <string.h>
-#include "core/check.h"
+#include "util/check.h"
 #include "gpu/gpu.h"
 
 #define SLICE (DEV_P2P_MAX_OPS / 2)

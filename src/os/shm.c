@@ -8,7 +8,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <unistd.h>
-#include "core/log.h"
+#include "util/log.h"
 
 static ncclResult_t map_fd(int fd, const char* name, size_t len, void** ptr) {
   void* mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);

@@ -13,9 +13,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "core/check.h"
-#include "core/log.h"
-#include "core/param.h"
+#include "util/check.h"
+#include "util/log.h"
+#include "util/param.h"
 
 /* Longest single poll() so that the abort flag is noticed even without a wakeup. */
 #define POLL_SLICE_MS 100

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "core/check.h"
+#include "util/check.h"
 #include "transport/gpu_fifo.h"
 
 /* Testing a receive costs the network a system call (TCP reads its control socket), and a comm

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "core/check.h"
+#include "util/check.h"
 #include "proxy/fifo_net.h"
 #include "transport/net_link.h"
 

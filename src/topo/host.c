@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include "core/param.h"
+#include "util/param.h"
 #include "topo/host.h"
 
 uint64_t topo_hash(const void* data, size_t len) {

@@ -4,7 +4,7 @@
 #include "transport/net_handle.h"
 #include <pthread.h>
 #include <stdint.h>
-#include "core/log.h"
+#include "util/log.h"
 
 #define SLOTS_LOG2 17
 #define SLOTS      (1u << SLOTS_LOG2)

@@ -31,8 +31,8 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#include "core/check.h"
-#include "core/param.h"
+#include "util/check.h"
+#include "util/param.h"
 #include "os/socket.h"
 #include "transport/net.h"
 #include "transport/transport.h"

@@ -23,8 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include "core/check.h"
-#include "core/param.h"
+#include "util/check.h"
+#include "util/param.h"
 #include "transport/net.h"
 #include "transport/net_handle.h"
 #include "transport/net_plugin_abi.h"

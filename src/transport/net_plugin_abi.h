@@ -15,7 +15,7 @@
 #define NETP_MAX_REQUESTS 32
 #define NETP_VDEVS_MAX    4
 
-/* Logger levels and subsystem bits: the same numbers as core/log.h. */
+/* Logger levels and subsystem bits: the same numbers as util/log.h. */
 typedef void (*netp_logger_t)(int level, unsigned long subsys, const char* file, int line,
                               const char* fmt, ...);
 typedef ncclResult_t (*netp_profiler_t)(void** event, int type, void* phandle, int64_t plugin_id,

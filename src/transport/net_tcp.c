@@ -18,8 +18,8 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#include "core/check.h"
-#include "core/param.h"
+#include "util/check.h"
+#include "util/param.h"
 #include "transport/net_handle.h"
 
 #define PENDING_MAX 256 /* accepted sockets whose connection is not complete yet */

@@ -16,7 +16,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
-#include "core/check.h"
+#include "util/check.h"
 #include "transport/net_handle.h"
 #include "transport/net_tcp.h"
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "core/check.h"
+#include "util/check.h"
 #include "core/comm.h"
 #include "os/shm.h"
 #include "transport/transport.h"

@@ -23,7 +23,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "core/param.h"
+#include "util/param.h"
 #include "transport/net.h"
 #include "transport/net_tcp.h"
 #include "harness.h"

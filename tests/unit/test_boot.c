@@ -11,8 +11,8 @@
 #include <unistd.h>
 #include "boot/boot.h"
 #include "boot/boot_impl.h"
-#include "core/log.h"
-#include "core/param.h"
+#include "util/log.h"
+#include "util/param.h"
 #include "os/socket.h"
 #include "harness.h"
 

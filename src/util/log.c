@@ -8,8 +8,8 @@
 #include <strings.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include "core/log.h"
-#include "core/param.h"
+#include "util/log.h"
+#include "util/param.h"
 
 int log_level_cached = -1;
 static unsigned long subsys_mask = LOG_INIT | LOG_BOOTSTRAP | LOG_ENV;

@@ -1,11 +1,11 @@
 /* Error-check macros shared by all host code. WARN once where an error starts; propagate quietly.
  */
-#ifndef MONEL_CORE_CHECK_H
-#define MONEL_CORE_CHECK_H
+#ifndef MONEL_UTIL_CHECK_H
+#define MONEL_UTIL_CHECK_H
 #include <errno.h>
 #include <string.h>
 #include "nccl.h"
-#include "core/log.h"
+#include "util/log.h"
 
 /* Propagate a failing ncclResult_t to the caller. */
 #define NCCLCHECK(call)                                                                            \

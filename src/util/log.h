@@ -1,8 +1,8 @@
 /* NCCL-compatible logging: NCCL_DEBUG, NCCL_DEBUG_SUBSYS, NCCL_DEBUG_FILE.
  * Line prefix "host:pid:tid [dev] NCCL INFO ...". WARN also records the text as the thread's
  * last error (ncclGetLastError). Nothing is printed at INFO on hot paths. */
-#ifndef MONEL_CORE_LOG_H
-#define MONEL_CORE_LOG_H
+#ifndef MONEL_UTIL_LOG_H
+#define MONEL_UTIL_LOG_H
 #include <stdint.h>
 
 enum log_level {

@@ -2,8 +2,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/log.h"
-#include "core/param.h"
+#include "util/log.h"
+#include "util/param.h"
 
 #define INT_DEFI(def) ((int64_t)(def))
 #define STR_DEFI(def) 0
@@ -13,7 +13,7 @@
 static const struct param_info table[PARAM_COUNT] = {
 #define PARAM(id, name, kind, def, doc)                                                            \
   {name, PARAM_##kind, kind##_DEFI(def), kind##_DEFS(def), doc},
-#include "core/params.def"
+#include "util/params.def"
 #undef PARAM
 };
 

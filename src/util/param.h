@@ -1,13 +1,13 @@
-/* The parameter table (core/params.def) and its accessors. Values are read from the environment
+/* The parameter table (util/params.def) and its accessors. Values are read from the environment
  * once per process (param_reload() re-reads them). Nothing else in src/ calls getenv. */
-#ifndef MONEL_CORE_PARAM_H
-#define MONEL_CORE_PARAM_H
+#ifndef MONEL_UTIL_PARAM_H
+#define MONEL_UTIL_PARAM_H
 #include <stdint.h>
 
 enum param_kind { PARAM_INT, PARAM_STR };
 enum param_id {
 #define PARAM(id, name, kind, def, doc) PARAM_##id,
-#include "core/params.def"
+#include "util/params.def"
 #undef PARAM
   PARAM_COUNT
 };
