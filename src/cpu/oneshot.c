@@ -15,6 +15,7 @@
 #include "boot/boot.h"
 #include "util/check.h"
 #include "cpu/cpu.h"
+#include "cpu/reduce.h"
 #include "util/dtype.h"
 
 #define TAG_ONESHOT 0x4f534800 /* + 0: descriptor, + 1: ack */

@@ -15,6 +15,7 @@
 #include "algo/ring_reducescatter.h"
 #include "util/check.h"
 #include "cpu/cpu.h"
+#include "cpu/reduce.h"
 #include "util/dtype.h"
 
 struct ring_exec {

@@ -25,6 +25,7 @@
 #include "boot/boot.h"
 #include "util/check.h"
 #include "cpu/cpu.h"
+#include "cpu/reduce.h"
 #include "util/dtype.h"
 
 #define TAG_TREE        0x54524500 /* + 2 * tree + 0: descriptor, + 1: ack */

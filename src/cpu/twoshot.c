@@ -14,6 +14,7 @@
 #include "algo/twoshot.h"
 #include "util/check.h"
 #include "cpu/cpu.h"
+#include "cpu/reduce.h"
 #include "util/dtype.h"
 
 struct round {

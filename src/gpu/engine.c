@@ -548,4 +548,8 @@ const struct engine gpu_engine = {
     .progress = gpu_progress,
     .check_task = gpu_check_task,
     .comm_free = gpu_comm_free,
+    .device_count = gpu_device_count,
+    .current_device = gpu_current_device,
+    .mem_alloc = gpu_mem_alloc,
+    .mem_free = gpu_mem_free,
 };

@@ -167,6 +167,12 @@ struct dev_ctl gpu_ctl(struct gpu_comm* g, uint64_t done_seq, uint64_t issued_se
  * (0 also when CUDA cannot tell). */
 void* gpu_driver_fn(const char* name);
 int gpu_capturing(cudaStream_t s);
+/* device.c: the engine's device hooks (struct engine's device_count, current_device, mem_alloc,
+ * mem_free). */
+int gpu_device_count(void);
+int gpu_current_device(void);
+ncclResult_t gpu_mem_alloc(void** ptr, size_t size, int* handled);
+ncclResult_t gpu_mem_free(void* ptr, int* handled);
 /* check.c: the engine's check_task. */
 ncclResult_t gpu_check_task(struct ncclComm* comm, const struct task* t, const char* fn);
 /* Streams of a batch other than its first: wait for the first (after = 0) or make the first wait

@@ -22,7 +22,7 @@
 #include <string.h>
 #include <time.h>
 #include "util/check.h"
-#include "transport/gpu_fifo.h"
+#include "device/gpu_fifo.h"
 
 /* Testing a receive costs the network a system call (TCP reads its control socket), and a comm
  * keeps one receive connection per channel and peer, most of them idle. A receive connection is
