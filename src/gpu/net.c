@@ -16,12 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "boot/boot.h"
+#include "boot/tags.h"
 #include "util/check.h"
 #include "util/param.h"
 #include "gpu/gpu.h"
 #include "proxy/proxy.h"
-
-#define TAG_NET 0x474e4500 /* "GNE": my receive handles, sent to the peer that sends to me */
 
 int gpu_net_is(const struct ncclComm* comm, int peer) {
   if (peer == comm->rank) return 0;
@@ -162,12 +161,12 @@ static ncclResult_t exchange(struct ncclComm* comm, struct gpu_comm* g, char* bu
     int nh = 0;
     if (recvs_from(g, r) == 0) continue;
     NCCLCHECK(listen_from(comm, g, r, buf, &nh, &k));
-    NCCLCHECK(boot_send(comm->boot, r, TAG_NET, buf, (size_t)nh * NET_HANDLE_BYTES));
+    NCCLCHECK(boot_send(comm->boot, r, BOOT_TAG_GPU_NET, buf, (size_t)nh * NET_HANDLE_BYTES));
   }
   for (int r = 0; r < n; r++) {
     int ns = sends_to(g, r);
     if (ns == 0) continue;
-    NCCLCHECK(boot_recv(comm->boot, r, TAG_NET, buf, (size_t)ns * NET_HANDLE_BYTES));
+    NCCLCHECK(boot_recv(comm->boot, r, BOOT_TAG_GPU_NET, buf, (size_t)ns * NET_HANDLE_BYTES));
     NCCLCHECK(connect_to(comm, g, r, buf, &k));
   }
   return ncclSuccess;
