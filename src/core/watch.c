@@ -45,7 +45,7 @@ struct dead_msg {
   char why[160];
 };
 
-struct link {
+struct watch_link {
   int fd;
   int peer;
   int bye;     /* the peer said goodbye */
@@ -57,7 +57,7 @@ struct link {
 struct watch {
   struct ncclComm* comm;
   struct watch* next;
-  struct link link[2];
+  struct watch_link link[2];
   double beat_sent;
   pthread_mutex_t lock; /* ops, ncoll, issued/done of engines that complete in run() */
   struct wop ops[WATCH_OPS];
@@ -111,7 +111,7 @@ static const struct wop* op_at_coll(struct watch* w, uint64_t coll_index) {
 
 /* ---- sending and receiving ------------------------------------------------------------------ */
 
-static int send_msg(struct link* l, int type, int from, const void* body, uint32_t len) {
+static int send_msg(struct watch_link* l, int type, int from, const void* body, uint32_t len) {
   if (l->fd < 0) return -1;
   struct hdr h = {WATCH_MAGIC, (uint32_t)type, len, (uint32_t)from};
   double deadline = sock_time_now() + 2.0;
@@ -122,7 +122,7 @@ static int send_msg(struct link* l, int type, int from, const void* body, uint32
 }
 
 /* Reads what is there; returns -1 on EOF or error. */
-static int pump(struct link* l) {
+static int pump(struct watch_link* l) {
   for (;;) {
     if (l->cap - l->len < 4096) {
       size_t cap = l->cap ? 2 * l->cap : 8192;
@@ -262,7 +262,7 @@ static void check_hang(struct watch* w, double now) {
 /* ---- the thread ----------------------------------------------------------------------------- */
 
 static void handle(struct watch* w, int dir, const struct hdr* h, void* body) {
-  struct link* l = &w->link[dir];
+  struct watch_link* l = &w->link[dir];
   switch (h->type) {
   case MSG_BYE:
     l->bye = 1;
@@ -280,7 +280,7 @@ static void handle(struct watch* w, int dir, const struct hdr* h, void* body) {
 }
 
 static void service_link(struct watch* w, int dir, double now) {
-  struct link* l = &w->link[dir];
+  struct watch_link* l = &w->link[dir];
   if (l->fd < 0) return;
   int gone = pump(l) < 0;
   size_t at = 0;

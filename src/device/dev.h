@@ -31,7 +31,6 @@
 #include "device/gpu_fifo.h"
 
 #define DEV_MAX_CHANNELS     64
-#define DEV_DEFAULT_CHANNELS 64 /* without NCCL_MAX_NCHANNELS */
 #define DEV_NTHREADS         512
 #define DEV_FIFO_HEADER      GPU_FIFO_HEADER /* bytes before slot 0 */
 #define DEV_FIFO_TAIL        GPU_FIFO_TAIL

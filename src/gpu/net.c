@@ -41,9 +41,9 @@ ncclResult_t gpu_ring_order(struct ncclComm* comm, struct gpu_comm* g) {
   int n = comm->nranks, identity = 1;
   const int* order = comm->ring_order;
   for (int p = 0; p < n; p++) identity &= order[p] == p;
-  g->ring_pos = comm->ring_pos[comm->rank];
-  g->ring_next = order[(g->ring_pos + 1) % n];
-  g->ring_prev = order[(g->ring_pos + n - 1) % n];
+  g->my_ring_pos = comm->ring_pos[comm->rank];
+  g->ring_next = order[(g->my_ring_pos + 1) % n];
+  g->ring_prev = order[(g->my_ring_pos + n - 1) % n];
   g->net_next = gpu_net_is(comm, g->ring_next);
   g->net_prev = gpu_net_is(comm, g->ring_prev);
   if (!identity) {
@@ -53,7 +53,7 @@ ncclResult_t gpu_ring_order(struct ncclComm* comm, struct gpu_comm* g) {
     g->dev_bytes += bytes;
   }
   INFO(LOG_INIT | LOG_NET, "comm %p rank %d: ring position %d of %d, next rank %d%s, previous %d%s",
-       (void*)comm, comm->rank, g->ring_pos, n, g->ring_next, g->net_next ? " (network)" : "",
+       (void*)comm, comm->rank, g->my_ring_pos, n, g->ring_next, g->net_next ? " (network)" : "",
        g->ring_prev, g->net_prev ? " (network)" : "");
   return ncclSuccess;
 }
