@@ -30,15 +30,15 @@
 #include <cuda_runtime_api.h>
 #include "device/gpu_fifo.h"
 
-#define DEV_MAX_CHANNELS     64
-#define DEV_NTHREADS         512
-#define DEV_FIFO_HEADER      GPU_FIFO_HEADER /* bytes before slot 0 */
-#define DEV_FIFO_TAIL        GPU_FIFO_TAIL
-#define DEV_FIFO_HEAD        GPU_FIFO_HEAD
-#define DEV_FIFO_WANT        GPU_FIFO_WANT
-#define DEV_FIFO_SIZES       GPU_FIFO_SIZES
-#define DEV_FIFO_MAX_SLOTS   GPU_FIFO_MAX_SLOTS
-#define DEV_MAX_PEERS        16
+#define DEV_MAX_CHANNELS   64
+#define DEV_NTHREADS       512
+#define DEV_FIFO_HEADER    GPU_FIFO_HEADER /* bytes before slot 0 */
+#define DEV_FIFO_TAIL      GPU_FIFO_TAIL
+#define DEV_FIFO_HEAD      GPU_FIFO_HEAD
+#define DEV_FIFO_WANT      GPU_FIFO_WANT
+#define DEV_FIFO_SIZES     GPU_FIFO_SIZES
+#define DEV_FIFO_MAX_SLOTS GPU_FIFO_MAX_SLOTS
+#define DEV_MAX_PEERS      16
 /* Counters a connection keeps in device memory between launches: steps sent, steps received,
  * the last head seen from the receiver (a lower bound of it: no remote read at launch start). */
 #define DEV_STEP_WORDS 4

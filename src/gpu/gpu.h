@@ -78,10 +78,10 @@ struct gpu_comm {
   unsigned p2p_sysmem; /* bit r: p2p_recv[r] is pinned host memory */
   /* Across hosts (gpu/net.c): the ring runs over the positions of comm->ring_order. */
   int my_ring_pos, ring_next, ring_prev; /* my position; the ranks I send to and receive from */
-  int* ring_order_dev;                /* device: position -> rank; NULL for the identity */
-  int net_next, net_prev;             /* ring hops over the network */
-  unsigned p2p_net;                   /* bit r: point-to-point with peer r over the network */
-  struct gpu_mem ring_mirror;         /* my mirror of the next rank's ring FIFOs (net_next) */
+  int* ring_order_dev;                   /* device: position -> rank; NULL for the identity */
+  int net_next, net_prev;                /* ring hops over the network */
+  unsigned p2p_net;                      /* bit r: point-to-point with peer r over the network */
+  struct gpu_mem ring_mirror;            /* my mirror of the next rank's ring FIFOs (net_next) */
   struct gpu_mem p2p_net_recv[DEV_MAX_PEERS];   /* my FIFOs [channel] for a network peer */
   struct gpu_mem p2p_net_mirror[DEV_MAX_PEERS]; /* my mirror of its FIFOs [channel] for me */
   struct fifo_net* net;                         /* the proxy's side of them */
