@@ -59,10 +59,12 @@ struct watch {
   struct watch* next;
   struct link link[2];
   double beat_sent;
-  pthread_mutex_t lock; /* ops, ncoll, issued/done of engines that complete in run() */
+  pthread_mutex_t lock; /* ops, ncoll */
   struct wop ops[WATCH_OPS];
   uint64_t nops, ncoll;
-  uint64_t issued, done; /* engines without a progress hook */
+  /* Engines without a progress hook: atomics written by the thread that runs the operations
+   * (done <= issued at every moment), read without the lock. */
+  uint64_t issued, done;
   /* thread side */
   uint64_t last_done;
   double last_move;
@@ -84,9 +86,8 @@ static void progress_of(struct watch* w, int fresh, uint64_t* issued, uint64_t* 
     comm->engine->progress(comm, fresh, issued, done);
     return;
   }
-  pthread_mutex_lock(&w->lock);
-  *issued = w->issued, *done = w->done;
-  pthread_mutex_unlock(&w->lock);
+  *done = __atomic_load_n(&w->done, __ATOMIC_ACQUIRE); /* first: done <= issued */
+  *issued = __atomic_load_n(&w->issued, __ATOMIC_ACQUIRE);
 }
 
 /* The oldest operation after `done` (caller holds w->lock); NULL if none is recorded. */
@@ -544,7 +545,7 @@ ncclResult_t watch_issue(struct ncclComm* comm, const struct task* tasks, int nt
                       t->root,
                       p2p,
                       0};
-    if (t->seq > w->issued) w->issued = t->seq;
+    if (t->seq > w->issued) __atomic_store_n(&w->issued, t->seq, __ATOMIC_RELEASE);
   }
   pthread_mutex_unlock(&w->lock);
   /* The CPU engine finds dead peers itself while it waits. */
@@ -560,7 +561,6 @@ ncclResult_t watch_issue(struct ncclComm* comm, const struct task* tasks, int nt
 void watch_complete(struct ncclComm* comm) {
   struct watch* w = comm->watch;
   if (w == NULL) return;
-  pthread_mutex_lock(&w->lock);
-  w->done = w->issued;
-  pthread_mutex_unlock(&w->lock);
+  /* No lock: only this thread writes issued and done (every operation finishes per call). */
+  __atomic_store_n(&w->done, __atomic_load_n(&w->issued, __ATOMIC_RELAXED), __ATOMIC_RELEASE);
 }
