@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,7 +60,7 @@ struct watch {
   struct watch* next;
   struct link link[2];
   double beat_sent;
-  pthread_mutex_t lock; /* ops, ncoll */
+  int lock; /* ops, ncoll: ops_lock/ops_unlock */
   struct wop ops[WATCH_OPS];
   uint64_t nops, ncoll;
   /* Engines without a progress hook: atomics written by the thread that runs the operations
@@ -79,6 +80,16 @@ static struct watch* list;
 static pthread_t thread;
 static int running;
 static int* stop_flag; /* the running thread's own: a thread being joined never sees a new one's */
+
+/* The lock of the operations ring: held for a few loads and stores, taken by the thread that
+ * runs a comm's operations once per operation and by the watch thread for its reports. A word
+ * rather than a pthread mutex, whose calls cost more than the work they guard on that path. */
+static void ops_lock(struct watch* w) {
+  while (__atomic_exchange_n(&w->lock, 1, __ATOMIC_ACQUIRE)) sched_yield();
+}
+static void ops_unlock(struct watch* w) {
+  __atomic_store_n(&w->lock, 0, __ATOMIC_RELEASE);
+}
 
 static void progress_of(struct watch* w, int fresh, uint64_t* issued, uint64_t* done) {
   struct ncclComm* comm = w->comm;
@@ -158,10 +169,10 @@ static void fail_if_pending(struct watch* w) {
   progress_of(w, 1, &issued, &done);
   if (issued <= done || !comm->engine || !comm->engine->enqueue_only) return;
   char op[160] = "an operation";
-  pthread_mutex_lock(&w->lock);
+  ops_lock(w);
   const struct wop* o = pending_op(w, done);
   if (o) wop_describe(o, op, sizeof op);
-  pthread_mutex_unlock(&w->lock);
+  ops_unlock(w);
   comm_fail(comm, ncclRemoteError, "%s; rank %d (host %s) was waiting in %s", w->dead_text,
             comm->rank, comm->peers[comm->rank].host, op);
 }
@@ -193,13 +204,13 @@ static void fill_state(struct watch* w, struct wstate* st, uint64_t key_coll) {
   memset(st, 0, sizeof *st);
   st->filled = 1;
   st->issued = issued, st->done = done;
-  pthread_mutex_lock(&w->lock);
+  ops_lock(w);
   st->ncoll = w->ncoll;
   const struct wop* o = key_coll ? op_at_coll(w, key_coll) : NULL;
   if (o) st->has_op = 1, st->op = *o;
   const struct wop* p = issued > done ? pending_op(w, done) : NULL;
   if (p) st->has_wait = 1, st->wait = *p;
-  pthread_mutex_unlock(&w->lock);
+  ops_unlock(w);
 }
 
 static void log_report(struct watch* w, const struct hang_msg* m) {
@@ -240,10 +251,10 @@ static void check_hang(struct watch* w, double now) {
   size_t len = hang_msg_bytes(comm->nranks);
   struct hang_msg* m = calloc(1, len);
   if (m == NULL) return;
-  pthread_mutex_lock(&w->lock);
+  ops_lock(w);
   const struct wop* o = pending_op(w, done);
   if (o) m->stuck = *o;
-  pthread_mutex_unlock(&w->lock);
+  ops_unlock(w);
   m->key = wop_is_p2p(&m->stuck) ? (m->stuck.seq << 20 | (uint64_t)comm->rank) << 1
                                  : m->stuck.coll_index << 1 | 1;
   if (o && m->key != w->hang_key_sent && m->key != w->hang_key_logged) {
@@ -485,7 +496,6 @@ ncclResult_t watch_start(struct ncclComm* comm) {
   NCCLCALLOC(w, 1);
   w->comm = comm;
   w->link[IN].fd = w->link[OUT].fd = -1;
-  pthread_mutex_init(&w->lock, NULL);
   ncclResult_t res = ncclSuccess;
   if (comm->nranks > 1) NCCLCHECKGOTO(connect_ring(w), res, fail);
   w->last_move = w->beat_sent = w->pid_check = sock_time_now();
@@ -495,7 +505,6 @@ ncclResult_t watch_start(struct ncclComm* comm) {
 fail:
   comm->watch = NULL;
   for (int dir = 0; dir < 2; dir++) sock_close(&w->link[dir].fd);
-  pthread_mutex_destroy(&w->lock);
   free(w);
   return res;
 }
@@ -518,7 +527,6 @@ void watch_stop(struct ncclComm* comm) {
     sock_close(&w->link[dir].fd);
     free(w->link[dir].buf);
   }
-  pthread_mutex_destroy(&w->lock);
   free(w);
   comm->watch = NULL;
 }
@@ -530,7 +538,7 @@ static int reduces_op(enum coll_kind c) {
 ncclResult_t watch_issue(struct ncclComm* comm, const struct task* tasks, int ntasks) {
   struct watch* w = comm->watch;
   if (w == NULL || ntasks == 0) return ncclSuccess;
-  pthread_mutex_lock(&w->lock);
+  ops_lock(w);
   for (int i = 0; i < ntasks; i++) {
     const struct task* t = &tasks[i];
     struct wop* o = &w->ops[w->nops++ % WATCH_OPS];
@@ -547,7 +555,7 @@ ncclResult_t watch_issue(struct ncclComm* comm, const struct task* tasks, int nt
                       0};
     if (t->seq > w->issued) __atomic_store_n(&w->issued, t->seq, __ATOMIC_RELEASE);
   }
-  pthread_mutex_unlock(&w->lock);
+  ops_unlock(w);
   /* The CPU engine finds dead peers itself while it waits. */
   if (!__atomic_load_n(&w->dead, __ATOMIC_ACQUIRE) || !comm->engine->enqueue_only)
     return ncclSuccess;
