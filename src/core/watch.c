@@ -5,6 +5,7 @@
 #include "core/watch.h"
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,15 +17,24 @@
 #include "core/watch_report.h"
 #include "os/socket.h"
 
+/* The lock of the operations ring: held for a few loads and stores, taken by the thread that
+ * runs a comm's operations once per operation and by the watch thread for its reports. A word
+ * rather than a pthread mutex, whose calls cost more than the work they guard on that path. */
+static void ops_lock(struct watch* w) {
+  while (__atomic_exchange_n(&w->lock, 1, __ATOMIC_ACQUIRE)) sched_yield();
+}
+static void ops_unlock(struct watch* w) {
+  __atomic_store_n(&w->lock, 0, __ATOMIC_RELEASE);
+}
+
 static void progress_of(struct watch* w, int fresh, uint64_t* issued, uint64_t* done) {
   struct ncclComm* comm = w->comm;
   if (comm->engine && comm->engine->progress) {
     comm->engine->progress(comm, fresh, issued, done);
     return;
   }
-  pthread_mutex_lock(&w->lock);
-  *issued = w->issued, *done = w->done;
-  pthread_mutex_unlock(&w->lock);
+  *done = __atomic_load_n(&w->done, __ATOMIC_ACQUIRE); /* first: done <= issued */
+  *issued = __atomic_load_n(&w->issued, __ATOMIC_ACQUIRE);
 }
 
 /* The oldest operation after `done` (caller holds w->lock); NULL if none is recorded. */
@@ -62,10 +72,10 @@ static void fail_if_pending(struct watch* w) {
   progress_of(w, 1, &issued, &done);
   if (issued <= done || !comm->engine || !comm->engine->enqueue_only) return;
   char op[160] = "an operation";
-  pthread_mutex_lock(&w->lock);
+  ops_lock(w);
   const struct wop* o = pending_op(w, done);
   if (o) wop_describe(o, op, sizeof op);
-  pthread_mutex_unlock(&w->lock);
+  ops_unlock(w);
   comm_fail(comm, ncclRemoteError, "%s; rank %d (host %s) was waiting in %s", w->dead_text,
             comm->rank, comm->peers[comm->rank].host, op);
 }
@@ -97,13 +107,13 @@ static void fill_state(struct watch* w, struct wstate* st, uint64_t key_coll) {
   memset(st, 0, sizeof *st);
   st->filled = 1;
   st->issued = issued, st->done = done;
-  pthread_mutex_lock(&w->lock);
+  ops_lock(w);
   st->ncoll = w->ncoll;
   const struct wop* o = key_coll ? op_at_coll(w, key_coll) : NULL;
   if (o) st->has_op = 1, st->op = *o;
   const struct wop* p = issued > done ? pending_op(w, done) : NULL;
   if (p) st->has_wait = 1, st->wait = *p;
-  pthread_mutex_unlock(&w->lock);
+  ops_unlock(w);
 }
 
 static void log_report(struct watch* w, const struct hang_msg* m) {
@@ -144,10 +154,10 @@ static void check_hang(struct watch* w, double now) {
   size_t len = hang_msg_bytes(comm->nranks);
   struct hang_msg* m = calloc(1, len);
   if (m == NULL) return;
-  pthread_mutex_lock(&w->lock);
+  ops_lock(w);
   const struct wop* o = pending_op(w, done);
   if (o) m->stuck = *o;
-  pthread_mutex_unlock(&w->lock);
+  ops_unlock(w);
   m->key = wop_is_p2p(&m->stuck) ? (m->stuck.seq << 20 | (uint64_t)comm->rank) << 1
                                  : m->stuck.coll_index << 1 | 1;
   if (o && m->key != w->hang_key_sent && m->key != w->hang_key_logged) {
@@ -223,7 +233,6 @@ ncclResult_t watch_start(struct ncclComm* comm) {
   NCCLCALLOC(w, 1);
   w->comm = comm;
   w->link[IN].fd = w->link[OUT].fd = -1;
-  pthread_mutex_init(&w->lock, NULL);
   ncclResult_t res = ncclSuccess;
   if (comm->nranks > 1) NCCLCHECKGOTO(watch_connect(w), res, fail);
   w->last_move = w->beat_sent = w->pid_check = sock_time_now();
@@ -233,7 +242,6 @@ ncclResult_t watch_start(struct ncclComm* comm) {
 fail:
   comm->watch = NULL;
   for (int dir = 0; dir < 2; dir++) sock_close(&w->link[dir].fd);
-  pthread_mutex_destroy(&w->lock);
   free(w);
   return res;
 }
@@ -256,7 +264,6 @@ void watch_stop(struct ncclComm* comm) {
     sock_close(&w->link[dir].fd);
     free(w->link[dir].buf);
   }
-  pthread_mutex_destroy(&w->lock);
   free(w);
   comm->watch = NULL;
 }
@@ -268,7 +275,7 @@ static int reduces_op(enum coll_kind c) {
 ncclResult_t watch_issue(struct ncclComm* comm, const struct task* tasks, int ntasks) {
   struct watch* w = comm->watch;
   if (w == NULL || ntasks == 0) return ncclSuccess;
-  pthread_mutex_lock(&w->lock);
+  ops_lock(w);
   for (int i = 0; i < ntasks; i++) {
     const struct task* t = &tasks[i];
     struct wop* o = &w->ops[w->nops++ % WATCH_OPS];
@@ -283,9 +290,9 @@ ncclResult_t watch_issue(struct ncclComm* comm, const struct task* tasks, int nt
                       t->root,
                       p2p,
                       0};
-    if (t->seq > w->issued) w->issued = t->seq;
+    if (t->seq > w->issued) __atomic_store_n(&w->issued, t->seq, __ATOMIC_RELEASE);
   }
-  pthread_mutex_unlock(&w->lock);
+  ops_unlock(w);
   /* The CPU engine finds dead peers itself while it waits. */
   if (!__atomic_load_n(&w->dead, __ATOMIC_ACQUIRE) || !comm->engine->enqueue_only)
     return ncclSuccess;
@@ -299,7 +306,6 @@ ncclResult_t watch_issue(struct ncclComm* comm, const struct task* tasks, int nt
 void watch_complete(struct ncclComm* comm) {
   struct watch* w = comm->watch;
   if (w == NULL) return;
-  pthread_mutex_lock(&w->lock);
-  w->done = w->issued;
-  pthread_mutex_unlock(&w->lock);
+  /* No lock: only this thread writes issued and done (every operation finishes per call). */
+  __atomic_store_n(&w->done, __atomic_load_n(&w->issued, __ATOMIC_RELAXED), __ATOMIC_RELEASE);
 }

@@ -54,10 +54,12 @@ struct watch {
   struct watch* next;
   struct watch_link link[2];
   double beat_sent;
-  pthread_mutex_t lock; /* ops, ncoll, issued/done of engines that complete in run() */
+  int lock; /* ops, ncoll: ops_lock/ops_unlock */
   struct wop ops[WATCH_OPS];
   uint64_t nops, ncoll;
-  uint64_t issued, done; /* engines without a progress hook */
+  /* Engines without a progress hook: atomics written by the thread that runs the operations
+   * (done <= issued at every moment), read without the lock. */
+  uint64_t issued, done;
   /* thread side */
   uint64_t last_done;
   double last_move;

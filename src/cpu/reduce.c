@@ -11,6 +11,12 @@
 #include "util/dtype.h"
 #include "util/red_op.h"
 
+/* CMakeLists.txt compiles this file with options that let the compiler vectorise these loops
+ * (GCC's -O2 leaves them scalar, and their speed then hangs on where the loop lands in memory). */
+#ifndef MONEL_REDUCE_VECTORIZE
+#error "cpu/reduce.c needs the compile options that CMakeLists.txt sets for it"
+#endif
+
 typedef void (*combine_fn)(int kind, void* d, const void* a, const void* x, size_t n);
 typedef void (*pre_fn)(void* d, const void* x, size_t n, const unsigned char* scalar);
 typedef void (*post_fn)(void* d, const void* x, size_t n, int nranks);
