@@ -64,6 +64,9 @@ struct net {
  * *dev is the device to use (0 unless the network reports several). */
 ncclResult_t net_get(const struct net** out, int* dev);
 
+/* The built-in UCX implementation (net_ucx*.c): UCP tagged messages, UCX loaded at run time. */
+extern const struct net net_ucx;
+
 /* The built-in TCP implementation (net_tcp.c, net_tcp_io.c). */
 extern const struct net net_tcp;
 /* For a progress thread using net_tcp: sleep until one of its comms may progress (a control

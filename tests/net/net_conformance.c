@@ -7,6 +7,7 @@
  *   NET_CONFORMANCE=plugin NCCL_NET_PLUGIN=... net_conformance net_      the same calls on the
  *                              plugin net_get() loaded (it must not be Socket)
  *   NET_CONFORMANCE=plugin ... net_conformance plugin_   the loader's rules and the v8 limits
+ *   NET_CONFORMANCE=ucx UCX_TLS=tcp net_conformance net_   the same calls on the UCX network
  *
  * Both sides of every connection live in the test process and are driven without blocking
  * from one thread, as the proxy thread drives them. Contents are checked byte for byte. */
@@ -32,6 +33,7 @@
 
 static const struct net* the_net(void) {
   const char* mode = getenv("NET_CONFORMANCE");
+  if (mode != NULL && strcmp(mode, "ucx") == 0) return &net_ucx;
   if (mode == NULL || strcmp(mode, "plugin") != 0) return &net_tcp;
   const struct net* n = NULL;
   int dev = -1;
@@ -373,7 +375,7 @@ TEST(net_bad_handles) {
   CHECK(n->isend(p.r, buf, 8, 0, NULL, &req) != ncclSuccess && req == NULL);
   CHECK(n->close_recv(p.s) != ncclSuccess);
   pair_close(n, &p);
-  if (n == &net_tcp) { /* a handle that listen() did not fill */
+  if (n == &net_tcp || n == &net_ucx) { /* a handle that listen() did not fill */
     memset(handle, 0xab, sizeof handle);
     CHECK(n->connect(0, handle, &comm) != ncclSuccess && comm == NULL);
   }
