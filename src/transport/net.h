@@ -14,6 +14,14 @@
  *    call is fatal to that connection (ncclRemoteError when the peer went away).
  *  - Buffers are registered before use (reg_mr with NET_PTR_HOST for host memory).
  *  - At most NET_MAX_REQUESTS requests are in flight per comm.
+ *  - Closing (what every implementation may assume, and what callers keep to): a receive comm
+ *    is closed with no receive posted, unless the connection failed (a call returned an error);
+ *    a send comm is closed once its sends completed, unless the connection failed or the peer
+ *    closed. Since a receive cannot be withdrawn through this interface, callers end their
+ *    receives with the peer (net_link.c: the receiver's goodbye says how many receives it
+ *    posted, and the sender completes each with a message). Monel's own networks still accept
+ *    a close with requests in flight (the requests end with the comm; they log an INFO line
+ *    for a receive comm), as a plugin may not.
  * Who may call: transport/ (the net transport's links) and proxy/. */
 #ifndef MONEL_TRANSPORT_NET_H
 #define MONEL_TRANSPORT_NET_H

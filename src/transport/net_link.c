@@ -17,7 +17,15 @@
  * sender listens for the back connection and connects to the receiver (connect); its first
  * message on the data connection is its own handle, with which the receiver connects back. The
  * proxy thread makes these connections (they must not block: a plugin's connect may need the
- * peer's accept to progress), within MONEL_BOOT_TIMEOUT. */
+ * peer's accept to progress), within MONEL_BOOT_TIMEOUT.
+ *
+ * Closing (net.h's close contract: a receive comm is closed with no receive posted). The
+ * receiver keeps receives posted into free slots ahead of the data. Its BYE carries how many
+ * receives it ever posted on the data connection (R), and it posts none after it. A sender that
+ * got that BYE sends nothing more but BYEs, until it has sent R messages in all: each receive
+ * posted ahead completes with one, and the receiver closes once every receive completed. The
+ * sender's own receive on the back connection is completed by the receiver's BYE, and it posts
+ * none after it. Only a failure (CLOSE, a lost peer) leaves receives posted at close. */
 #include "transport/net_link.h"
 #include <errno.h>
 #include <limits.h>
@@ -87,6 +95,8 @@ struct link {
   void *hello_req, *out_req, *in_req;
   int hello_posted, hello_done, out_kind;
   int close_sent, bye_sent, bye_done, peer_bye, freeing, dead, up;
+  uint32_t ctl_sent;  /* sender: CLOSE and BYE messages posted on the data connection */
+  uint32_t fill_to;   /* sender: receives its receiver posted in all (from its BYE) */
   const char* broken; /* sender: why its data connection failed, while it hears the back one */
   double broken_at;
   double deadline;
@@ -203,17 +213,29 @@ static void peer_said(struct link* l, const unsigned char* buf) {
     if (arg != 0) __atomic_store_n(&l->ctrl->lost, (uint32_t)arg, __ATOMIC_RELEASE);
     mark_closed(l, FIFO_CLOSED_PEER);
   } else if (kind == MSG_BYE) {
+    /* Nothing more will come; the link closes once it is quiet (link_quiet), at once unless
+     * receives must still complete or a sender owes the receiver's posted receives their BYEs. */
+    if (l->is_send && !l->peer_bye) l->fill_to = (uint32_t)arg;
     l->peer_bye = 1;
     mark_closed(l, FIFO_CLOSED_GONE);
-    /* Nothing more will come; unless we are saying goodbye too, close our end now so that the
-     * peer's free() sees it at once. */
-    if (!l->freeing) link_shut(l);
   } else {
     WARN("peer rank %d sent a message of unknown kind %u over %s: both ranks must run the same "
          "Monel build",
          l->peer, kind, l->net->name);
     link_lost(l, "unknown message");
   }
+}
+
+/* Sender: messages posted on the data connection (slots, CLOSE, BYE). */
+static uint32_t sent_msgs(const struct link* l) {
+  return l->posted + l->ctl_sent;
+}
+
+/* After a goodbye: no request of this side is posted any more, and a sender has sent a message
+ * for every receive its receiver posted (net.h's close contract). */
+static int link_quiet(const struct link* l) {
+  if (l->is_send) return l->out_req == NULL && l->moved == l->posted && sent_msgs(l) >= l->fill_to;
+  return l->bye_done && l->moved == l->posted;
 }
 
 /* The CLOSE or BYE this side owes its peer, on connection `comm`. */
@@ -231,15 +253,20 @@ static int say(struct link* l, void* comm, void* mr, int tag) {
                                 l->moved == l->posted);
   if (closed && !l->close_sent)
     l->out_kind = MSG_CLOSE;
-  else if (l->freeing && !l->bye_sent && (closed || flushed))
+  else if ((l->freeing || (!l->is_send && l->peer_bye)) && !l->bye_sent && (closed || flushed))
     l->out_kind = MSG_BYE;
+  else if (l->is_send && l->peer_bye && sent_msgs(l) < l->fill_to)
+    l->out_kind = MSG_BYE; /* completes one of the receives the receiver posted ahead */
   else
     return moved;
-  msg_write(l->priv->out, (uint32_t)l->out_kind,
-            l->out_kind == MSG_CLOSE ? __atomic_load_n(&l->ctrl->lost, __ATOMIC_ACQUIRE) : 0);
+  uint64_t arg = l->out_kind == MSG_CLOSE ? __atomic_load_n(&l->ctrl->lost, __ATOMIC_ACQUIRE)
+                 : l->is_send             ? 0
+                                          : l->posted; /* receiver's BYE: receives it posted */
+  msg_write(l->priv->out, (uint32_t)l->out_kind, arg);
   if (!ok(l, l->net->isend(comm, l->priv->out, MSG_HDR, tag, mr, &l->out_req), "a send failed"))
     return 1;
   if (l->out_req == NULL) return moved; /* not now */
+  l->ctl_sent++;
   if (l->out_kind == MSG_CLOSE) l->close_sent = 1;
   if (l->out_kind == MSG_BYE) l->bye_sent = 1;
   return 1;
@@ -347,6 +374,7 @@ static int send_progress(struct link* l) {
     }
   }
   if (!stopped(l)) moved |= say(l, l->hello_posted ? l->data : NULL, l->data_mr, TAG_SLOT);
+  if (!stopped(l) && !l->freeing && l->peer_bye && link_quiet(l)) link_shut(l);
   return moved;
 }
 
@@ -450,7 +478,7 @@ static int recv_progress(struct link* l) {
   uint32_t head = __atomic_load_n(&l->ctrl->head, __ATOMIC_ACQUIRE);
   size_t max = MSG_HDR + FIFO_INLINE_BYTES + l->slot_size;
   int tag = TAG_SLOT;
-  while (!l->dead && l->hello_done && l->posted - l->moved < l->window &&
+  while (!l->dead && l->hello_done && !l->bye_sent && l->posted - l->moved < l->window &&
          (l->freeing ||
           (!__atomic_load_n(&l->ctrl->closed, __ATOMIC_ACQUIRE) && l->posted - head < l->nslots))) {
     void* buf = (char*)cell_of(l, l->posted) + MSG_OFF;
@@ -462,6 +490,7 @@ static int recv_progress(struct link* l) {
     moved = 1;
   }
   if (!l->dead) moved |= say(l, l->back, l->back_mr, TAG_CTL);
+  if (!l->dead && !l->freeing && l->peer_bye && link_quiet(l)) link_shut(l);
   return moved;
 }
 
@@ -644,8 +673,13 @@ static void link_drain(struct link* l) {
   l->freeing = 1;
   for (;;) {
     link_progress(l);
-    int closed = __atomic_load_n(&l->ctrl->closed, __ATOMIC_ACQUIRE) != 0;
-    if (l->dead || (closed && (l->bye_done || !l->up)) || sock_time_now() > deadline) break;
+    uint32_t closed = __atomic_load_n(&l->ctrl->closed, __ATOMIC_ACQUIRE);
+    /* a clean end waits until the link is quiet; after a failure nothing more will complete */
+    int clean = closed == 0 || closed == FIFO_CLOSED_GONE;
+    int ended = l->is_send ? closed != 0 && l->bye_done : l->bye_done;
+    if (l->dead || (closed && !l->up) || (ended && (!clean || link_quiet(l))) ||
+        sock_time_now() > deadline)
+      break;
     pthread_mutex_unlock(&l->lock);
     struct timespec ts = {0, 100 * 1000}; /* the proxy thread progresses the link meanwhile */
     nanosleep(&ts, NULL);
