@@ -27,6 +27,7 @@
  * sender's own receive on the back connection is completed by the receiver's BYE, and it posts
  * none after it. Only a failure (CLOSE, a lost peer) leaves receives posted at close. */
 #include "transport/net_link.h"
+#include "transport/net_ucx.h"
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
@@ -527,6 +528,8 @@ void net_link_wait(int ms) {
   const struct net* n = __atomic_load_n(&chosen, __ATOMIC_ACQUIRE);
   if (n == &net_tcp) {
     net_tcp_wait(ms);
+  } else if (n == &net_ucx) {
+    net_ucx_wait(ms);
   } else {
     struct timespec ts = {0, 200 * 1000}; /* a plugin gives nothing to wait on: poll it often */
     nanosleep(&ts, NULL);

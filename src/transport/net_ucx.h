@@ -19,6 +19,9 @@ const char* net_ucx_why(void);
  * RoCE), and the transports it found ("tcp/eth0 rc_mlx5/mlx5_0:1 ..."). */
 int net_ucx_rdma(void);
 const char* net_ucx_transports(void);
+/* For a progress thread using net_ucx: sleep until UCX's worker has an event (its wakeup file
+ * descriptor), at most `ms` milliseconds; briefly when UCX gives none. */
+void net_ucx_wait(int ms);
 
 #ifdef MONEL_HAVE_UCX
 #include <pthread.h>
@@ -58,6 +61,8 @@ struct ucx_fns {
   ucs_status_t (*mem_map)(ucp_context_h, const ucp_mem_map_params_t*, ucp_mem_h*);
   ucs_status_t (*mem_unmap)(ucp_context_h, ucp_mem_h);
   const char* (*status_string)(ucs_status_t);
+  ucs_status_t (*worker_get_efd)(ucp_worker_h, int*);
+  ucs_status_t (*worker_arm)(ucp_worker_h);
 };
 
 struct ucx_state {
@@ -66,6 +71,7 @@ struct ucx_state {
   ucp_worker_h worker; /* one per process, SERIALIZED: every UCX call holds `lock` */
   pthread_mutex_t lock;
   int rdma, cuda; /* an RDMA transport; CUDA memory registrable */
+  int efd;        /* the worker's wakeup descriptor, or -1 */
 };
 extern struct ucx_state ucx;
 

@@ -6,7 +6,9 @@
  * UCX_NET_DEVICES when that is not set. Loading UCX installs its handlers for crash signals;
  * the process's own handlers are put back, so loading UCX changes nothing about crashes. */
 #include <dlfcn.h>
+#include <poll.h>
 #include <signal.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,9 +35,15 @@ int net_ucx_rdma(void) {
   return 0;
 }
 
+void net_ucx_wait(int ms) {
+  struct timespec ts = {0, 50 * 1000};
+  (void)ms;
+  nanosleep(&ts, NULL);
+}
+
 #else
 
-struct ucx_state ucx = {.lock = PTHREAD_MUTEX_INITIALIZER};
+struct ucx_state ucx = {.lock = PTHREAD_MUTEX_INITIALIZER, .efd = -1};
 
 #define SYM(field, name)                                                                           \
   { (void**)&ucx.f.field, name }
@@ -70,6 +78,8 @@ static const struct {
     SYM(mem_map, "ucp_mem_map"),
     SYM(mem_unmap, "ucp_mem_unmap"),
     SYM(status_string, "ucs_status_string"),
+    SYM(worker_get_efd, "ucp_worker_get_efd"),
+    SYM(worker_arm, "ucp_worker_arm"),
 };
 
 static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
@@ -177,7 +187,7 @@ static int start(void) {
   ucp_params_t p;
   memset(&p, 0, sizeof p);
   p.field_mask = UCP_PARAM_FIELD_FEATURES;
-  p.features = UCP_FEATURE_TAG;
+  p.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
   s = ucx.f.init_version(UCP_API_MAJOR, UCP_API_MINOR, &p, cfg, &ucx.ctx);
   ucx.f.config_release(cfg);
   if (s != UCS_OK) {
@@ -202,6 +212,7 @@ static int start(void) {
     ucx.f.cleanup(ucx.ctx);
     return 0;
   }
+  if (ucx.f.worker_get_efd(ucx.worker, &ucx.efd) != UCS_OK) ucx.efd = -1;
   char version[32];
   snprintf(version, sizeof version, "%.31s", st.tls);
   st.tls[0] = '\0';
@@ -220,6 +231,22 @@ static void open_once(void) {
 
 int net_ucx_rdma(void) {
   return ucx.rdma;
+}
+
+void net_ucx_wait(int ms) {
+  if (st.res != ncclSuccess || ucx.efd < 0) {
+    struct timespec ts = {0, 50 * 1000};
+    nanosleep(&ts, NULL);
+    return;
+  }
+  pthread_mutex_lock(&ucx.lock);
+  while (ucx.f.worker_progress(ucx.worker) != 0) {
+  }
+  ucs_status_t s = ucx.f.worker_arm(ucx.worker); /* UCS_ERR_BUSY: events are waiting already */
+  pthread_mutex_unlock(&ucx.lock);
+  if (s != UCS_OK) return;
+  struct pollfd p = {.fd = ucx.efd, .events = POLLIN};
+  (void)poll(&p, 1, ms);
 }
 
 #endif
