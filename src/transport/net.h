@@ -64,6 +64,12 @@ struct net {
   ncclResult_t (*close_send)(void* send_comm);
   ncclResult_t (*close_recv)(void* recv_comm);
   ncclResult_t (*close_listen)(void* listen_comm);
+  /* Optional (NULL: the network never needs it). After receives into memory registered as
+   * NET_PTR_CUDA completed, makes their bytes visible to the GPU before a kernel reads them: a
+   * read through the network device after the data (NCCL's iflush). *request NULL: nothing to
+   * wait for; else tested with test(). Callers call it for CUDA memory only. */
+  ncclResult_t (*iflush)(void* recv_comm, int n, void** data, size_t* sizes, void** mhandles,
+                         void** request);
 };
 
 /* The network this process uses, chosen once: an external plugin (NCCL_NET_PLUGIN, or

@@ -63,6 +63,14 @@ struct ucx_fns {
   const char* (*status_string)(ucs_status_t);
   ucs_status_t (*worker_get_efd)(ucp_worker_h, int*);
   ucs_status_t (*worker_arm)(ucp_worker_h);
+  ucs_status_t (*worker_get_address)(ucp_worker_h, ucp_address_t**, size_t*);
+  void (*worker_release_address)(ucp_worker_h, ucp_address_t*);
+  ucs_status_t (*rkey_pack)(ucp_context_h, ucp_mem_h, void**, size_t*);
+  void (*rkey_buffer_release)(void*);
+  ucs_status_t (*ep_rkey_unpack)(ucp_ep_h, const void*, ucp_rkey_h*);
+  void (*rkey_destroy)(ucp_rkey_h);
+  ucs_status_ptr_t (*get_nbx)(ucp_ep_h, void*, size_t, uint64_t, ucp_rkey_h,
+                              const ucp_request_param_t*);
 };
 
 struct ucx_state {
@@ -72,6 +80,7 @@ struct ucx_state {
   pthread_mutex_t lock;
   int rdma, cuda; /* an RDMA transport; CUDA memory registrable */
   int efd;        /* the worker's wakeup descriptor, or -1 */
+  ucp_ep_h self;  /* an endpoint to the own worker, for flushes (made on the first) */
 };
 extern struct ucx_state ucx;
 
@@ -128,6 +137,9 @@ struct ureq {
 struct umr {
   ucp_mem_h memh;
   int type;
+  char* base; /* the registered range */
+  size_t len;
+  ucp_rkey_h rkey; /* for flush reads through ucx.self (made on the first) */
 };
 
 int ucx_failed(struct ucomm* c);

@@ -36,6 +36,8 @@ static ncclResult_t u_reg_mr(void* comm, void* data, size_t size, int type, void
   }
   NCCLCALLOC(m, 1);
   m->type = type;
+  m->base = data;
+  m->len = size;
   if (size > 0) {
     ucp_mem_map_params_t p;
     memset(&p, 0, sizeof p);
@@ -73,6 +75,7 @@ static ncclResult_t u_dereg_mr(void* comm, void* mhandle) {
   }
   if (m->memh) {
     pthread_mutex_lock(&ucx.lock);
+    if (m->rkey) ucx.f.rkey_destroy(m->rkey);
     ucx.f.mem_unmap(ucx.ctx, m->memh);
     pthread_mutex_unlock(&ucx.lock);
   }
@@ -250,6 +253,75 @@ static ncclResult_t u_test(void* request, int* done, size_t* sizes) {
   return res;
 }
 
+/* Holds the lock. The remote key of m, for reads through the endpoint to the own worker. */
+static ucs_status_t flush_key(struct umr* m) {
+  ucs_status_t s = UCS_OK;
+  if (ucx.self == NULL) {
+    ucp_address_t* addr = NULL;
+    size_t len = 0;
+    if ((s = ucx.f.worker_get_address(ucx.worker, &addr, &len)) != UCS_OK) return s;
+    ucp_ep_params_t ep;
+    memset(&ep, 0, sizeof ep);
+    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    ep.address = addr;
+    s = ucx.f.ep_create(ucx.worker, &ep, &ucx.self);
+    ucx.f.worker_release_address(ucx.worker, addr);
+    if (s != UCS_OK) return s;
+  }
+  if (m->rkey == NULL) {
+    void* packed = NULL;
+    size_t len = 0;
+    if ((s = ucx.f.rkey_pack(ucx.ctx, m->memh, &packed, &len)) != UCS_OK) return s;
+    s = ucx.f.ep_rkey_unpack(ucx.self, packed, &m->rkey);
+    ucx.f.rkey_buffer_release(packed);
+  }
+  return s;
+}
+
+/* A read of the last bytes of the last non-empty buffer, through the own worker: it completes
+ * after the data written into that memory before it (the network's writes into GPU memory are
+ * not ordered with the GPU's reads otherwise). */
+static ncclResult_t u_iflush(void* recv_comm, int n, void** data, size_t* sizes, void** mhandles,
+                             void** request) {
+  struct ucomm* c = get_comm(recv_comm, NET_KIND_RECV, "iflush");
+  ncclResult_t res = ncclSuccess;
+  *request = NULL;
+  if (c == NULL) return ncclInvalidArgument;
+  int k = n - 1;
+  while (k >= 0 && (sizes[k] == 0 || mhandles == NULL || mhandles[k] == NULL)) k--;
+  if (k < 0) return ncclSuccess; /* nothing arrived in registered memory */
+  struct umr* m = net_handle_get(mhandles[k], NET_KIND_MR);
+  char* at = (char*)data[k] + sizes[k] - (sizes[k] < 8 ? sizes[k] : 8);
+  if (m == NULL || m->memh == NULL || at < m->base || at + 8 > m->base + m->len) {
+    WARN("NET/UCX: iflush was given a buffer outside the registration it names");
+    return ncclInvalidArgument;
+  }
+  pthread_mutex_lock(&ucx.lock);
+  ucs_status_t s = flush_key(m);
+  struct ureq* q = NULL;
+  if (s == UCS_OK && c->nreqs < NET_MAX_REQUESTS && (q = calloc(1, sizeof *q)) != NULL) {
+    ucp_request_param_t p;
+    memset(&p, 0, sizeof p);
+    ucs_status_ptr_t r = ucx.f.get_nbx(ucx.self, &q->size[1], sizes[k] < 8 ? sizes[k] : 8,
+                                       (uint64_t)(uintptr_t)at, m->rkey, &p);
+    if (UCS_PTR_IS_ERR(r)) {
+      s = UCS_PTR_STATUS(r);
+      free(q);
+    } else {
+      q->n = 1;
+      q->is_send = 1; /* tested like a send: by its status */
+      q->r[0] = r;
+      if ((res = req_wrap(c, q, request)) != ncclSuccess) req_drop(r), free(q);
+    }
+  }
+  pthread_mutex_unlock(&ucx.lock);
+  if (s != UCS_OK) {
+    WARN("NET/UCX: the flush read of a receive failed: %s", ucx.f.status_string(s));
+    return ncclSystemError;
+  }
+  return res;
+}
+
 /* Holds the lock. */
 static void comm_end(struct ucomm* c, int force) {
   while (c->nreqs > 0) req_end(net_handle_get(c->reqs[0], NET_KIND_REQUEST));
@@ -311,6 +383,7 @@ const struct net net_ucx = {
     .close_send = u_close_send,
     .close_recv = u_close_recv,
     .close_listen = u_close_listen,
+    .iflush = u_iflush,
 };
 
 #else /* built without UCX's headers: the network exists and says why it cannot start */

@@ -80,6 +80,13 @@ static const struct {
     SYM(status_string, "ucs_status_string"),
     SYM(worker_get_efd, "ucp_worker_get_efd"),
     SYM(worker_arm, "ucp_worker_arm"),
+    SYM(worker_get_address, "ucp_worker_get_address"),
+    SYM(worker_release_address, "ucp_worker_release_address"),
+    SYM(rkey_pack, "ucp_rkey_pack"),
+    SYM(rkey_buffer_release, "ucp_rkey_buffer_release"),
+    SYM(ep_rkey_unpack, "ucp_ep_rkey_unpack"),
+    SYM(rkey_destroy, "ucp_rkey_destroy"),
+    SYM(get_nbx, "ucp_get_nbx"),
 };
 
 static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
@@ -187,7 +194,7 @@ static int start(void) {
   ucp_params_t p;
   memset(&p, 0, sizeof p);
   p.field_mask = UCP_PARAM_FIELD_FEATURES;
-  p.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+  p.features = UCP_FEATURE_TAG | UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP;
   s = ucx.f.init_version(UCP_API_MAJOR, UCP_API_MINOR, &p, cfg, &ucx.ctx);
   ucx.f.config_release(cfg);
   if (s != UCS_OK) {
