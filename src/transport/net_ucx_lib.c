@@ -7,6 +7,7 @@
  * the process's own handlers are put back, so loading UCX changes nothing about crashes. */
 #include <dlfcn.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <time.h>
 #include <stdio.h>
