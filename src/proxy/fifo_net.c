@@ -58,6 +58,7 @@ struct fifo_net {
   void* fail_arg;
   int failed; /* atomic */
   int started;
+  int drained;           /* fifo_net_drain found every step sent: the kernels are over */
   struct fifo_net* next; /* in the started list */
 };
 
@@ -232,7 +233,72 @@ ncclResult_t fifo_net_drain(struct fifo_net* f, int timeout_s) {
       sched_yield();
     }
   }
+  f->drained = !fifo_net_failed(f);
   return ncclSuccess;
+}
+
+/* ---- closing (net.h's close contract: no receive posted when a receive comm is closed) ------
+ * A receiver keeps min(nslots, NET_MAX_REQUESTS) receives posted ahead of its kernel (cap), so
+ * once both kernels are over it has exactly cap receives that no step will complete; it posts
+ * them if its proxy had not yet. The sender ends them: after its last step it sends cap empty
+ * messages with the connection's tag. Both sides post first and then wait (at most
+ * CLOSE_DRAIN_S), so two ranks closing at once do not wait on each other. */
+#define CLOSE_DRAIN_S 5.0
+
+static int cap(const struct conn* c);
+
+/* One step of closing c (*goal: a sender's empty messages still to send, a receiver's
+ * receives posted in all at the end); 1 while it has more to do, 0 when quiet or broken. */
+static int close_step(struct fifo_net* f, struct conn* c, uint64_t* goal) {
+  while ((c->s.is_send ? *goal > 0 : c->posted < *goal) && c->posted - c->done < (uint64_t)cap(c)) {
+    void* req = NULL;
+    void* data = slot(c, c->posted);
+    size_t size = c->s.slot_bytes;
+    int tag = c->s.tag;
+    ncclResult_t res = c->s.is_send ? f->net->isend(c->comm, data, 0, tag, c->mh, &req)
+                                    : f->net->irecv(c->comm, 1, &data, &size, &tag, &c->mh, &req);
+    if (res != ncclSuccess) return 0;
+    if (req == NULL) break; /* not now */
+    c->req[c->posted % (uint64_t)c->s.nslots] = req;
+    c->posted++;
+    if (c->s.is_send) (*goal)--;
+  }
+  while (c->done < c->posted) {
+    int done = 0;
+    size_t size = 0;
+    void** r = &c->req[c->done % (uint64_t)c->s.nslots];
+    if (f->net->test(*r, &done, &size) != ncclSuccess) return 0;
+    if (!done) return 1;
+    *r = NULL;
+    c->done++;
+  }
+  return c->s.is_send ? *goal > 0 : c->posted < *goal;
+}
+
+/* Ends every connection's posted receives with its peer (bounded: a peer that is gone or late
+ * leaves them to close_recv). */
+static void close_drain(struct fifo_net* f) {
+  uint64_t* fills = calloc((size_t)f->nconns, sizeof *fills);
+  if (fills == NULL) return;
+  for (int i = 0; i < f->nconns; i++) {
+    struct conn* c = &f->conns[i];
+    if (!c->used || c->comm == NULL || c->ended || c->closed) continue;
+    fills[i] = c->s.is_send ? (uint64_t)cap(c) : c->done + (uint64_t)cap(c);
+  }
+  double deadline = now_s() + CLOSE_DRAIN_S;
+  for (int busy = 1; busy && now_s() < deadline;) {
+    busy = 0;
+    for (int i = 0; i < f->nconns; i++) {
+      struct conn* c = &f->conns[i];
+      if (!c->used || c->comm == NULL || c->ended || c->closed) continue;
+      if (close_step(f, c, &fills[i]))
+        busy = 1;
+      else
+        c->ended = 1; /* quiet, or broken: nothing more to do here */
+    }
+    if (busy) sched_yield();
+  }
+  free(fills);
 }
 
 void fifo_net_free(struct fifo_net* f) {
@@ -248,6 +314,7 @@ void fifo_net_free(struct fifo_net* f) {
     f->started = 0;
   }
   pthread_mutex_unlock(&lock);
+  if (f->drained && !fifo_net_failed(f)) close_drain(f);
   for (int i = 0; i < f->nconns; i++) {
     struct fnet_conn* c = &f->conns[i];
     if (c->mh) (void)f->net->dereg_mr(c->comm, c->mh);

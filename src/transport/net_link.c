@@ -17,8 +17,17 @@
  * sender listens for the back connection and connects to the receiver (connect); its first
  * message on the data connection is its own handle, with which the receiver connects back. The
  * proxy thread makes these connections (they must not block: a plugin's connect may need the
- * peer's accept to progress), within MONEL_BOOT_TIMEOUT. */
+ * peer's accept to progress), within MONEL_BOOT_TIMEOUT.
+ *
+ * Closing (net.h's close contract: a receive comm is closed with no receive posted). The
+ * receiver keeps receives posted into free slots ahead of the data. Its BYE carries how many
+ * receives it ever posted on the data connection (R), and it posts none after it. A sender that
+ * got that BYE sends nothing more but BYEs, until it has sent R messages in all: each receive
+ * posted ahead completes with one, and the receiver closes once every receive completed. The
+ * sender's own receive on the back connection is completed by the receiver's BYE, and it posts
+ * none after it. Only a failure (CLOSE, a lost peer) leaves receives posted at close. */
 #include "transport/net_link.h"
+#include "transport/net_ucx.h"
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
@@ -157,17 +166,29 @@ static void peer_said(struct link* l, const unsigned char* buf) {
     if (arg != 0) __atomic_store_n(&l->ctrl->lost, (uint32_t)arg, __ATOMIC_RELEASE);
     mark_closed(l, FIFO_CLOSED_PEER);
   } else if (kind == MSG_BYE) {
+    /* Nothing more will come; the link closes once it is quiet (net_link_quiet), at once unless
+     * receives must still complete or a sender owes the receiver's posted receives their BYEs. */
+    if (l->is_send && !l->peer_bye) l->fill_to = (uint32_t)arg;
     l->peer_bye = 1;
     mark_closed(l, FIFO_CLOSED_GONE);
-    /* Nothing more will come; unless we are saying goodbye too, close our end now so that the
-     * peer's free() sees it at once. */
-    if (!l->freeing) net_link_shut(l);
   } else {
     WARN("peer rank %d sent a message of unknown kind %u over %s: both ranks must run the same "
          "Monel build",
          l->peer, kind, l->net->name);
     link_lost(l, "unknown message");
   }
+}
+
+/* Sender: messages posted on the data connection (slots, CLOSE, BYE). */
+static uint32_t sent_msgs(const struct link* l) {
+  return l->posted + l->ctl_sent;
+}
+
+/* After a goodbye: no request of this side is posted any more, and a sender has sent a message
+ * for every receive its receiver posted (net.h's close contract). */
+int net_link_quiet(const struct link* l) {
+  if (l->is_send) return l->out_req == NULL && l->moved == l->posted && sent_msgs(l) >= l->fill_to;
+  return l->bye_done && l->moved == l->posted;
 }
 
 /* The CLOSE or BYE this side owes its peer, on connection `comm`. */
@@ -185,15 +206,20 @@ static int say(struct link* l, void* comm, void* mr, int tag) {
                                 l->moved == l->posted);
   if (closed && !l->close_sent)
     l->out_kind = MSG_CLOSE;
-  else if (l->freeing && !l->bye_sent && (closed || flushed))
+  else if ((l->freeing || (!l->is_send && l->peer_bye)) && !l->bye_sent && (closed || flushed))
     l->out_kind = MSG_BYE;
+  else if (l->is_send && l->peer_bye && sent_msgs(l) < l->fill_to)
+    l->out_kind = MSG_BYE; /* completes one of the receives the receiver posted ahead */
   else
     return moved;
-  msg_write(l->priv->out, (uint32_t)l->out_kind,
-            l->out_kind == MSG_CLOSE ? __atomic_load_n(&l->ctrl->lost, __ATOMIC_ACQUIRE) : 0);
+  uint64_t arg = l->out_kind == MSG_CLOSE ? __atomic_load_n(&l->ctrl->lost, __ATOMIC_ACQUIRE)
+                 : l->is_send             ? 0
+                                          : l->posted; /* receiver's BYE: receives it posted */
+  msg_write(l->priv->out, (uint32_t)l->out_kind, arg);
   if (!ok(l, l->net->isend(comm, l->priv->out, MSG_HDR, tag, mr, &l->out_req), "a send failed"))
     return 1;
   if (l->out_req == NULL) return moved; /* not now */
+  l->ctl_sent++;
   if (l->out_kind == MSG_CLOSE) l->close_sent = 1;
   if (l->out_kind == MSG_BYE) l->bye_sent = 1;
   return 1;
@@ -301,6 +327,7 @@ static int send_progress(struct link* l) {
     }
   }
   if (!stopped(l)) moved |= say(l, l->hello_posted ? l->data : NULL, l->data_mr, TAG_SLOT);
+  if (!stopped(l) && !l->freeing && l->peer_bye && net_link_quiet(l)) net_link_shut(l);
   return moved;
 }
 
@@ -404,7 +431,7 @@ static int recv_progress(struct link* l) {
   uint32_t head = __atomic_load_n(&l->ctrl->head, __ATOMIC_ACQUIRE);
   size_t max = MSG_HDR + FIFO_INLINE_BYTES + l->slot_size;
   int tag = TAG_SLOT;
-  while (!l->dead && l->hello_done && l->posted - l->moved < l->window &&
+  while (!l->dead && l->hello_done && !l->bye_sent && l->posted - l->moved < l->window &&
          (l->freeing ||
           (!__atomic_load_n(&l->ctrl->closed, __ATOMIC_ACQUIRE) && l->posted - head < l->nslots))) {
     void* buf = (char*)cell_of(l, l->posted) + MSG_OFF;
@@ -416,6 +443,7 @@ static int recv_progress(struct link* l) {
     moved = 1;
   }
   if (!l->dead) moved |= say(l, l->back, l->back_mr, TAG_CTL);
+  if (!l->dead && !l->freeing && l->peer_bye && net_link_quiet(l)) net_link_shut(l);
   return moved;
 }
 
@@ -452,6 +480,8 @@ void net_link_wait(int ms) {
   const struct net* n = __atomic_load_n(&net_link_chosen, __ATOMIC_ACQUIRE);
   if (n == &net_tcp) {
     net_tcp_wait(ms);
+  } else if (n == &net_ucx) {
+    net_ucx_wait(ms);
   } else {
     struct timespec ts = {0, 200 * 1000}; /* a plugin gives nothing to wait on: poll it often */
     nanosleep(&ts, NULL);

@@ -51,6 +51,8 @@ struct link {
   void *hello_req, *out_req, *in_req;
   int hello_posted, hello_done, out_kind;
   int close_sent, bye_sent, bye_done, peer_bye, freeing, dead, up;
+  uint32_t ctl_sent;  /* sender: CLOSE and BYE messages posted on the data connection */
+  uint32_t fill_to;   /* sender: receives its receiver posted in all (from its BYE) */
   const char* broken; /* sender: why its data connection failed, while it hears the back one */
   double broken_at;
   double deadline;
@@ -65,6 +67,9 @@ extern const struct net* net_link_chosen;
 extern char net_link_name[80];
 int net_link_step(struct link* l);
 void net_link_shut(struct link* l);
+/* After a goodbye: no request of this side is posted any more, and a sender has sent a message
+ * for every receive its receiver posted (net.h's close contract). */
+int net_link_quiet(const struct link* l);
 void net_link_add(struct link* l);
 void net_link_remove(struct link* l);
 

@@ -130,8 +130,13 @@ static void link_drain(struct link* l) {
   l->freeing = 1;
   for (;;) {
     net_link_step(l);
-    int closed = __atomic_load_n(&l->ctrl->closed, __ATOMIC_ACQUIRE) != 0;
-    if (l->dead || (closed && (l->bye_done || !l->up)) || sock_time_now() > deadline) break;
+    uint32_t closed = __atomic_load_n(&l->ctrl->closed, __ATOMIC_ACQUIRE);
+    /* a clean end waits until the link is quiet; after a failure nothing more will complete */
+    int clean = closed == 0 || closed == FIFO_CLOSED_GONE;
+    int ended = l->is_send ? closed != 0 && l->bye_done : l->bye_done;
+    if (l->dead || (closed && !l->up) || (ended && (!clean || net_link_quiet(l))) ||
+        sock_time_now() > deadline)
+      break;
     pthread_mutex_unlock(&l->lock);
     struct timespec ts = {0, 100 * 1000}; /* the proxy thread progresses the link meanwhile */
     nanosleep(&ts, NULL);
