@@ -245,11 +245,11 @@ ncclResult_t fifo_net_drain(struct fifo_net* f, int timeout_s) {
  * CLOSE_DRAIN_S), so two ranks closing at once do not wait on each other. */
 #define CLOSE_DRAIN_S 5.0
 
-static int cap(const struct conn* c);
+static int cap(const struct fnet_conn* c);
 
 /* One step of closing c (*goal: a sender's empty messages still to send, a receiver's
  * receives posted in all at the end); 1 while it has more to do, 0 when quiet or broken. */
-static int close_step(struct fifo_net* f, struct conn* c, uint64_t* goal) {
+static int close_step(struct fifo_net* f, struct fnet_conn* c, uint64_t* goal) {
   while ((c->s.is_send ? *goal > 0 : c->posted < *goal) && c->posted - c->done < (uint64_t)cap(c)) {
     void* req = NULL;
     void* data = slot(c, c->posted);
@@ -281,7 +281,7 @@ static void close_drain(struct fifo_net* f) {
   uint64_t* fills = calloc((size_t)f->nconns, sizeof *fills);
   if (fills == NULL) return;
   for (int i = 0; i < f->nconns; i++) {
-    struct conn* c = &f->conns[i];
+    struct fnet_conn* c = &f->conns[i];
     if (!c->used || c->comm == NULL || c->ended || c->closed) continue;
     fills[i] = c->s.is_send ? (uint64_t)cap(c) : c->done + (uint64_t)cap(c);
   }
@@ -289,7 +289,7 @@ static void close_drain(struct fifo_net* f) {
   for (int busy = 1; busy && now_s() < deadline;) {
     busy = 0;
     for (int i = 0; i < f->nconns; i++) {
-      struct conn* c = &f->conns[i];
+      struct fnet_conn* c = &f->conns[i];
       if (!c->used || c->comm == NULL || c->ended || c->closed) continue;
       if (close_step(f, c, &fills[i]))
         busy = 1;
