@@ -59,7 +59,6 @@ struct gpu_comm {
   int ll_ok;
   int onehop_ok; /* one-hop AllReduce allowed: a peer across the network, point-to-point FIFOs
                    to every peer, NCCL_ALGO allows OneShot for allreduce */
-  int proto_ll, proto_simple;   /* allowed by NCCL_PROTO */
   struct gpu_mem ll_mem;        /* my LL buffer, on my GPU */
   uint32_t* ll_seq;             /* device: launches so far, per block */
   char* peer_ll[DEV_MAX_PEERS]; /* every rank's LL buffer as I address it */
