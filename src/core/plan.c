@@ -186,10 +186,15 @@ ncclResult_t plan_decide(const struct plan_in* in, const struct task* t, struct 
       within |= 1ull << i;
   }
   if (fits == 0) {
+    char asked[320] = "";
+    if (in->algo_env[0]) snprintf(asked, sizeof asked, " NCCL_ALGO=\"%s\"", in->algo_env);
+    if (in->proto_env[0])
+      snprintf(asked + strlen(asked), sizeof asked - strlen(asked), "%s NCCL_PROTO=\"%s\"",
+               asked[0] ? " and" : "", in->proto_env);
     snprintf(err, errlen,
-             "%s of %zu bytes cannot run as NCCL_ALGO=\"%s\" and NCCL_PROTO=\"%s\" ask on the %s "
-             "engine: %s; allow another algorithm or protocol",
-             coll_name(coll), bytes, in->algo_env, in->proto_env, in->engine, why);
+             "%s of %zu bytes cannot run on the %s engine%s%s: %s; allow another algorithm or "
+             "protocol",
+             coll_name(coll), bytes, in->engine, asked[0] ? " as" : "", asked, why);
     return ncclInvalidUsage;
   }
   int best = -1, locked = 0;

@@ -195,7 +195,8 @@ TEST(gpu_refuses_pairs_without_a_kernel) {
   gpu_state(4, 1, 0);
   struct choice c = gpu(PLAN_PATH_PEER, 4, COLL_ALLREDUCE, 1 << 20, "Tree", "");
   CHECK_RES(c.res, ncclInvalidUsage);
-  CHECK(strstr(c.err, "Tree/Simple has no kernel in this build yet") != NULL);
+  CHECK(strstr(c.err, "AllReduce of 1048576 bytes cannot run on the gpu engine as "
+                      "NCCL_ALGO=\"Tree\": Tree/Simple has no kernel in this build yet") != NULL);
   c = gpu(PLAN_PATH_PEER, 4, COLL_ALLREDUCE, 1 << 20, "", "LL128");
   CHECK_RES(c.res, ncclInvalidUsage);
   CHECK(strstr(c.err, "Ring/LL128 has no kernel") != NULL);
