@@ -92,6 +92,12 @@ static ncclResult_t parse_list(const struct algo_names* nm, const char* s, const
   return ncclSuccess;
 }
 
+const char* algo_coll_key(enum coll_kind coll) {
+  for (size_t i = 0; i < NKEYS; i++)
+    if (colls[i].coll == coll) return colls[i].key;
+  return "allreduce";
+}
+
 int algo_coll_is_tunable(enum coll_kind coll) {
   for (size_t i = 0; i < NKEYS; i++)
     if (colls[i].coll == coll) return 1;

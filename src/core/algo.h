@@ -39,6 +39,8 @@ ncclResult_t algo_list_parse(const struct algo_names* nm, const char* s,
 
 /* The collectives NCCL_ALGO and NCCL_PROTO apply to (their per-collective lists name them). */
 int algo_coll_is_tunable(enum coll_kind coll);
+/* Its name in those lists ("allreduce"). */
+const char* algo_coll_key(enum coll_kind coll);
 
 /* 1 when NCCL_ALGO (parsed once) allows algorithm a for coll; 0 also when it does not parse. */
 int algo_allowed(enum coll_kind coll, enum algo_id a);

@@ -144,14 +144,17 @@ static ncclResult_t candidates(const struct plan_in* in, enum coll_kind coll, ui
     return ncclInvalidUsage;
   }
   if (by_proto == 0) {
+    const struct plan_row* first = NULL;
+    for (int i = 0; i < in->nrows && i < 64 && first == NULL; i++)
+      if (by_algo >> i & 1u) first = &in->rows[i];
     row_words(in, by_algo, 0, has, sizeof has);
     snprintf(err, errlen,
              "NCCL_PROTO=\"%s\" leaves no protocol for %s%s%s%s: Monel's %s engine runs it as %s "
-             "there; allow one of those protocols, or restrict other collectives only (e.g. "
-             "\"allreduce:LL\")",
+             "there; allow one of those protocols (for this collective alone: \"%s:%s\")",
              in->proto_env, coll_name(coll),
              in->algo_env[0] ? " with the algorithms NCCL_ALGO=\"" : "", in->algo_env,
-             in->algo_env[0] ? "\" allows" : "", in->engine, has);
+             in->algo_env[0] ? "\" allows" : "", in->engine, has, algo_coll_key(coll),
+             proto_name(first->proto));
     return ncclInvalidUsage;
   }
   *out = by_proto;
