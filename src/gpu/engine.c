@@ -263,7 +263,7 @@ static int reduces(enum coll_kind c) {
 static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struct task* t) {
   struct dev_ring_args a;
   memset(&a, 0, sizeof a);
-  size_t es = dtype_size(t->dtype), total = t->count * es;
+  size_t es = dtype_size(t->dtype);
   int n = comm->nranks;
   a.in = t->sendbuff;
   a.out = t->recvbuff;
@@ -283,10 +283,10 @@ static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struc
     a.coll = DEV_REDUCE;
     break;
   case COLL_ALLGATHER:
-    a.coll = DEV_ALLGATHER, total *= (size_t)n;
+    a.coll = DEV_ALLGATHER;
     break;
   default:
-    a.coll = DEV_REDUCESCATTER, total *= (size_t)n;
+    a.coll = DEV_REDUCESCATTER;
     break;
   }
   if (reduces(t->coll)) {
