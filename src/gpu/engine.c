@@ -75,6 +75,9 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
   NCCLCHECK(dev_zalloc(g, (void**)&g->steps, sizeof(uint64_t) * DEV_STEP_WORDS * DEV_MAX_CHANNELS));
   int multi = n > 1 && n <= DEV_MAX_PEERS; /* one-shot and point-to-point buffers */
   g->p2p_nch = gpu_p2p_channels(nch);
+  /* A network peer gets the channels the network can feed: each is a connection each way. */
+  int64_t net_nch = param_int(PARAM_NET_P2P_CHANNELS);
+  g->p2p_net_nch = net_nch < 1 ? 1 : net_nch < g->p2p_nch ? (int)net_nch : g->p2p_nch;
   if (multi) {
     if (!g->host_fifos) NCCLCHECK(gpu_shared_alloc(comm, g, dev_ll_buffer_bytes(n), 0, &g->ll_mem));
     NCCLCHECK(dev_zalloc(g, (void**)&g->ll_seq, sizeof(uint32_t) * DEV_LL_MAX_BLOCKS));
