@@ -44,6 +44,13 @@ struct ncclComm {
   int* ring_pos;   /* rank -> ring position */
   const struct engine* engine;
   void* engine_state;
+  struct plan_comm plan; /* what the engine told the plan at comm_init (core/plan.h) */
+  /* The plan's last answer per collective (core/plan.c): repeated operations of one size skip
+   * the cost model. key: the bytes + 1; 0 while there is none. */
+  struct {
+    size_t key;
+    struct plan_op op;
+  } plan_last[COLL_COUNT];
   ncclConfig_t config;
   char comm_name[128];
   ncclUniqueId init_id;

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "nccl.h"
+#include "core/plan.h"
 
 struct ncclComm;
 struct task;
@@ -31,6 +32,15 @@ struct engine {
    * (waits for the device's counters: for the operation named when a peer dies or a hang is
    * reported). */
   void (*progress)(struct ncclComm* comm, int fresh, uint64_t* issued, uint64_t* done);
+  /* Its capability and cost table (core/plan.h): every (algorithm, protocol) pair it runs, per
+   * collective and path, with latency and bandwidth figures and where they were measured. The
+   * plan (core/plan.c) picks only among these rows. */
+  const struct plan_row* caps;
+  int ncaps;
+  /* Whether this comm can run a row for task t now, and a measured crossover (struct plan_fit);
+   * NULL: every row runs at every size. comm_init fills comm->plan (the path, the limits). */
+  struct plan_fit (*plan_fit)(const struct ncclComm* comm, const struct task* t,
+                              const struct plan_row* row);
   /* Release the engine state; accepts a comm whose comm_init failed or never ran. */
   void (*comm_free)(struct ncclComm* comm);
   /* The devices of an engine that has some (the CUDA engine; NULL for the CPU engine), asked

@@ -4,7 +4,7 @@
 #include "util/check.h"
 #include "core/group.h"
 #include "core/watch.h"
-#include "core/tune.h"
+#include "core/plan_choose.h"
 
 #define GROUP_MAX_COMMS  4096
 #define GROUP_STACK_JOBS 8 /* jobs of a group that group_end keeps on its stack */
@@ -69,8 +69,10 @@ static void drop_tasks(struct ncclComm* comm) {
   comm->ntasks = 0;
 }
 
-/* Hand tasks to the comm's engine, telling the watch (core/watch.c) what runs. */
+/* Plan the tasks (core/plan.c: every rank refuses alike, before anything runs) and hand them to
+ * the comm's engine, telling the watch (core/watch.c) what runs. */
 static ncclResult_t engine_run(struct ncclComm* comm, struct task* tasks, int ntasks) {
+  NCCLCHECK(plan_tasks(comm, tasks, ntasks));
   NCCLCHECK(watch_issue(comm, tasks, ntasks));
   ncclResult_t res = comm->engine->run(comm, tasks, ntasks);
   if (!comm->engine->enqueue_only) watch_complete(comm);
@@ -211,7 +213,7 @@ ncclResult_t group_simulate_end(float* us) {
   for (int i = 0; i < grp.ncomms; i++) {
     struct ncclComm* c = grp.comms[i];
     double t = 0;
-    for (int k = 0; k < c->ntasks; k++) t += tune_estimate_us(c, &c->tasks[k]);
+    for (int k = 0; k < c->ntasks; k++) t += plan_estimate_us(c, &c->tasks[k]);
     if (t > total) total = t; /* comms of a group run side by side */
     drop_tasks(c);
   }

@@ -17,14 +17,11 @@ struct cpu_comm {
   struct cpu_tree* tree; /* tree.c's connections, NULL until an operation runs on a tree */
   int oneshot_ready;     /* the point-to-point FIFOs to and from every peer exist */
   int lost_rank;         /* a peer found gone, or named by a peer that stopped for it; -1 if none */
-  /* The last algorithm choice (a function of the collective and the bytes): repeated
-   * operations of one size skip the cost model. coll is -1 while there is none. */
-  struct {
-    int coll;
-    size_t bytes;
-    enum algo_id algo;
-  } chosen;
 };
+
+/* caps.c: the engine's capability and cost table (core/plan.h). */
+#define CPU_NCAPS 8
+extern const struct plan_row cpu_caps[CPU_NCAPS];
 
 /* A connection to set up with cpu_connect: I receive on it from peer (recv = 1: I create the
  * FIFO) or send on it to peer. Its descriptor goes on bootstrap tag `tag`, the acknowledgement

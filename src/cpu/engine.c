@@ -17,11 +17,16 @@
 
 #define ONESHOT_EAGER_RANKS 8 /* see run_task */
 
+static int shm_usable(const struct ncclComm* comm, int peer) {
+  return param_int(PARAM_SHM_DISABLE) != 1 &&
+         shm_transport.can_connect(&comm->peers[comm->rank], &comm->peers[peer]);
+}
+
 /* Shared memory within a host unless NCCL_SHM_DISABLE=1; the network otherwise (net_link: TCP or a
  * net plugin) (its progress thread is held by the comm until cpu_comm_free). */
 static const struct transport* pick_transport(const struct ncclComm* comm, int peer) {
   const struct peer_info *me = &comm->peers[comm->rank], *p = &comm->peers[peer];
-  if (param_int(PARAM_SHM_DISABLE) != 1 && shm_transport.can_connect(me, p)) return &shm_transport;
+  if (shm_usable(comm, peer)) return &shm_transport;
   if (net_socket_transport.can_connect(me, p) && proxy_acquire(comm) == ncclSuccess)
     return &net_socket_transport;
   return NULL;
@@ -121,24 +126,13 @@ static ncclResult_t cpu_comm_init(struct ncclComm* comm) {
   if (nslots < 2) nslots = 2;
   if (nslots > FIFO_MAX_SLOTS) nslots = FIFO_MAX_SLOTS;
   cc->lost_rank = -1;
-  cc->chosen.coll = -1;
+  /* The plan's figures: the network path when any pair of ranks talks over it. */
+  comm->plan.path = PLAN_PATH_SHM;
+  for (int p = 0; p < comm->nranks; p++)
+    if (p != comm->rank && !shm_usable(comm, p)) comm->plan.path = PLAN_PATH_NET;
+  comm->plan.p2p_channels = 1;
   cc->slot_size = (size_t)slot & ~(size_t)63;
   cc->nslots = (int)nslots;
-  return ncclSuccess;
-}
-
-/* algo_choose, remembering its last answer. */
-static ncclResult_t choose(struct ncclComm* comm, const struct task* t, enum algo_id* algo) {
-  struct cpu_comm* cc = comm->engine_state;
-  size_t bytes = t->count * dtype_size(t->dtype);
-  if (cc->chosen.coll == (int)t->coll && cc->chosen.bytes == bytes) {
-    *algo = cc->chosen.algo;
-    return ncclSuccess;
-  }
-  NCCLCHECK(algo_choose(comm, t, algo));
-  cc->chosen.coll = (int)t->coll;
-  cc->chosen.bytes = bytes;
-  cc->chosen.algo = *algo;
   return ncclSuccess;
 }
 
@@ -147,11 +141,12 @@ static ncclResult_t run_task(struct ncclComm* comm, struct task* t) {
   case COLL_ALLREDUCE:
   case COLL_BROADCAST:
   case COLL_REDUCE: {
-    enum algo_id algo;
-    NCCLCHECK(choose(comm, t, &algo));
-    /* Small comms connect the one-shot mesh at their first AllReduce, whatever it runs, so that
-     * the first small one does not pay for the setup. */
-    if (t->coll == COLL_ALLREDUCE && comm->nranks <= ONESHOT_EAGER_RANKS)
+    enum algo_id algo = t->plan.algo; /* core/plan.c */
+    /* Small comms on one host connect the one-shot mesh (shared memory) at their first
+     * AllReduce, whatever it runs, so that the first small one does not pay for the setup;
+     * across hosts it is connected when an operation first runs on it (descriptors). */
+    if (t->coll == COLL_ALLREDUCE && comm->nranks <= ONESHOT_EAGER_RANKS &&
+        comm->plan.path == PLAN_PATH_SHM)
       NCCLCHECK(cpu_oneshot_connect(comm));
     if (algo == ALGO_TREE) return cpu_tree_run(comm, t);
     if (algo == ALGO_ONESHOT) return cpu_oneshot_allreduce(comm, t);
@@ -160,12 +155,9 @@ static ncclResult_t run_task(struct ncclComm* comm, struct task* t) {
     return t->coll == COLL_ALLREDUCE ? cpu_ring_allreduce(comm, t) : cpu_ring_chain(comm, t);
   }
   case COLL_ALLGATHER:
-  case COLL_REDUCESCATTER: {
-    enum algo_id algo;
-    NCCLCHECK(choose(comm, t, &algo)); /* fails if NCCL_ALGO excludes Ring */
-    NCCLCHECK(ensure_ring(comm));
+  case COLL_REDUCESCATTER:
+    NCCLCHECK(ensure_ring(comm)); /* the plan has only the ring for them */
     return cpu_ring_gather_scatter(comm, t);
-  }
   case COLL_ALLTOALL:
   case COLL_ALLTOALLV:
   case COLL_GATHER:
@@ -237,6 +229,20 @@ static void cpu_abort(struct ncclComm* comm) {
   close_all(comm);
 }
 
+/* The plan's fit (core/plan.h): across the network, OneShot and TwoShot connect every pair of
+ * ranks, so beyond MONEL_NET_MESH_MAX ranks they run only when NCCL_ALGO leaves nothing else;
+ * Ring and Tree keep the descriptors per rank flat as hosts are added. */
+static struct plan_fit cpu_plan_fit(const struct ncclComm* comm, const struct task* t,
+                                    const struct plan_row* row) {
+  struct plan_fit f = {1, 0, 0, NULL};
+  (void)t;
+  if (comm->plan.path == PLAN_PATH_NET &&
+      (row->algo == ALGO_ONESHOT || row->algo == ALGO_TWOSHOT) &&
+      comm->nranks > param_int(PARAM_NET_MESH_MAX))
+    f.crossover = 1; /* at 0 bytes: only when forced */
+  return f;
+}
+
 static void cpu_comm_free(struct ncclComm* comm) {
   struct cpu_comm* cc = comm->engine_state;
   if (cc == NULL) return;
@@ -258,6 +264,9 @@ static void cpu_comm_free(struct ncclComm* comm) {
 
 const struct engine cpu_engine = {
     .name = "cpu",
+    .caps = cpu_caps,
+    .ncaps = CPU_NCAPS,
+    .plan_fit = cpu_plan_fit,
     .comm_init = cpu_comm_init,
     .run = cpu_run,
     .abort = cpu_abort,

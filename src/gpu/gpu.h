@@ -59,14 +59,14 @@ struct gpu_comm {
   int ll_ok;
   int onehop_ok; /* one-hop AllReduce allowed: a peer across the network, point-to-point FIFOs
                    to every peer, NCCL_ALGO allows OneShot for allreduce */
-  int proto_ll, proto_simple;   /* allowed by NCCL_PROTO */
   struct gpu_mem ll_mem;        /* my LL buffer, on my GPU */
   uint32_t* ll_seq;             /* device: launches so far, per block */
   char* peer_ll[DEV_MAX_PEERS]; /* every rank's LL buffer as I address it */
   /* Point-to-point (gpu/p2p.c, device/p2p.cu): usable when every rank mapped every peer's FIFOs. */
   int p2p_ok;
-  int p2p_nch;    /* channels per peer */
-  int p2p_nslots; /* FIFO slots per (peer, channel) */
+  int p2p_nch;     /* channels per peer */
+  int p2p_net_nch; /* ... per peer over the network (MONEL_NET_P2P_CHANNELS, <= p2p_nch) */
+  int p2p_nslots;  /* FIFO slots per (peer, channel) */
   size_t p2p_slot_bytes;
   struct gpu_mem p2p_mem;        /* my FIFOs, [source rank][channel] */
   uint64_t* p2p_steps;           /* device: DEV_STEP_WORDS counters per (peer, channel) */

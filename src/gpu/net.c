@@ -102,7 +102,7 @@ static ncclResult_t listen_from(struct ncclComm* comm, struct gpu_comm* g, int r
       NCCLCHECK(fifo_net_listen(g->net, (*k)++, &s, handles + (size_t)(*nh)++ * NET_HANDLE_BYTES));
     }
   if (g->p2p_net >> r & 1)
-    for (int c = 0; c < g->p2p_nch; c++) {
+    for (int c = 0; c < g->p2p_net_nch; c++) {
       spec(&s, comm, 0, g->p2p_net_recv[r].hptr, p2p_fifo_bytes(g), c, g->p2p_nslots,
            g->p2p_slot_bytes, r, DEV_MAX_CHANNELS + c, "point-to-point");
       NCCLCHECK(fifo_net_listen(g->net, (*k)++, &s, handles + (size_t)(*nh)++ * NET_HANDLE_BYTES));
@@ -122,7 +122,7 @@ static ncclResult_t connect_to(struct ncclComm* comm, struct gpu_comm* g, int r,
       NCCLCHECK(fifo_net_peer_handle(g->net, (*k)++, &s, handles + (size_t)h++ * NET_HANDLE_BYTES));
     }
   if (g->p2p_net >> r & 1)
-    for (int c = 0; c < g->p2p_nch; c++) {
+    for (int c = 0; c < g->p2p_net_nch; c++) {
       spec(&s, comm, 1, g->p2p_net_mirror[r].hptr, p2p_fifo_bytes(g), c, g->p2p_nslots,
            g->p2p_slot_bytes, r, DEV_MAX_CHANNELS + c, "point-to-point");
       NCCLCHECK(fifo_net_peer_handle(g->net, (*k)++, &s, handles + (size_t)h++ * NET_HANDLE_BYTES));
@@ -133,12 +133,12 @@ static ncclResult_t connect_to(struct ncclComm* comm, struct gpu_comm* g, int r,
 /* Connections I send on to r (== those r receives on from me). */
 static int sends_to(const struct gpu_comm* g, int r) {
   return (g->net_next && r == g->ring_next ? g->nchannels_max : 0) +
-         (g->p2p_net >> r & 1 ? g->p2p_nch : 0);
+         (g->p2p_net >> r & 1 ? g->p2p_net_nch : 0);
 }
 
 static int recvs_from(const struct gpu_comm* g, int r) {
   return (g->net_prev && r == g->ring_prev ? g->nchannels_max : 0) +
-         (g->p2p_net >> r & 1 ? g->p2p_nch : 0);
+         (g->p2p_net >> r & 1 ? g->p2p_net_nch : 0);
 }
 
 /* The proxy found a broken connection: the comm fails, naming the peer and the last operation. */
