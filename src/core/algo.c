@@ -154,12 +154,13 @@ ncclResult_t algo_choose(const struct ncclComm* comm, const struct task* t, enum
   unsigned avail = algo_available(t->coll);
   *out = ALGO_RING;
   if (avail == 0) return ncclSuccess;
-  if (cfg.res != ncclSuccess) {
+  if (cfg.res != ncclSuccess && t->algo_mask == 0) {
     WARN("%s #%llu on rank %d: NCCL_ALGO=\"%s\" cannot be used: %s", coll_name(t->coll),
          (unsigned long long)t->seq, comm->rank, param_str(PARAM_ALGO), cfg.err);
     return ncclInvalidUsage;
   }
-  unsigned cand = avail & cfg.allowed[t->coll];
+  /* A call's own selection (ncclCollConfig_t.algSelection) replaces NCCL_ALGO for it. */
+  unsigned cand = avail & (t->algo_mask ? t->algo_mask : cfg.allowed[t->coll]);
   if (cand == 0) {
     char has[64];
     mask_words(avail, has, sizeof has);

@@ -286,6 +286,7 @@ void comm_free(struct ncclComm* comm) {
   join_init(comm);
   reg_remove(comm);
   watch_stop(comm);
+  comm_ext_free(comm);
   if (comm->engine && comm->engine->comm_free) comm->engine->comm_free(comm);
   boot_free(comm->boot);
   free(comm->peers);

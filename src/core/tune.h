@@ -33,6 +33,14 @@ struct tune_cta_limits {
 };
 struct tune_cta_limits tune_cta_limits(int64_t env_min, int64_t env_max, const ncclConfig_t* cfg,
                                        int64_t nch_min, int64_t nch_max);
+/* The limits of one operation: the comm's, narrowed by the call's own (task cta_*, set by the
+ * nccl*Config calls; 0 keeps the comm's). */
+static inline struct tune_cta_limits tune_task_cta(struct tune_cta_limits l, const struct task* t) {
+  if (t->cta_max > 0 && t->cta_max < l.max) l.max = t->cta_max;
+  if (t->cta_min > 0) l.min = t->cta_min < l.max ? t->cta_min : l.max;
+  if (t->cta_policy) l.policy = t->cta_policy - 1;
+  return l;
+}
 /* The path of a GPU AllReduce, AllGather or ReduceScatter (gpu/engine.c): the one-shot LL kernel
  * while every GPU reaches every other's memory, NCCL_PROTO allows LL and (n-1) x bytes per peer is
  * within ll_max (MONEL_ONESHOT_MAX; no limit when NCCL_PROTO leaves only LL) and bytes within

@@ -113,6 +113,7 @@ static ncclResult_t cpu_comm_init(struct ncclComm* comm) {
 static ncclResult_t choose(struct ncclComm* comm, const struct task* t, enum algo_id* algo) {
   struct cpu_comm* cc = comm->engine_state;
   size_t bytes = t->count * dtype_size(t->dtype);
+  if (t->algo_mask) return algo_choose(comm, t, algo); /* a per-call selection: not cached */
   if (cc->chosen.coll == (int)t->coll && cc->chosen.bytes == bytes) {
     *algo = cc->chosen.algo;
     return ncclSuccess;

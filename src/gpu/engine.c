@@ -182,7 +182,9 @@ static ncclResult_t gpu_comm_init(struct ncclComm* comm) {
  * MONEL_CHANNEL_BYTES below that, within the comm's limits. Broadcast and Reduce take one per
  * quarter of it: a chain forwards every chunk n - 1 times, so it gains more from parallel chunks
  * (on 4 H200, Broadcast of 128 KB-1 MB ran in 10-12 us with a quarter, 16-17 us without). */
-static int pick_channels(const struct gpu_comm* g, enum coll_kind coll, size_t bytes) {
+static int pick_channels(const struct gpu_comm* g, const struct task* t, size_t bytes) {
+  enum coll_kind coll = t->coll;
+  struct tune_cta_limits c = tune_task_cta(g->cta, t);
   double per = (double)param_int(PARAM_CHANNEL_BYTES);
   if (coll == COLL_BROADCAST || coll == COLL_REDUCE) per /= 4;
   if (per < 4096) per = 4096;
@@ -190,9 +192,9 @@ static int pick_channels(const struct gpu_comm* g, enum coll_kind coll, size_t b
                               g->link_gbps,
                               g->block_gbps,
                               per,
-                              g->cta.min,
-                              g->nchannels_max,
-                              g->cta.policy == NCCL_CTA_POLICY_EFFICIENCY};
+                              c.min,
+                              c.max < g->nchannels_max ? c.max : g->nchannels_max,
+                              (c.policy & NCCL_CTA_POLICY_EFFICIENCY) != 0};
   return tune_blocks(&in);
 }
 
@@ -216,9 +218,10 @@ static ncclResult_t launch_oneshot(struct ncclComm* comm, struct gpu_comm* g, st
   if (a.nblocks < 1) a.nblocks = 1;
   /* As many blocks as parts, within the comm's limits (a block takes several parts in turn). */
   a.grid = a.nblocks;
-  if (g->cta.policy == NCCL_CTA_POLICY_EFFICIENCY) a.grid = (a.grid + 1) / 2;
-  if (a.grid < g->cta.min) a.grid = g->cta.min < a.nblocks ? g->cta.min : a.nblocks;
-  if (a.grid > g->cta.max) a.grid = g->cta.max;
+  struct tune_cta_limits c = tune_task_cta(g->cta, t);
+  if (c.policy & NCCL_CTA_POLICY_EFFICIENCY) a.grid = (a.grid + 1) / 2;
+  if (a.grid < c.min) a.grid = c.min < a.nblocks ? c.min : a.nblocks;
+  if (a.grid > c.max) a.grid = c.max;
   a.coll = t->coll == COLL_ALLGATHER       ? DEV_ALLGATHER
            : t->coll == COLL_REDUCESCATTER ? DEV_REDUCESCATTER
                                            : DEV_ALLREDUCE;
@@ -304,7 +307,7 @@ static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struc
     a.op = RED_SUM;
     a.count = t->count * es;
   }
-  a.nchannels = pick_channels(g, t->coll, total);
+  a.nchannels = pick_channels(g, t, total);
   a.nslots = g->nslots;
   a.slot_bytes = g->slot_bytes;
   a.steps = g->steps;
