@@ -206,6 +206,8 @@ NCCL_API(const char*, ncclGetErrorString, ncclResult_t result) {
     return "remote process exited or there was a network error";
   case ncclInProgress:
     return "NCCL operation in progress";
+  case ncclTimeout:
+    return "operation timed out";
   default:
     return "unknown result code";
   }

@@ -1,10 +1,36 @@
 /* Exported window calls: registration (core/comm_ext.c keeps the list), the user pointer, and
  * the host-side device-pointer helpers of NCCL's device API. Monel maps no peer's window into
  * this rank's address space, so the pointer of a window is known for the calling rank only. */
+#include <stdlib.h>
+#include <string.h>
 #include "api/api.h"
 #include "core/comm.h"
 #include "core/comm_ext.h"
+#include "core/group.h"
 #include "util/check.h"
+
+/* Registration is collective: on the CPU engine it also opens the point-to-point paths to every
+ * peer both ways (one byte each way), because a path is set up by both of its ends and a
+ * one-sided put must not wait for its target to set up its end (api/onesided.c). */
+static ncclResult_t connect_all(ncclComm_t comm, const char* fn) {
+  if (comm->nranks == 1 || strcmp(comm->engine->name, "cpu") != 0 || group_depth() > 0 ||
+      comm->suspended)
+    return ncclSuccess;
+  char* b = calloc(2 * (size_t)comm->nranks, 1);
+  if (b == NULL) {
+    WARN("%s: out of host memory on rank %d", fn, comm->rank);
+    return ncclSystemError;
+  }
+  ncclResult_t res = pncclGroupStart(), end;
+  for (int p = 0; p < comm->nranks && res == ncclSuccess; p++) {
+    if (p == comm->rank) continue;
+    res = pncclSend(b + p, 1, ncclUint8, p, comm, NULL);
+    if (res == ncclSuccess) res = pncclRecv(b + comm->nranks + p, 1, ncclUint8, p, comm, NULL);
+  }
+  end = pncclGroupEnd();
+  free(b);
+  return res != ncclSuccess ? res : end;
+}
 
 NCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size,
          ncclWindow_t* win, int winFlags) {
@@ -21,7 +47,8 @@ NCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size
     WARN("%s: buff is NULL for a window of %zu bytes", fn, size);
     return ncclInvalidArgument;
   }
-  return comm_window_add(comm, buff, size, winFlags, win);
+  NCCLCHECK(comm_window_add(comm, buff, size, winFlags, win));
+  return connect_all(comm, fn);
 }
 
 NCCL_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win) {
