@@ -124,7 +124,7 @@ NCCL_API(ncclResult_t, ncclCommQueryProperties, ncclComm_t comm, ncclCommPropert
   p.multimemSupport = false;  /* multicast memory stays off */
   p.ginType = NCCL_GIN_TYPE_NONE;
   p.nLsaTeams = 1;
-  p.hostRmaSupport = strcmp(comm->engine->name, "cpu") == 0; /* ncclPutSignal & co */
+  p.hostRmaSupport = true; /* ncclPutSignal & co, on both engines */
   p.railedGinType = NCCL_GIN_TYPE_NONE;
   p.commHash = comm->comm_hash;
   p.ginMinStride = 0;

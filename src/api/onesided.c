@@ -1,16 +1,18 @@
 /* One-sided operations: ncclPutSignal, ncclSignal, ncclWaitSignal.
  *
- * On Monel they travel over the comm's point-to-point paths (shared memory between processes of
- * a host, the network between hosts): a put is a small header (window id, offset, size, signal)
+ * On Monel they travel over the comm's point-to-point paths (CPU engine: shared memory between
+ * processes of a host, the network between hosts; GPU engine: its point-to-point FIFOs, in peer
+ * GPU memory or through the proxy): a put is a small header (window id, offset, size, signal)
  * followed by the data, both sent to the target; ncclWaitSignal receives headers from each peer
- * it waits for, writes the data of each into its own window at the offset named, and counts the
+ * it waits for, lands the data of each in its own window at the offset named, and counts the
  * signals. A signal for another (index, context) than the one being waited for is counted and
  * kept for a later wait. Windows are registered collectively, in the same order on every rank,
  * so the id of the caller's handle names the same window on the target.
  *
- * What this gives up against NCCL's: the target's ncclWaitSignal must run for a put bigger than
- * the path's buffer to complete, and the CPU engine only (the GPU engine refuses with a
- * sentence). */
+ * What this gives up against NCCL's: a put bigger than the path's buffer completes (in its
+ * stream) only when the target's ncclWaitSignal takes it; on the GPU engine ncclWaitSignal waits
+ * on the host for each header before it queues the receive of the data (headers live in pinned
+ * host memory, gpu/host_slots.h). */
 #include <stdlib.h>
 #include <string.h>
 #include "api/api.h"
@@ -19,6 +21,9 @@
 #include "core/group.h"
 #include "util/check.h"
 #include "util/dtype.h"
+#ifdef MONEL_HAVE_CUDA
+#include "gpu/host_slots.h"
+#endif
 
 #define PUT_MAGIC 0x4d6f5075u /* "MoPu" */
 
@@ -28,6 +33,43 @@ struct put_hdr {
   int32_t sig, ctx;
   uint64_t offset, bytes;
 };
+
+static int on_cpu(const struct ncclComm* comm) {
+  return strcmp(comm->engine->name, "cpu") == 0;
+}
+static int on_gpu(const struct ncclComm* comm) {
+#ifdef MONEL_HAVE_CUDA
+  return strcmp(comm->engine->name, "gpu") == 0;
+#else
+  (void)comm;
+  return 0;
+#endif
+}
+
+/* Header memory: malloc'd on the CPU engine, a pinned slot on the GPU engine. */
+static void* hdr_get(ncclComm_t comm) {
+#ifdef MONEL_HAVE_CUDA
+  if (on_gpu(comm)) return gpu_slot_get();
+#endif
+  (void)comm;
+  return malloc(sizeof(struct put_hdr));
+}
+static void hdr_release_cpu(void* p, cudaStream_t s) {
+  (void)s;
+  free(p);
+}
+#ifdef MONEL_HAVE_CUDA
+static void hdr_release_gpu(void* p, cudaStream_t s) {
+  gpu_slot_put_after(p, s);
+}
+#endif
+static comm_release_fn hdr_release(ncclComm_t comm) {
+#ifdef MONEL_HAVE_CUDA
+  if (on_gpu(comm)) return hdr_release_gpu;
+#endif
+  (void)comm;
+  return hdr_release_cpu;
+}
 
 static ncclResult_t check_common(ncclComm_t comm, int peer, int sig, int ctx, unsigned flags,
                                  const char* fn) {
@@ -41,33 +83,63 @@ static ncclResult_t check_common(ncclComm_t comm, int peer, int sig, int ctx, un
     WARN("%s: flags is 0x%x; no flag is defined yet, pass 0", fn, flags);
     return ncclInvalidArgument;
   }
-  if (strcmp(comm->engine->name, "cpu") != 0) {
-    WARN("%s: one-sided operations run on Monel's CPU engine only so far (this comm runs on the "
-         "%s engine); use ncclSend/ncclRecv, or MONEL_ENGINE=cpu",
-         fn, comm->engine->name);
+  if (!on_cpu(comm) && !on_gpu(comm)) {
+    WARN("%s: one-sided operations do not run on the %s engine", fn, comm->engine->name);
     return ncclInvalidUsage;
   }
   if (group_depth() == 0) comm_onesided_release(comm); /* every earlier group has run */
   return ncclSuccess;
 }
 
+static ncclResult_t copy(ncclComm_t comm, void* dst, const void* src, size_t bytes,
+                         cudaStream_t stream) {
+#ifdef MONEL_HAVE_CUDA
+  if (on_gpu(comm)) return gpu_copy_async(dst, src, bytes, stream, "ncclPutSignal");
+#endif
+  (void)comm, (void)stream;
+  memcpy(dst, src, bytes);
+  return ncclSuccess;
+}
+
+/* Receives a header from peer into *h: on the GPU engine into pinned memory, waited for on the
+ * host. */
+static ncclResult_t recv_header(ncclComm_t comm, int peer, cudaStream_t stream, struct put_hdr* h,
+                                const char* fn) {
+#ifdef MONEL_HAVE_CUDA
+  if (on_gpu(comm)) {
+    struct put_hdr* hp = gpu_slot_get();
+    if (hp == NULL) return ncclSystemError;
+    ncclResult_t res = pncclRecv(hp, sizeof *hp, ncclUint8, peer, comm, stream);
+    if (res == ncclSuccess) res = gpu_stream_wait(stream, fn);
+    *h = *hp;
+    gpu_slot_put(hp);
+    return res;
+  }
+#endif
+  (void)fn;
+  return pncclRecv(h, sizeof *h, ncclUint8, peer, comm, stream);
+}
+
 /* Sends the header (and the data) to peer; inside a group the header must outlive the call. */
 static ncclResult_t post(const struct put_hdr* h, const void* data, int peer, ncclComm_t comm,
                          cudaStream_t stream) {
-  if (peer == comm->rank) { /* to myself: land it now */
+  if (peer == comm->rank) { /* to myself: land it now (in stream order on a GPU) */
     struct comm_window* cw = h->bytes ? comm_window_by_id(comm, h->win_id) : NULL;
-    if (cw) memcpy((char*)cw->buff + h->offset, data, (size_t)h->bytes);
+    if (cw) NCCLCHECK(copy(comm, (char*)cw->buff + h->offset, data, (size_t)h->bytes, stream));
     return comm_signal_add(comm, peer, h->sig, h->ctx, 1);
   }
-  struct put_hdr* hp = malloc(sizeof *hp);
+  struct put_hdr* hp = hdr_get(comm);
   if (hp == NULL) {
     WARN("ncclPutSignal: out of host memory on rank %d", comm->rank);
     return ncclSystemError;
   }
   *hp = *h;
-  ncclResult_t res = comm_onesided_keep(comm, hp);
+  /* Released at the next one-sided call outside a group, or with the comm: by then the group
+   * that sends it has run (CPU) or is queued on the stream (GPU: freed when the stream gets
+   * there). */
+  ncclResult_t res = comm_onesided_keep(comm, hp, stream, hdr_release(comm));
   if (res != ncclSuccess) {
-    free(hp);
+    hdr_release(comm)(hp, stream);
     return res;
   }
   NCCLCHECK(pncclGroupStart());
@@ -75,6 +147,7 @@ static ncclResult_t post(const struct put_hdr* h, const void* data, int peer, nc
   if (res == ncclSuccess && h->bytes > 0)
     res = pncclSend(data, (size_t)h->bytes, ncclUint8, peer, comm, stream);
   ncclResult_t end = pncclGroupEnd();
+  if (group_depth() == 0) comm_onesided_release(comm); /* queued or done: release it */
   return res != ncclSuccess ? res : end;
 }
 
@@ -112,7 +185,7 @@ NCCL_API(ncclResult_t, ncclSignal, int peer, int sigIdx, int ctx, unsigned int f
 static ncclResult_t take_one(ncclComm_t comm, int peer, cudaStream_t stream, int* sig, int* ctx,
                              const char* fn) {
   struct put_hdr h;
-  NCCLCHECK(pncclRecv(&h, sizeof h, ncclUint8, peer, comm, stream));
+  NCCLCHECK(recv_header(comm, peer, stream, &h, fn));
   if (h.magic != PUT_MAGIC) {
     WARN("%s: rank %d received from rank %d a message that is not a put or a signal; a "
          "ncclSend/ncclRecv between these ranks is interleaved with one-sided calls",
@@ -124,8 +197,8 @@ static ncclResult_t take_one(ncclComm_t comm, int peer, cudaStream_t stream, int
   struct comm_window* cw = comm_window_by_id(comm, h.win_id);
   if (cw != NULL && h.offset <= cw->size && h.bytes <= cw->size - h.offset)
     return pncclRecv((char*)cw->buff + h.offset, (size_t)h.bytes, ncclUint8, peer, comm, stream);
-  /* Take the data anyway, so that the path stays in step, then fail. */
-  void* sink = malloc((size_t)h.bytes);
+  /* Take the data anyway (CPU engine), so that the path stays in step, then fail. */
+  void* sink = on_cpu(comm) ? malloc((size_t)h.bytes) : NULL;
   ncclResult_t res =
       sink ? pncclRecv(sink, (size_t)h.bytes, ncclUint8, peer, comm, stream) : ncclSystemError;
   free(sink);

@@ -83,7 +83,11 @@ struct signal_count {
 struct onesided {
   struct signal_count* v;
   int len, cap;
-  void** kept;
+  struct kept {
+    void* p;
+    cudaStream_t stream;
+    comm_release_fn release;
+  } * kept;
   int nkept, capkept;
 };
 
@@ -92,16 +96,17 @@ static struct onesided* onesided_of(struct ncclComm* comm) {
   return comm->onesided;
 }
 
-ncclResult_t comm_onesided_keep(struct ncclComm* comm, void* p) {
+ncclResult_t comm_onesided_keep(struct ncclComm* comm, void* p, cudaStream_t stream,
+                                comm_release_fn release) {
   pthread_mutex_lock(&comm->lock);
   struct onesided* o = onesided_of(comm);
   if (o && o->nkept == o->capkept) {
     int cap = o->capkept ? 2 * o->capkept : 16;
-    void** v = realloc(o->kept, (size_t)cap * sizeof *v);
+    struct kept* v = realloc(o->kept, (size_t)cap * sizeof *v);
     if (v) o->kept = v, o->capkept = cap;
   }
   int ok = o && o->nkept < o->capkept;
-  if (ok) o->kept[o->nkept++] = p;
+  if (ok) o->kept[o->nkept++] = (struct kept){p, stream, release};
   pthread_mutex_unlock(&comm->lock);
   if (ok) return ncclSuccess;
   WARN("ncclPutSignal: out of host memory on rank %d", comm->rank);
@@ -109,11 +114,17 @@ ncclResult_t comm_onesided_keep(struct ncclComm* comm, void* p) {
 }
 
 void comm_onesided_release(struct ncclComm* comm) {
+  struct kept* k = NULL;
+  int n = 0;
   pthread_mutex_lock(&comm->lock);
   struct onesided* o = comm->onesided;
-  for (int i = 0; o && i < o->nkept; i++) free(o->kept[i]);
-  if (o) o->nkept = 0;
+  if (o && o->nkept) {
+    k = o->kept, n = o->nkept;
+    o->kept = NULL, o->nkept = o->capkept = 0;
+  }
   pthread_mutex_unlock(&comm->lock);
+  for (int i = 0; i < n; i++) k[i].release(k[i].p, k[i].stream);
+  free(k);
 }
 
 ncclResult_t comm_signal_add(struct ncclComm* comm, int peer, int sig, int ctx, int n) {

@@ -34,8 +34,11 @@ ncclResult_t comm_signal_add(struct ncclComm* comm, int peer, int sig, int ctx, 
 int comm_signal_take(struct ncclComm* comm, int peer, int sig, int ctx, int want);
 
 /* Buffers a one-sided call queued inside a group must keep until the group ran: kept here and
- * freed by comm_onesided_release (at the next call outside a group, or with the comm). */
-ncclResult_t comm_onesided_keep(struct ncclComm* comm, void* p);
+ * given to their release function by comm_onesided_release (at the next call outside a group,
+ * and when the comm is freed, after its engine). */
+typedef void (*comm_release_fn)(void* p, cudaStream_t stream);
+ncclResult_t comm_onesided_keep(struct ncclComm* comm, void* p, cudaStream_t stream,
+                                comm_release_fn release);
 void comm_onesided_release(struct ncclComm* comm);
 
 /* ncclCommGetUniqueId: a token for the next grow of comm (one outstanding at a time). */
