@@ -210,6 +210,7 @@ ncclResult_t comm_grow_id(struct ncclComm* comm, ncclUniqueId* id) {
 
 struct grow_offer {
   int has_id;
+  int valid; /* the root's token is its comm's unused one */
   int nranks;
   ncclUniqueId id;
 };
@@ -224,7 +225,13 @@ ncclResult_t comm_grow(struct ncclComm* parent, int nranks, const ncclUniqueId* 
   }
   struct grow_offer* me = &all[parent->rank];
   me->nranks = nranks;
-  if (id) me->has_id = 1, me->id = *id;
+  if (id) {
+    me->has_id = 1, me->id = *id;
+    pthread_mutex_lock(&parent->lock);
+    me->valid = parent->grow_id_pending && memcmp(&parent->grow_id, id, sizeof *id) == 0;
+    if (me->valid) parent->grow_id_pending = 0; /* consumed */
+    pthread_mutex_unlock(&parent->lock);
+  }
   NCCLCHECKGOTO(boot_allgather(parent->boot, all, sizeof *all), res, out);
   int root = -1, roots = 0;
   for (int r = 0; r < parent->nranks; r++) {
@@ -244,17 +251,11 @@ ncclResult_t comm_grow(struct ncclComm* parent, int nranks, const ncclUniqueId* 
     res = ncclInvalidUsage;
     goto out;
   }
-  int mine = 0;
-  pthread_mutex_lock(&parent->lock);
-  mine = parent->grow_id_pending && memcmp(&parent->grow_id, &all[root].id, sizeof *id) == 0;
-  if (root == parent->rank && mine) parent->grow_id_pending = 0; /* consumed */
-  pthread_mutex_unlock(&parent->lock);
-  if (root == parent->rank && !mine) {
+  if (!all[root].valid) { /* every rank sees it and fails alike */
     WARN("ncclCommGrow: the uniqueId of root rank %d was not made by ncclCommGetUniqueId on this "
          "comm, or was already used; make a fresh one",
          root);
     res = ncclInvalidUsage;
-    /* The other ranks go on and time out at rendezvous; nothing tells them here. */
     goto out;
   }
   res = comm_create(out, nranks, &all[root].id, parent->rank, config, parent->cuda_dev);

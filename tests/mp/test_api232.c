@@ -207,6 +207,13 @@ static int grow_main(int rank, int nranks, ncclUniqueId id, void* arg) {
       box->id = tok;
       atomic_store(&box->ready, 1);
     }
+    /* A token this comm did not make: every rank of the comm is told. */
+    ncclUniqueId stranger;
+    MP_CHECK(ncclGetUniqueId(&stranger));
+    EXPECT_RES(ncclCommGrow(comm, nranks, rank == 0 ? &stranger : NULL, -1, &grown, NULL),
+               ncclInvalidUsage);
+    /* Two roots. */
+    EXPECT_RES(ncclCommGrow(comm, nranks, &stranger, -1, &grown, NULL), ncclInvalidUsage);
     MP_CHECK(ncclCommGrow(comm, nranks, rank == 0 ? &tok : NULL, -1, &grown, NULL));
     if (check_allreduce(comm)) return 1; /* the old comm still works */
   }
