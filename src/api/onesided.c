@@ -11,8 +11,8 @@
  *
  * What this gives up against NCCL's: a put bigger than the path's buffer completes (in its
  * stream) only when the target's ncclWaitSignal takes it; on the GPU engine ncclWaitSignal waits
- * on the host for each header before it queues the receive of the data (headers live in pinned
- * host memory, gpu/host_slots.h). */
+ * on the host for each header before it queues the receive of the data (headers live in memory the
+ * engine gives, struct engine ctl_alloc: pinned host memory). */
 #include <stdlib.h>
 #include <string.h>
 #include "api/api.h"
@@ -21,9 +21,6 @@
 #include "core/group.h"
 #include "util/check.h"
 #include "util/dtype.h"
-#ifdef MONEL_HAVE_CUDA
-#include "gpu/host_slots.h"
-#endif
 
 #define PUT_MAGIC 0x4d6f5075u /* "MoPu" */
 
@@ -37,38 +34,22 @@ struct put_hdr {
 static int on_cpu(const struct ncclComm* comm) {
   return strcmp(comm->engine->name, "cpu") == 0;
 }
-static int on_gpu(const struct ncclComm* comm) {
-#ifdef MONEL_HAVE_CUDA
-  return strcmp(comm->engine->name, "gpu") == 0;
-#else
-  (void)comm;
-  return 0;
-#endif
+/* An engine whose operations run later on streams, with what one-sided calls need of it. */
+static int on_stream(const struct ncclComm* comm) {
+  const struct engine* e = comm->engine;
+  return e->ctl_alloc && e->ctl_free && e->ctl_free_after && e->stream_wait && e->copy;
 }
 
-/* Header memory: malloc'd on the CPU engine, a pinned slot on the GPU engine. */
+/* Header memory: malloc'd on the CPU engine, the engine's control block otherwise. */
 static void* hdr_get(ncclComm_t comm) {
-#ifdef MONEL_HAVE_CUDA
-  if (on_gpu(comm)) return gpu_slot_get();
-#endif
-  (void)comm;
-  return malloc(sizeof(struct put_hdr));
+  return on_stream(comm) ? comm->engine->ctl_alloc() : malloc(sizeof(struct put_hdr));
 }
 static void hdr_release_cpu(void* p, cudaStream_t s) {
   (void)s;
   free(p);
 }
-#ifdef MONEL_HAVE_CUDA
-static void hdr_release_gpu(void* p, cudaStream_t s) {
-  gpu_slot_put_after(p, s);
-}
-#endif
 static comm_release_fn hdr_release(ncclComm_t comm) {
-#ifdef MONEL_HAVE_CUDA
-  if (on_gpu(comm)) return hdr_release_gpu;
-#endif
-  (void)comm;
-  return hdr_release_cpu;
+  return on_stream(comm) ? comm->engine->ctl_free_after : hdr_release_cpu;
 }
 
 static ncclResult_t check_common(ncclComm_t comm, int peer, int sig, int ctx, unsigned flags,
@@ -83,7 +64,7 @@ static ncclResult_t check_common(ncclComm_t comm, int peer, int sig, int ctx, un
     WARN("%s: flags is 0x%x; no flag is defined yet, pass 0", fn, flags);
     return ncclInvalidArgument;
   }
-  if (!on_cpu(comm) && !on_gpu(comm)) {
+  if (!on_cpu(comm) && !on_stream(comm)) {
     WARN("%s: one-sided operations do not run on the %s engine", fn, comm->engine->name);
     return ncclInvalidUsage;
   }
@@ -93,31 +74,23 @@ static ncclResult_t check_common(ncclComm_t comm, int peer, int sig, int ctx, un
 
 static ncclResult_t copy(ncclComm_t comm, void* dst, const void* src, size_t bytes,
                          cudaStream_t stream) {
-#ifdef MONEL_HAVE_CUDA
-  if (on_gpu(comm)) return gpu_copy_async(dst, src, bytes, stream, "ncclPutSignal");
-#endif
-  (void)comm, (void)stream;
+  if (on_stream(comm)) return comm->engine->copy(dst, src, bytes, stream, "ncclPutSignal");
   memcpy(dst, src, bytes);
   return ncclSuccess;
 }
 
-/* Receives a header from peer into *h: on the GPU engine into pinned memory, waited for on the
- * host. */
+/* Receives a header from peer into *h: on a stream engine into its control memory, waited for
+ * on the host. */
 static ncclResult_t recv_header(ncclComm_t comm, int peer, cudaStream_t stream, struct put_hdr* h,
                                 const char* fn) {
-#ifdef MONEL_HAVE_CUDA
-  if (on_gpu(comm)) {
-    struct put_hdr* hp = gpu_slot_get();
-    if (hp == NULL) return ncclSystemError;
-    ncclResult_t res = pncclRecv(hp, sizeof *hp, ncclUint8, peer, comm, stream);
-    if (res == ncclSuccess) res = gpu_stream_wait(stream, fn);
-    *h = *hp;
-    gpu_slot_put(hp);
-    return res;
-  }
-#endif
-  (void)fn;
-  return pncclRecv(h, sizeof *h, ncclUint8, peer, comm, stream);
+  if (!on_stream(comm)) return pncclRecv(h, sizeof *h, ncclUint8, peer, comm, stream);
+  struct put_hdr* hp = comm->engine->ctl_alloc();
+  if (hp == NULL) return ncclSystemError;
+  ncclResult_t res = pncclRecv(hp, sizeof *hp, ncclUint8, peer, comm, stream);
+  if (res == ncclSuccess) res = comm->engine->stream_wait(stream, fn);
+  *h = *hp;
+  comm->engine->ctl_free(hp);
+  return res;
 }
 
 /* Sends the header (and the data) to peer; inside a group the header must outlive the call. */

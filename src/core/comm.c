@@ -297,3 +297,11 @@ void comm_free(struct ncclComm* comm) {
   comm->magic = 0;
   free(comm);
 }
+
+ncclResult_t comm_id_create(ncclUniqueId* id) {
+  return boot_id_create(id);
+}
+
+ncclResult_t comm_id_create_local(ncclUniqueId* id, int nranks) {
+  return boot_id_create_local(id, nranks);
+}

@@ -20,12 +20,19 @@ struct group {
 
 static __thread struct group grp;
 
+/* The calling thread's group, for the functions every operation goes through. Not inlined: in a
+ * shared library each use of grp can cost a __tls_get_addr call (the compiler looked it up again
+ * after every call, 9 times per grouped operation); a function takes this pointer once. */
+__attribute__((noinline)) static struct group* group_self(void) {
+  return &grp;
+}
+
 int group_depth(void) {
   return grp.depth;
 }
 
 ncclResult_t group_start(void) {
-  grp.depth++;
+  group_self()->depth++;
   return ncclSuccess;
 }
 
@@ -71,15 +78,16 @@ static ncclResult_t engine_run(struct ncclComm* comm, struct task* tasks, int nt
 }
 
 ncclResult_t group_enqueue(struct ncclComm* comm, const struct task* task) {
-  if (grp.depth == 0) {
+  struct group* g = group_self();
+  if (g->depth == 0) {
     struct task t = *task;
     ncclResult_t res = engine_run(comm, &t, 1);
     task_release(&t);
     return res;
   }
   ncclResult_t res = add_task(comm, task);
-  if (res == ncclSuccess) res = push(&grp.comms, &grp.ncomms, comm);
-  if (res != ncclSuccess && grp.error == ncclSuccess) grp.error = res;
+  if (res == ncclSuccess) res = push(&g->comms, &g->ncomms, comm);
+  if (res != ncclSuccess && g->error == ncclSuccess) g->error = res;
   return res;
 }
 
@@ -163,29 +171,29 @@ static ncclResult_t run_jobs(struct job* jobs, int n) {
 }
 
 ncclResult_t group_end(void) {
-  if (grp.depth == 0) {
+  struct group* g = group_self();
+  if (g->depth == 0) {
     WARN("ncclGroupEnd called without a matching ncclGroupStart");
     return ncclInvalidUsage;
   }
-  if (--grp.depth > 0) return ncclSuccess;
-  ncclResult_t res = grp.error;
-  grp.error = ncclSuccess;
-  int n = grp.ninits + grp.ncomms;
+  if (--g->depth > 0) return ncclSuccess;
+  ncclResult_t res = g->error;
+  g->error = ncclSuccess;
+  int n = g->ninits + g->ncomms;
   struct job stack_jobs[GROUP_STACK_JOBS];
   struct job* jobs = n <= GROUP_STACK_JOBS ? stack_jobs : calloc(n, sizeof *jobs);
   if (!jobs) res = ncclSystemError;
   if (res == ncclSuccess && n) {
     /* Inits first: a comm created in this group may also have tasks in it. */
-    for (int i = 0; i < grp.ninits; i++)
-      jobs[i] = (struct job){.setup = grp.inits[i], .is_init = 1};
-    if (grp.ninits) res = run_jobs(jobs, grp.ninits);
+    for (int i = 0; i < g->ninits; i++) jobs[i] = (struct job){.setup = g->inits[i], .is_init = 1};
+    if (g->ninits) res = run_jobs(jobs, g->ninits);
     int k = 0;
-    for (int i = 0; i < grp.ncomms; i++)
-      if (grp.comms[i]->ntasks) jobs[k++] = (struct job){.comm = grp.comms[i]};
+    for (int i = 0; i < g->ncomms; i++)
+      if (g->comms[i]->ntasks) jobs[k++] = (struct job){.comm = g->comms[i]};
     if (res == ncclSuccess && k) res = run_jobs(jobs, k);
   }
-  for (int i = 0; i < grp.ncomms; i++) drop_tasks(grp.comms[i]);
-  grp.ncomms = grp.ninits = 0;
+  for (int i = 0; i < g->ncomms; i++) drop_tasks(g->comms[i]);
+  g->ncomms = g->ninits = 0;
   if (jobs != stack_jobs) free(jobs);
   return res;
 }

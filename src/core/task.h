@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include "nccl.h"
-#include "cpu/reduce.h"
+#include "util/red_op.h"
 
 enum coll_kind {
   COLL_ALLREDUCE,

@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include "algo/ring.h"
 #include "boot/boot.h"
+#include "boot/tags.h"
 #include "core/algo.h"
 #include "util/check.h"
 #include "core/comm.h"
@@ -14,8 +15,7 @@
 #include "proxy/proxy.h"
 #include "util/dtype.h"
 
-#define TAG_CONN            0x434f4e00 /* + 0: descriptor, + 1: ack */
-#define ONESHOT_EAGER_RANKS 8          /* see run_task */
+#define ONESHOT_EAGER_RANKS 8 /* see run_task */
 
 /* Shared memory within a host unless NCCL_SHM_DISABLE=1; the network otherwise (net_link: TCP or a
  * net plugin) (its progress thread is held by the comm until cpu_comm_free). */
@@ -50,30 +50,46 @@ ncclResult_t cpu_conn_prepare(struct ncclComm* comm, int peer, struct conn* c) {
   return ncclSuccess;
 }
 
-/* Connect me -> send_peer and recv_peer -> me (either may be -1). Every rank of the comm that
- * takes part calls this with matching pairs. */
-ncclResult_t cpu_connect_pair(struct ncclComm* comm, int send_peer, struct conn* send,
-                              int recv_peer, struct conn* recv) {
+/* One phase of cpu_connect (see cpu.h) on one link. */
+static ncclResult_t connect_phase(struct ncclComm* comm, int phase, const struct cpu_link* l) {
   struct cpu_comm* cc = comm->engine_state;
-  char desc[CONN_DESC_BYTES];
-  char ack = 1;
-  if (recv_peer >= 0) {
-    NCCLCHECK(cpu_conn_prepare(comm, recv_peer, recv));
+  char desc[CONN_DESC_BYTES], ack = 1;
+  if (phase == 1 && l->recv) {
+    NCCLCHECK(cpu_conn_prepare(comm, l->peer, l->c));
     memset(desc, 0, sizeof desc);
-    NCCLCHECK(recv->tr->setup(recv, cc->nslots, cc->slot_size, desc));
-    NCCLCHECK(boot_send(comm->boot, recv_peer, TAG_CONN, desc, sizeof desc));
+    NCCLCHECK(l->c->tr->setup(l->c, cc->nslots, cc->slot_size, desc));
+    NCCLCHECK(boot_send(comm->boot, l->peer, l->tag, desc, sizeof desc));
+  } else if (phase == 2 && !l->recv) {
+    NCCLCHECK(cpu_conn_prepare(comm, l->peer, l->c));
+    NCCLCHECK(boot_recv(comm->boot, l->peer, l->tag, desc, sizeof desc));
+    NCCLCHECK(l->c->tr->connect(l->c, desc));
+    NCCLCHECK(boot_send(comm->boot, l->peer, l->tag + 1, &ack, 1));
+  } else if (phase == 3 && l->recv) {
+    NCCLCHECK(boot_recv(comm->boot, l->peer, l->tag + 1, &ack, 1));
+    NCCLCHECK(l->c->tr->connected(l->c));
+  } else {
+    return ncclSuccess;
   }
-  if (send_peer >= 0) {
-    NCCLCHECK(cpu_conn_prepare(comm, send_peer, send));
-    NCCLCHECK(boot_recv(comm->boot, send_peer, TAG_CONN, desc, sizeof desc));
-    NCCLCHECK(send->tr->connect(send, desc));
-    NCCLCHECK(boot_send(comm->boot, send_peer, TAG_CONN + 1, &ack, 1));
-  }
-  if (recv_peer >= 0) {
-    NCCLCHECK(boot_recv(comm->boot, recv_peer, TAG_CONN + 1, &ack, 1));
-    NCCLCHECK(recv->tr->connected(recv));
-  }
+  if (phase == 1) return ncclSuccess;
+  if (l->prefault) fifo_prefault(l->c);
+  if (l->ready) *l->ready = 1;
   return ncclSuccess;
+}
+
+ncclResult_t cpu_connect(struct ncclComm* comm, const struct cpu_link* links, int nlinks) {
+  for (int phase = 1; phase <= 3; phase++)
+    for (int i = 0; i < nlinks; i++)
+      if (links[i].ready == NULL || !*links[i].ready)
+        NCCLCHECK(connect_phase(comm, phase, &links[i]));
+  return ncclSuccess;
+}
+
+ncclResult_t cpu_check_len(const struct wait_ctx* w, size_t got, size_t want, int from) {
+  if (got == want) return ncclSuccess;
+  WARN("%s #%llu on rank %d: received %zu bytes from rank %d where %zu were expected: the ranks "
+       "were not given the same count and datatype",
+       coll_name(w->task->coll), (unsigned long long)w->task->seq, w->comm->rank, got, from, want);
+  return ncclInvalidUsage;
 }
 
 static ncclResult_t ensure_ring(struct ncclComm* comm) {
@@ -82,7 +98,9 @@ static ncclResult_t ensure_ring(struct ncclComm* comm) {
   /* Neighbours by ring position (comm->ring_order), not by rank. */
   int n = comm->nranks, pos = comm->ring_pos[comm->rank];
   int next = comm->ring_order[ring_next(pos, n)], prev = comm->ring_order[ring_prev(pos, n)];
-  NCCLCHECK(cpu_connect_pair(comm, next, &cc->ring_send, prev, &cc->ring_recv));
+  struct cpu_link links[2] = {{&cc->ring_recv, prev, 1, BOOT_TAG_CPU_RING, NULL, 0},
+                              {&cc->ring_send, next, 0, BOOT_TAG_CPU_RING, NULL, 0}};
+  NCCLCHECK(cpu_connect(comm, links, 2));
   cc->ring_ready = 1;
   INFO(LOG_INIT | LOG_SHM,
        "comm %p rank %d ring connected: send to %d via %s, receive from %d, ring position %d",

@@ -11,12 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "boot/boot.h"
+#include "boot/tags.h"
 #include "util/check.h"
 #include "util/param.h"
 #include "gpu/gpu.h"
 #include "os/shm.h"
-
-#define TAG_FIFO 0x47464600 /* "GFF": my FIFO descriptor, sent to the previous rank */
 
 struct mem_desc {
   int pid;
@@ -182,7 +181,7 @@ ncclResult_t gpu_connect_ring(struct ncclComm* comm, struct gpu_comm* g) {
   struct mem_desc mine, theirs;
   if (!g->net_prev) {
     describe(comm, &g->fifo_mem, !same_process(comm, prev), &mine);
-    NCCLCHECK(boot_send(comm->boot, prev, TAG_FIFO, &mine, sizeof mine));
+    NCCLCHECK(boot_send(comm->boot, prev, BOOT_TAG_GPU_FIFO, &mine, sizeof mine));
   }
   if (g->net_next) { /* my kernels fill a mirror; the proxy sends it (gpu/net.c) */
     NCCLCHECK(gpu_host_fifo_alloc(g, g->fifo_bytes * (size_t)g->nchannels_max, &g->ring_mirror));
@@ -194,7 +193,7 @@ ncclResult_t gpu_connect_ring(struct ncclComm* comm, struct gpu_comm* g) {
          g->slot_bytes);
     return ncclSuccess;
   }
-  NCCLCHECK(boot_recv(comm->boot, next, TAG_FIFO, &theirs, sizeof theirs));
+  NCCLCHECK(boot_recv(comm->boot, next, BOOT_TAG_GPU_FIFO, &theirs, sizeof theirs));
   cudaError_t e = map_peer(comm, g, next, &theirs, &g->next_fifo);
   if (e != cudaSuccess) {
     WARN("rank %d cannot map the FIFOs of rank %d (GPU %d, %s): %s", comm->rank, next, theirs.dev,

@@ -25,6 +25,7 @@
 #include "util/check.h"
 #include "util/param.h"
 #include "core/watch_report.h"
+#include "gpu/host_slots.h"
 #include "gpu/gpu.h"
 #include "util/dtype.h"
 
@@ -60,12 +61,9 @@ static ncclResult_t dev_zalloc(struct gpu_comm* g, void** p, size_t bytes) {
   return ncclSuccess;
 }
 
-static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
-  CUDACHECK(cudaSetDevice(comm->cuda_dev));
-  CUDACHECK(cudaFree(NULL)); /* the context exists before the memory is measured */
-  size_t free0 = 0, free1 = 0, total_b = 0;
-  CUDACHECK(cudaMemGetInfo(&free0, &total_b));
-  int n = comm->nranks;
+/* Sizes of the FIFOs and channels, the protocols allowed, where the FIFOs live, the ring and the
+ * cost model's link speeds. */
+static ncclResult_t choose_sizes(struct ncclComm* comm, struct gpu_comm* g) {
   g->cta = tune_cta_limits(param_int(PARAM_MIN_CTAS), param_int(PARAM_MAX_CTAS), &comm->config,
                            param_int(PARAM_MIN_NCHANNELS), param_int(PARAM_MAX_NCHANNELS));
   int nch = g->cta.max < DEV_MAX_CHANNELS ? g->cta.max : DEV_MAX_CHANNELS; /* FIFOs to allocate */
@@ -80,35 +78,46 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
   g->slot_bytes = ((size_t)buff / NSLOTS) & ~(size_t)127;
   g->fifo_bytes = DEV_FIFO_HEADER + (size_t)g->nslots * g->slot_bytes;
   parse_proto(g);
-  if (n > 1) NCCLCHECK(gpu_choose_host_fifos(comm, g));
+  if (comm->nranks > 1) NCCLCHECK(gpu_choose_host_fifos(comm, g));
   NCCLCHECK(gpu_ring_order(comm, g));
   int64_t link = param_int(PARAM_LINK_GBPS), blk = param_int(PARAM_BLOCK_GBPS);
   g->link_gbps = link > 0 ? (double)link : g->host_fifos ? 24.0 : 450.0;
   g->block_gbps = blk > 0 ? (double)blk : 7.0;
+  return ncclSuccess;
+}
+
+/* My ring FIFOs and step counters; with `multi`, the one-shot LL buffer and the point-to-point
+ * FIFOs (one rank alone only sends to itself: no FIFO, p2p_ok). */
+static ncclResult_t alloc_buffers(struct ncclComm* comm, struct gpu_comm* g, int multi) {
+  int n = comm->nranks, nch = g->nchannels_max;
   size_t total = n > 1 ? g->fifo_bytes * (size_t)nch : 256;
   if (g->net_prev && !g->host_fifos) /* only my GPU and the proxy touch it */
     NCCLCHECK(gpu_host_fifo_alloc(g, total, &g->fifo_mem));
   else
     NCCLCHECK(gpu_shared_alloc(comm, g, total, g->host_fifos, &g->fifo_mem));
   NCCLCHECK(dev_zalloc(g, (void**)&g->steps, sizeof(uint64_t) * DEV_STEP_WORDS * DEV_MAX_CHANNELS));
-  int multi = n > 1 && n <= DEV_MAX_PEERS; /* one-shot and point-to-point buffers */
   g->p2p_nch = gpu_p2p_channels(nch);
-  if (multi) {
-    if (!g->host_fifos) NCCLCHECK(gpu_shared_alloc(comm, g, dev_ll_buffer_bytes(n), 0, &g->ll_mem));
-    NCCLCHECK(dev_zalloc(g, (void**)&g->ll_seq, sizeof(uint32_t) * DEV_LL_MAX_BLOCKS));
-    int64_t slot = param_int(PARAM_P2P_CHUNKSIZE), ns = param_int(PARAM_P2P_SLOTS);
-    g->p2p_slot_bytes = slot < 4096         ? 4096
-                        : slot > (16 << 20) ? (16 << 20)
-                                            : (size_t)slot & ~(size_t)127;
-    g->p2p_nslots = ns < 2 ? 2 : ns > 64 ? 64 : (int)ns;
-    size_t nfifo = (size_t)n * g->p2p_nch;
-    size_t fifo = DEV_FIFO_HEADER + (size_t)g->p2p_nslots * g->p2p_slot_bytes;
-    NCCLCHECK(gpu_shared_alloc(comm, g, nfifo * fifo, g->host_fifos, &g->p2p_mem));
-    NCCLCHECK(dev_zalloc(g, (void**)&g->p2p_steps, nfifo * DEV_STEP_WORDS * sizeof(uint64_t)));
-  } else {
-    /* One rank: messages to itself only, and no FIFO; still a valid (unused) address. */
+  if (!multi) {
     g->p2p_ok = 1;
+    return ncclSuccess;
   }
+  if (!g->host_fifos) NCCLCHECK(gpu_shared_alloc(comm, g, dev_ll_buffer_bytes(n), 0, &g->ll_mem));
+  NCCLCHECK(dev_zalloc(g, (void**)&g->ll_seq, sizeof(uint32_t) * DEV_LL_MAX_BLOCKS));
+  int64_t slot = param_int(PARAM_P2P_CHUNKSIZE), ns = param_int(PARAM_P2P_SLOTS);
+  g->p2p_slot_bytes = slot < 4096         ? 4096
+                      : slot > (16 << 20) ? (16 << 20)
+                                          : (size_t)slot & ~(size_t)127;
+  g->p2p_nslots = ns < 2 ? 2 : ns > 64 ? 64 : (int)ns;
+  size_t nfifo = (size_t)n * g->p2p_nch;
+  size_t fifo = DEV_FIFO_HEADER + (size_t)g->p2p_nslots * g->p2p_slot_bytes;
+  NCCLCHECK(gpu_shared_alloc(comm, g, nfifo * fifo, g->host_fifos, &g->p2p_mem));
+  NCCLCHECK(dev_zalloc(g, (void**)&g->p2p_steps, nfifo * DEV_STEP_WORDS * sizeof(uint64_t)));
+  return ncclSuccess;
+}
+
+/* The host's view of the kernels: the abort flag they read, the counters they write, the stream
+ * and events that order launches. */
+static ncclResult_t alloc_control(struct gpu_comm* g) {
   CUDACHECK(cudaHostAlloc((void**)&g->ctl_host, 64, cudaHostAllocMapped | cudaHostAllocPortable));
   memset(g->ctl_host, 0, 64);
   void* abort_dev = NULL;
@@ -120,13 +129,24 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
   CUDACHECK(cudaStreamCreateWithFlags(&g->ctl_stream, cudaStreamNonBlocking));
   CUDACHECK(cudaEventCreateWithFlags(&g->join_ev, cudaEventDisableTiming));
   CUDACHECK(cudaEventCreateWithFlags(&g->order_ev, cudaEventDisableTiming));
-  CUDACHECK(cudaDeviceSynchronize());
+  return ncclSuccess;
+}
+
+/* Load the kernels every comm may launch now, so that no launch loads one (graph capture). */
+static ncclResult_t preload_kernels(int multi) {
   for (int dt = 0; dt < ncclNumTypes; dt++)
     for (int op = RED_SUM; op <= RED_PREMULSUM; op++) {
       CUDACHECK(dev_ring_preload(dt, op));
       if (multi) CUDACHECK(dev_oneshot_preload(dt, op));
     }
   CUDACHECK(dev_p2p_preload());
+  return ncclSuccess;
+}
+
+/* Connect the ring, the LL buffers, the point-to-point FIFOs, the network and the copy engine
+ * (collective: every rank in the same order); then the names of my host segments can go. */
+static ncclResult_t connect_peers(struct ncclComm* comm, struct gpu_comm* g, int multi) {
+  int n = comm->nranks;
   if (n > 1) NCCLCHECK(gpu_connect_ring(comm, g));
   if (multi) {
     if (!g->host_fifos) NCCLCHECK(gpu_connect_ll(comm, g));
@@ -153,6 +173,21 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
     gpu_shared_unlink(&g->fifo_mem);
     gpu_shared_unlink(&g->p2p_mem);
   }
+  return ncclSuccess;
+}
+
+static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
+  CUDACHECK(cudaSetDevice(comm->cuda_dev));
+  CUDACHECK(cudaFree(NULL)); /* the context exists before the memory is measured */
+  size_t free0 = 0, free1 = 0, total_b = 0;
+  CUDACHECK(cudaMemGetInfo(&free0, &total_b));
+  int multi = comm->nranks > 1 && comm->nranks <= DEV_MAX_PEERS; /* one-shot and p2p buffers */
+  NCCLCHECK(choose_sizes(comm, g));
+  NCCLCHECK(alloc_buffers(comm, g, multi));
+  NCCLCHECK(alloc_control(g));
+  CUDACHECK(cudaDeviceSynchronize());
+  NCCLCHECK(preload_kernels(multi));
+  NCCLCHECK(connect_peers(comm, g, multi));
   INFO(
       LOG_INIT | LOG_TUNING,
       "comm %p rank %d GPU blocks: %d to %d per kernel, policy %d, model %.0f GB/s link, %.0f GB/s "
@@ -198,7 +233,7 @@ static int pick_channels(const struct gpu_comm* g, const struct task* t, size_t 
   return tune_blocks(&in);
 }
 
-static ncclResult_t launched(struct ncclComm* comm, struct task* t, cudaError_t e) {
+static ncclResult_t launch_result(struct ncclComm* comm, struct task* t, cudaError_t e) {
   if (e == cudaSuccess) return ncclSuccess;
   WARN("%s #%llu on rank %d: the kernel launch failed: %s", coll_name(t->coll),
        (unsigned long long)t->seq, comm->rank, cudaGetErrorString(e));
@@ -237,7 +272,7 @@ static ncclResult_t launch_oneshot(struct ncclComm* comm, struct gpu_comm* g, st
   a.seq = g->ll_seq;
   a.ctl = gpu_ctl(g, t->seq, t->seq, t->stream);
   memcpy(a.peer_ll, g->peer_ll, sizeof a.peer_ll);
-  return launched(comm, t, dev_oneshot_launch(&a, t->stream));
+  return launch_result(comm, t, dev_oneshot_launch(&a, t->stream));
 }
 
 /* One-hop AllReduce (device/onehop.cu) over the point-to-point FIFOs' channel 0. */
@@ -261,7 +296,7 @@ static ncclResult_t launch_onehop(struct ncclComm* comm, struct gpu_comm* g, str
   memcpy(a.send_fifo, g->p2p_send, sizeof a.send_fifo);
   memcpy(a.recv_fifo, g->p2p_recv, sizeof a.recv_fifo);
   a.ctl = gpu_ctl(g, t->seq, t->seq, t->stream);
-  return launched(comm, t, dev_onehop_launch(&a, t->stream));
+  return launch_result(comm, t, dev_onehop_launch(&a, t->stream));
 }
 
 static int reduces(enum coll_kind c) {
@@ -277,7 +312,7 @@ static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struc
   a.out = t->recvbuff;
   a.count = t->count;
   a.root = comm->ring_pos[t->root];
-  a.pos = g->ring_pos;
+  a.pos = g->my_ring_pos;
   a.order = g->ring_order_dev;
   a.nranks = n;
   switch (t->coll) {
@@ -317,7 +352,7 @@ static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struc
     a.ch[c].recv_fifo = g->fifo_mem.ptr + (size_t)c * g->fifo_bytes;
     a.ch[c].send_fifo = g->next_fifo + (size_t)c * g->fifo_bytes;
   }
-  return launched(comm, t, dev_ring_launch(&a, t->stream));
+  return launch_result(comm, t, dev_ring_launch(&a, t->stream));
 }
 
 /* The kernels of a comm share its FIFOs and step counters, so they must run one after the other
@@ -551,4 +586,13 @@ const struct engine gpu_engine = {
     .progress = gpu_progress,
     .check_task = gpu_check_task,
     .comm_free = gpu_comm_free,
+    .device_count = gpu_device_count,
+    .current_device = gpu_current_device,
+    .mem_alloc = gpu_mem_alloc,
+    .mem_free = gpu_mem_free,
+    .ctl_alloc = gpu_slot_get,
+    .ctl_free = gpu_slot_put,
+    .ctl_free_after = gpu_slot_put_after,
+    .stream_wait = gpu_stream_wait,
+    .copy = gpu_copy_async,
 };

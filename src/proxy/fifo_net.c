@@ -22,7 +22,7 @@
 #include <string.h>
 #include <time.h>
 #include "util/check.h"
-#include "transport/gpu_fifo.h"
+#include "device/gpu_fifo.h"
 
 /* Testing a receive costs the network a system call (TCP reads its control socket), and a comm
  * keeps one receive connection per channel and peer, most of them idle. A receive connection is
@@ -34,7 +34,7 @@
 #define HOT_PASSES 4096
 #define COLD_EVERY 32
 
-struct conn {
+struct fnet_conn {
   struct fifo_net_spec s;
   int used;
   int have_handle;
@@ -53,7 +53,7 @@ struct fifo_net {
   const struct net* net;
   int dev;
   int nconns;
-  struct conn* conns;
+  struct fnet_conn* conns;
   fifo_net_fail_fn fail;
   void* fail_arg;
   int failed; /* atomic */
@@ -66,11 +66,11 @@ static struct fifo_net* started; /* sets the proxy thread progresses */
 static int nstarted;             /* atomic */
 static uint64_t pass;            /* passes of fifo_net_progress, under lock */
 
-static uint64_t* word(const struct conn* c, size_t off) {
+static uint64_t* word(const struct fnet_conn* c, size_t off) {
   return (uint64_t*)(c->s.fifo + off);
 }
 
-static char* slot(const struct conn* c, uint64_t step) {
+static char* slot(const struct fnet_conn* c, uint64_t step) {
   return c->s.fifo + GPU_FIFO_HEADER + (size_t)(step % (uint64_t)c->s.nslots) * c->s.slot_bytes;
 }
 
@@ -94,7 +94,7 @@ ncclResult_t fifo_net_create(const struct net* net, int dev, int nconns, struct 
 }
 
 static ncclResult_t take(struct fifo_net* f, int i, const struct fifo_net_spec* spec,
-                         struct conn** out) {
+                         struct fnet_conn** out) {
   if (i < 0 || i >= f->nconns || f->conns[i].used || spec->nslots < 1 ||
       spec->nslots > GPU_FIFO_MAX_SLOTS) {
     WARN("network connection %d (%s) is not a valid entry of a set of %d, or has %d slots (1 to "
@@ -102,7 +102,7 @@ static ncclResult_t take(struct fifo_net* f, int i, const struct fifo_net_spec* 
          i, spec->desc, f->nconns, spec->nslots, GPU_FIFO_MAX_SLOTS);
     return ncclInternalError;
   }
-  struct conn* c = &f->conns[i];
+  struct fnet_conn* c = &f->conns[i];
   c->s = *spec;
   c->used = 1;
   *out = c;
@@ -111,7 +111,7 @@ static ncclResult_t take(struct fifo_net* f, int i, const struct fifo_net_spec* 
 
 ncclResult_t fifo_net_listen(struct fifo_net* f, int i, const struct fifo_net_spec* spec,
                              void* handle) {
-  struct conn* c = NULL;
+  struct fnet_conn* c = NULL;
   NCCLCHECK(take(f, i, spec, &c));
   memset(handle, 0, NET_HANDLE_BYTES);
   ncclResult_t res = f->net->listen(f->dev, handle, &c->listen);
@@ -122,7 +122,7 @@ ncclResult_t fifo_net_listen(struct fifo_net* f, int i, const struct fifo_net_sp
 
 ncclResult_t fifo_net_peer_handle(struct fifo_net* f, int i, const struct fifo_net_spec* spec,
                                   const void* handle) {
-  struct conn* c = NULL;
+  struct fnet_conn* c = NULL;
   NCCLCHECK(take(f, i, spec, &c));
   memcpy(c->handle, handle, NET_HANDLE_BYTES);
   c->have_handle = 1;
@@ -139,7 +139,7 @@ static double now_s(void) {
 static ncclResult_t establish_pass(struct fifo_net* f, int* pending) {
   *pending = 0;
   for (int i = 0; i < f->nconns; i++) {
-    struct conn* c = &f->conns[i];
+    struct fnet_conn* c = &f->conns[i];
     if (!c->used || c->comm != NULL) continue;
     ncclResult_t res = c->s.is_send ? f->net->connect(f->dev, c->handle, &c->comm)
                                     : f->net->accept(c->listen, &c->comm);
@@ -156,7 +156,7 @@ static ncclResult_t establish_pass(struct fifo_net* f, int* pending) {
 
 ncclResult_t fifo_net_establish(struct fifo_net* f, int timeout_s) {
   for (int i = 0; i < f->nconns; i++) {
-    struct conn* c = &f->conns[i];
+    struct fnet_conn* c = &f->conns[i];
     if (c->used && c->s.is_send && !c->have_handle) {
       WARN("%s has no handle from its receiver", c->s.desc);
       return ncclInternalError;
@@ -169,7 +169,7 @@ ncclResult_t fifo_net_establish(struct fifo_net* f, int timeout_s) {
     if (pending == 0) break;
     if (now_s() > deadline) {
       for (int i = 0; i < f->nconns; i++) {
-        struct conn* c = &f->conns[i];
+        struct fnet_conn* c = &f->conns[i];
         if (c->used && c->comm == NULL) {
           WARN("%s was not up after %d s (%d connections still waiting): the peer did not %s; "
                "check that it runs and can reach this host (NCCL_SOCKET_IFNAME)",
@@ -182,7 +182,7 @@ ncclResult_t fifo_net_establish(struct fifo_net* f, int timeout_s) {
     sched_yield();
   }
   for (int i = 0; i < f->nconns; i++) {
-    struct conn* c = &f->conns[i];
+    struct fnet_conn* c = &f->conns[i];
     if (!c->used) continue;
     if (c->listen) {
       (void)f->net->close_listen(c->listen);
@@ -214,7 +214,7 @@ int fifo_net_failed(const struct fifo_net* f) {
 }
 
 /* Steps of connection c still to send: 0 for a receive connection. */
-static uint64_t unsent(const struct conn* c) {
+static uint64_t unsent(const struct fnet_conn* c) {
   if (!c->used || !c->s.is_send) return 0;
   uint64_t tail = __atomic_load_n(word(c, GPU_FIFO_TAIL), __ATOMIC_ACQUIRE);
   return tail - __atomic_load_n(word(c, GPU_FIFO_HEAD), __ATOMIC_ACQUIRE);
@@ -249,7 +249,7 @@ void fifo_net_free(struct fifo_net* f) {
   }
   pthread_mutex_unlock(&lock);
   for (int i = 0; i < f->nconns; i++) {
-    struct conn* c = &f->conns[i];
+    struct fnet_conn* c = &f->conns[i];
     if (c->mh) (void)f->net->dereg_mr(c->comm, c->mh);
     if (c->comm) (void)(c->s.is_send ? f->net->close_send(c->comm) : f->net->close_recv(c->comm));
     if (c->listen) (void)f->net->close_listen(c->listen);
@@ -259,7 +259,7 @@ void fifo_net_free(struct fifo_net* f) {
 }
 
 /* A connection broke: stop the set and tell its owner once. */
-static void broke(struct fifo_net* f, struct conn* c, const char* what, ncclResult_t res) {
+static void broke(struct fifo_net* f, struct fnet_conn* c, const char* what, ncclResult_t res) {
   if (__atomic_exchange_n(&f->failed, 1, __ATOMIC_ACQ_REL)) return;
   char msg[384];
   snprintf(msg, sizeof msg, "%s failed (%s, %s) after %llu of its steps%s", c->s.desc, what,
@@ -269,12 +269,12 @@ static void broke(struct fifo_net* f, struct conn* c, const char* what, ncclResu
   if (f->fail) f->fail(f->fail_arg, c->s.peer, msg);
 }
 
-static int cap(const struct conn* c) {
+static int cap(const struct fnet_conn* c) {
   return c->s.nslots < NET_MAX_REQUESTS ? c->s.nslots : NET_MAX_REQUESTS;
 }
 
 /* Completes the oldest requests in order; *moved when one did. 0 on error (reported). */
-static int complete(struct fifo_net* f, struct conn* c, int* moved) {
+static int complete(struct fifo_net* f, struct fnet_conn* c, int* moved) {
   while (c->done < c->posted) {
     int done = 0;
     size_t size = 0;
@@ -303,7 +303,7 @@ static int complete(struct fifo_net* f, struct conn* c, int* moved) {
   return 1;
 }
 
-static int progress_send(struct fifo_net* f, struct conn* c, int* moved) {
+static int progress_send(struct fifo_net* f, struct fnet_conn* c, int* moved) {
   uint64_t tail = __atomic_load_n(word(c, GPU_FIFO_TAIL), __ATOMIC_ACQUIRE);
   while (c->posted < tail && c->posted - c->done < (uint64_t)cap(c)) {
     uint64_t k = c->posted % (uint64_t)c->s.nslots;
@@ -331,7 +331,7 @@ static int progress_send(struct fifo_net* f, struct conn* c, int* moved) {
  * that will not come is. A network may see the close while posting a receive, after it took the
  * last steps into receives posted before (or while their bytes are still on their way): those
  * are tested on every pass until each completed or one failed. */
-static int progress_recv(struct fifo_net* f, struct conn* c, int* moved) {
+static int progress_recv(struct fifo_net* f, struct fnet_conn* c, int* moved) {
   if (c->closed) {
     if (__atomic_load_n(word(c, GPU_FIFO_WANT), __ATOMIC_ACQUIRE) <= c->done) return 1;
     broke(f, c, "the connection closed while a step was awaited", c->closed);
@@ -376,7 +376,7 @@ int fifo_net_progress(void) {
   for (struct fifo_net* f = started; f; f = f->next) {
     if (__atomic_load_n(&f->failed, __ATOMIC_ACQUIRE)) continue;
     for (int i = 0; i < f->nconns; i++) {
-      struct conn* c = &f->conns[i];
+      struct fnet_conn* c = &f->conns[i];
       if (!c->used || c->comm == NULL) continue;
       int ok = c->s.is_send ? progress_send(f, c, &moved) : progress_recv(f, c, &moved);
       if (!ok) break;

@@ -24,7 +24,7 @@
 #include "harness.h"
 #include "proxy/fifo_net.h"
 #include "proxy/proxy.h"
-#include "transport/gpu_fifo.h"
+#include "device/gpu_fifo.h"
 #include "transport/net.h"
 
 #define NCONN    3
