@@ -13,7 +13,7 @@ NCCL_API(ncclResult_t, ncclGetVersion, int* version) {
     return ncclInvalidArgument;
   }
   version_banner();
-  *version = NCCL_VERSION_CODE;
+  *version = VERSION_NCCL_CODE; /* core/version.h: the API implemented in full */
   return ncclSuccess;
 }
 
@@ -205,6 +205,8 @@ NCCL_API(const char*, ncclGetErrorString, ncclResult_t result) {
     return "remote process exited or there was a network error";
   case ncclInProgress:
     return "NCCL operation in progress";
+  case ncclTimeout:
+    return "operation timed out";
   default:
     return "unknown result code";
   }

@@ -289,6 +289,7 @@ void comm_free(struct ncclComm* comm) {
   reg_remove(comm);
   watch_stop(comm);
   if (comm->engine && comm->engine->comm_free) comm->engine->comm_free(comm);
+  comm_ext_free(comm); /* after the engine: its kernels may read what one-sided calls kept */
   boot_free(comm->boot);
   free(comm->peers);
   free(comm->ring_order);

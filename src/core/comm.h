@@ -58,6 +58,12 @@ struct ncclComm {
   int init_thread_live;
   pthread_mutex_t lock; /* redops, finalize */
   struct redop_slot redops[COMM_MAX_REDOPS];
+  /* NCCL 2.29+ communicator state (core/comm_ext.h) */
+  int grow_id_pending; /* ncclCommGetUniqueId made grow_id; no ncclCommGrow used it yet */
+  ncclUniqueId grow_id;
+  int suspended;             /* ncclCommSuspend(NCCL_SUSPEND_MEM): the engine state is freed */
+  int window_seq;            /* windows registered so far (under lock): the id of the next one */
+  struct onesided* onesided; /* signals that arrived ahead of their ncclWaitSignal */
   /* group bookkeeping (owned by the thread that runs the group) */
   struct task* tasks;
   int ntasks, tasks_cap;
@@ -97,6 +103,8 @@ void comm_abort(struct ncclComm* comm);
 void comm_fail(struct ncclComm* comm, ncclResult_t res, const char* fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void comm_free(struct ncclComm* comm);
+/* Frees the windows and one-sided state of the comm (core/comm_ext.c). */
+void comm_ext_free(struct ncclComm* comm);
 ncclResult_t comm_config_parse(const ncclConfig_t* user, ncclConfig_t* out);
 
 /* Errors: remember the cause on the comm too (ncclGetLastError(comm)). */

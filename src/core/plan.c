@@ -241,15 +241,36 @@ static void fill_in(struct plan_in* in, const struct ncclComm* comm, enum coll_k
   in->comm = comm;
 }
 
+/* The options of one call (ncclCollConfig_t through api/coll_config.c): its algorithm selection
+ * replaces NCCL_ALGO, its block limits and policy narrow the comm's. */
+static void per_call_options(struct plan_in* in, struct plan_comm* pc, const struct task* t) {
+  if (t->algo_mask) {
+    in->algos = t->algo_mask;
+    in->algo_env = "(the call's algorithm selection)";
+  }
+  *pc = *in->pc;
+  struct tune_cta_limits l = {pc->cta_min, pc->cta_max > 0 ? pc->cta_max : pc->nchannels_max,
+                              pc->cta_efficiency ? NCCL_CTA_POLICY_EFFICIENCY : 0};
+  l = tune_task_cta(l, t);
+  pc->cta_min = l.min;
+  pc->cta_max = l.max;
+  if (pc->nchannels_max > l.max) pc->nchannels_max = l.max;
+  pc->cta_efficiency = (l.policy & NCCL_CTA_POLICY_EFFICIENCY) != 0;
+  in->pc = pc;
+}
+
 static ncclResult_t plan_one(struct ncclComm* comm, struct task* t) {
   size_t bytes = t->count * dtype_size(t->dtype);
   int tunable = algo_coll_is_tunable(t->coll);
-  if (comm->plan_last[t->coll].key == bytes + 1) {
+  /* A call's own options (the nccl*Config calls: task algo_mask, cta_*) replace NCCL_ALGO and
+   * narrow the comm's block limits for it alone; such a plan is not cached. */
+  int per_call = t->algo_mask || t->cta_min || t->cta_max || t->cta_policy;
+  if (!per_call && comm->plan_last[t->coll].key == bytes + 1) {
     t->plan = comm->plan_last[t->coll].op;
     return ncclSuccess;
   }
   const char* var = cfg.algo_res != ncclSuccess ? "NCCL_ALGO" : "NCCL_PROTO";
-  if (tunable && (cfg.algo_res != ncclSuccess || cfg.proto_res != ncclSuccess)) {
+  if (tunable && ((cfg.algo_res != ncclSuccess && !t->algo_mask) || cfg.proto_res != ncclSuccess)) {
     WARN("%s #%llu on rank %d: %s=\"%s\" cannot be used: %s", coll_name(t->coll),
          (unsigned long long)t->seq, comm->rank, var,
          param_str(cfg.algo_res != ncclSuccess ? PARAM_ALGO : PARAM_PROTO),
@@ -258,15 +279,19 @@ static ncclResult_t plan_one(struct ncclComm* comm, struct task* t) {
   }
   struct plan_in in;
   char err[1024];
+  struct plan_comm pc;
   fill_in(&in, comm, t->coll);
+  if (per_call) per_call_options(&in, &pc, t);
   ncclResult_t res = plan_decide(&in, t, &t->plan, err, sizeof err);
   if (res != ncclSuccess) {
     WARN("%s #%llu on rank %d: %s", coll_name(t->coll), (unsigned long long)t->seq, comm->rank,
          err);
     return res;
   }
-  comm->plan_last[t->coll].key = bytes + 1;
-  comm->plan_last[t->coll].op = t->plan;
+  if (!per_call) {
+    comm->plan_last[t->coll].key = bytes + 1;
+    comm->plan_last[t->coll].op = t->plan;
+  }
   int k = size_class(bytes);
   if (tunable && LOG_ENABLED(LOG_INFO) &&
       !__atomic_exchange_n(&cfg.logged[t->coll][k], 1, __ATOMIC_RELAXED))

@@ -32,6 +32,14 @@ struct tune_cta_limits {
 };
 struct tune_cta_limits tune_cta_limits(int64_t env_min, int64_t env_max, const ncclConfig_t* cfg,
                                        int64_t nch_min, int64_t nch_max);
+/* The limits of one operation: the comm's, narrowed by the call's own (task cta_*, set by the
+ * nccl*Config calls; 0 keeps the comm's). */
+static inline struct tune_cta_limits tune_task_cta(struct tune_cta_limits l, const struct task* t) {
+  if (t->cta_max > 0 && t->cta_max < l.max) l.max = t->cta_max;
+  if (t->cta_min > 0) l.min = t->cta_min < l.max ? t->cta_min : l.max;
+  if (t->cta_policy) l.policy = t->cta_policy - 1;
+  return l;
+}
 /* Whether one operation takes the GPU copy-engine path (gpu/ce.c), from what every rank knows
  * alike. Pure; unit-tested. */
 enum tune_ce_mode { TUNE_CE_OFF, TUNE_CE_TUNED, TUNE_CE_ALL }; /* TUNED: from min_bytes up */

@@ -27,7 +27,7 @@
 #include "util/check.h"
 #include "util/param.h"
 #include "core/watch_report.h"
-#include "gpu/caps.h"
+#include "gpu/host_slots.h"
 #include "gpu/gpu.h"
 #include "util/dtype.h"
 
@@ -579,4 +579,9 @@ const struct engine gpu_engine = {
     .current_device = gpu_current_device,
     .mem_alloc = gpu_mem_alloc,
     .mem_free = gpu_mem_free,
+    .ctl_alloc = gpu_slot_get,
+    .ctl_free = gpu_slot_put,
+    .ctl_free_after = gpu_slot_put_after,
+    .stream_wait = gpu_stream_wait,
+    .copy = gpu_copy_async,
 };
