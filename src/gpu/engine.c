@@ -27,6 +27,7 @@
 #include "util/check.h"
 #include "util/param.h"
 #include "core/watch_report.h"
+#include "gpu/caps.h"
 #include "gpu/host_slots.h"
 #include "gpu/gpu.h"
 #include "util/dtype.h"
