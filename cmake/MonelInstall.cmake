@@ -6,7 +6,7 @@
 #   dev      include/nccl.h, include/monel.h, lib/libnccl.so, lib/libmonel.so, lib/pkgconfig/
 #            monel.pc and nccl.pc, lib/cmake/Monel/ (find_package(Monel) -> Monel::nccl)
 #   tools    bin/monelrun, bin/monel-info, libexec/monel/*_perf (nccl-tests' names, kept out
-#            of bin/ so that they do not collide with nccl-tests' programs)
+#            of bin/ so that they do not collide with nccl-tests' programs), their manual pages
 #   doc      share/doc/monel/: README.md, docs/*.md, the licence when the tree has one
 #
 # The wheel (MONEL_WHEEL, on under scikit-build-core) puts libnccl.so.2 (one file), the headers,
@@ -57,7 +57,8 @@ set(MONEL_INSTALL_DOCDIR ${CMAKE_INSTALL_DOCDIR})
 # empty, and a directory that was there before (/usr/local/lib) stays. Runs first: it is the
 # first rule.
 set(monel_dirs ${MONEL_INSTALL_LIBDIR}/pkgconfig ${MONEL_INSTALL_CMAKEDIR} ${MONEL_INSTALL_BINDIR}
-    ${MONEL_INSTALL_INCLUDEDIR} ${MONEL_INSTALL_TOOLDIR} ${MONEL_INSTALL_DOCDIR})
+    ${MONEL_INSTALL_INCLUDEDIR} ${MONEL_INSTALL_TOOLDIR} ${MONEL_INSTALL_DOCDIR}
+    ${CMAKE_INSTALL_MANDIR}/man1)
 install(CODE "
   set(record \"${CMAKE_BINARY_DIR}/install_created_dirs.txt\")
   set(root \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}\")
@@ -113,6 +114,8 @@ function(monel_install_programs dir)
   endforeach()
 endfunction()
 monel_install_programs(${MONEL_INSTALL_BINDIR} monelrun monel-info)
+install(FILES docs/man/monelrun.1 docs/man/monel-info.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1
+        COMPONENT tools)
 monel_install_programs(${MONEL_INSTALL_TOOLDIR} ${BENCH_PROGRAMS})
 
 # The CMake package: find_package(Monel) gives Monel::nccl.
