@@ -1,5 +1,6 @@
 /*
- * nccl.h - the public C API of Monel, binary compatible with NCCL 2.28.9.
+ * nccl.h - the public C API of Monel, binary compatible with NCCL 2.32.3
+ * (and, for programs built against it, with NCCL 2.28.9).
  *
  * A program compiled against this header (or against NVIDIA's) runs on Monel's
  * libnccl.so.2. Every name, enum value, struct size and field offset below is
@@ -39,8 +40,9 @@
 #endif
 #endif
 #else
-/* A stream is an opaque pointer; the tag matches CUDA's own declaration. */
+/* Streams and events are opaque pointers; the tags match CUDA's own declarations. */
 typedef struct CUstream_st* cudaStream_t;
+typedef struct CUevent_st* cudaEvent_t;
 #endif
 
 #include <limits.h>
@@ -53,14 +55,14 @@ typedef struct CUstream_st* cudaStream_t;
 /* ---- Version ---------------------------------------------------------- */
 
 #define NCCL_MAJOR  2
-#define NCCL_MINOR  28
-#define NCCL_PATCH  9
+#define NCCL_MINOR  32
+#define NCCL_PATCH  3
 #define NCCL_SUFFIX ""
 
 /* Releases up to 2.8 used a four-digit code, later ones a five-digit code. */
 #define NCCL_VERSION(X, Y, Z)                                                                      \
   (((X) <= 2 && (Y) <= 8) ? (X)*1000 + (Y)*100 + (Z) : (X)*10000 + (Y)*100 + (Z))
-#define NCCL_VERSION_CODE 22809
+#define NCCL_VERSION_CODE 23203
 
 #ifdef __cplusplus
 extern "C" {
@@ -93,7 +95,8 @@ typedef enum {
   ncclInvalidUsage = 5,       /* the call was made in a wrong state or order */
   ncclRemoteError = 6,        /* a peer failed or went away */
   ncclInProgress = 7,         /* a nonblocking operation has not finished yet */
-  ncclNumResults = 8
+  ncclTimeout = 8,            /* an operation did not finish in its time limit (added in 2.32) */
+  ncclNumResults = 9
 } ncclResult_t;
 
 /* ---- Constants -------------------------------------------------------- */
@@ -105,9 +108,16 @@ typedef enum {
 #define NCCL_SPLIT_NOCOLOR -1
 #define NCCL_UNDEF_FLOAT   -1.0f
 
+/* The magic number of every versioned struct of this API (ncclConfig_t,
+ * ncclCollConfig_t, ncclEncryptionConfig_t, ...). Set by the initializers. */
+#define NCCL_API_MAGIC 0xcafebeef
+
 /* winFlags of ncclCommWindowRegister. */
-#define NCCL_WIN_DEFAULT        0x00
-#define NCCL_WIN_COLL_SYMMETRIC 0x01
+#define NCCL_WIN_DEFAULT         0x00
+#define NCCL_WIN_COLL_SYMMETRIC  0x01
+#define NCCL_WIN_STRICT_ORDERING 0x02 /* puts into the window land in issue order */
+#define NCCL_WIN_GIN_ONLY        0x04 /* register for network (GIN) access only */
+#define NCCL_WIN_CFT_COUNTED     0x08 /* register for counted CFT access only */
 /* Symmetric windows must start on this boundary. */
 #define NCCL_WIN_REQUIRED_ALIGNMENT 4096
 
@@ -124,12 +134,32 @@ typedef enum {
 /* revokeFlags of ncclCommRevoke; no other value is defined yet. */
 #define NCCL_REVOKE_DEFAULT 0x00
 
+/* Values of ncclConfig_t.hostCftMode (added in 2.32). */
+typedef enum {
+  ncclHostCftDefault = NCCL_CONFIG_UNDEF_INT,
+  ncclHostCftEnable = 1,
+  ncclHostCftDisable = 2,
+  ncclHostCftFallback = 3
+} ncclHostCftMode_t;
+
+/* Bits of ncclConfig_t.nvlsHostMode: which host-side NVLink SHARP parts to
+ * leave off (added in 2.32). */
+typedef enum {
+  ncclNvlsHostModeDefault = NCCL_CONFIG_UNDEF_INT,
+  ncclNvlsHostModeEnable = 0,
+  ncclNvlsHostModeDisableTransport = 1 << 0,
+  ncclNvlsHostModeDisableSymmetricMultimem = 1 << 1,
+  ncclNvlsHostModeDisable = INT_MAX
+} ncclNvlsHostMode_t;
+
 /* ---- Communicator configuration --------------------------------------- */
 
 /* Options for a new communicator. Always start from NCCL_CONFIG_INITIALIZER,
  * then set the fields you care about; the first three fields identify the
- * struct's version and must be left alone. Layout on LP64: sizeof 80. */
-typedef struct ncclConfig_v22800 {
+ * struct's version and must be left alone. Fields are only ever appended: a
+ * caller built against an older header passes a smaller size (80 for 2.28)
+ * and the library uses defaults for the rest. Layout on LP64: sizeof 120. */
+typedef struct ncclConfig_v23100 {
   size_t size;             /*  0: sizeof the caller's struct */
   unsigned int magic;      /*  8: 0xcafebeef */
   unsigned int version;    /* 12: NCCL_VERSION of the caller's header */
@@ -147,19 +177,78 @@ typedef struct ncclConfig_v22800 {
   int nvlsCTAs;            /* 68: thread blocks for NVLink SHARP algorithms */
   int nChannelsPerNetPeer; /* 72: channels per network peer (added in 2.28) */
   int nvlinkCentricSched;  /* 76: NVLink-first scheduling (added in 2.28) */
+  int graphUsageMode;      /* 80: how CUDA graphs use the comm (added in 2.29) */
+  int numRmaCtx;           /* 84: one-sided (RMA) contexts */
+  int maxP2pPeers;         /* 88: peers one rank exchanges with (added in 2.30) */
+  int graphStreamOrdering; /* 92: stream ordering inside captured graphs */
+  int launchOrderImplicit; /* 96: launches follow the host call order (added in 2.31) */
+  int numRmaSig;           /* 100: one-sided signal slots per context */
+  int rmaEagerInit;        /* 104: set up one-sided resources at init */
+  int hostCftMode;         /* 108: ncclHostCftMode_t (added in 2.32) */
+  int nvlsHostMode;        /* 112: ncclNvlsHostMode_t bits */
 } ncclConfig_t;
 
 #define NCCL_CONFIG_INITIALIZER                                                                    \
   {                                                                                                \
-    sizeof(ncclConfig_t), 0xcafebeef, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH),            \
-        NCCL_CONFIG_UNDEF_INT /* blocking */, NCCL_CONFIG_UNDEF_INT /* cgaClusterSize */,          \
+    sizeof(ncclConfig_t), NCCL_API_MAGIC, NCCL_VERSION_CODE, NCCL_CONFIG_UNDEF_INT /* blocking */, \
+        NCCL_CONFIG_UNDEF_INT /* cgaClusterSize */, NCCL_CONFIG_UNDEF_INT /* minCTAs */,           \
+        NCCL_CONFIG_UNDEF_INT /* maxCTAs */, NCCL_CONFIG_UNDEF_PTR /* netName */,                  \
+        NCCL_CONFIG_UNDEF_INT /* splitShare */, NCCL_CONFIG_UNDEF_INT /* trafficClass */,          \
+        NCCL_CONFIG_UNDEF_PTR /* commName */, NCCL_CONFIG_UNDEF_INT /* collnetEnable */,           \
+        NCCL_CONFIG_UNDEF_INT /* CTAPolicy */, NCCL_CONFIG_UNDEF_INT /* shrinkShare */,            \
+        NCCL_CONFIG_UNDEF_INT /* nvlsCTAs */, NCCL_CONFIG_UNDEF_INT /* nChannelsPerNetPeer */,     \
+        NCCL_CONFIG_UNDEF_INT /* nvlinkCentricSched */,                                            \
+        NCCL_CONFIG_UNDEF_INT /* graphUsageMode */, NCCL_CONFIG_UNDEF_INT /* numRmaCtx */,         \
+        NCCL_CONFIG_UNDEF_INT /* maxP2pPeers */, NCCL_CONFIG_UNDEF_INT /* graphStreamOrdering */,  \
+        NCCL_CONFIG_UNDEF_INT /* launchOrderImplicit */, NCCL_CONFIG_UNDEF_INT /* numRmaSig */,    \
+        NCCL_CONFIG_UNDEF_INT /* rmaEagerInit */, NCCL_CONFIG_UNDEF_INT /* hostCftMode */,         \
+        NCCL_CONFIG_UNDEF_INT /* nvlsHostMode */                                                   \
+  }
+
+/* One vendor-specific option of a collective call, as a key and a value;
+ * options chain through `next` (NULL ends the list, no key twice). A library
+ * ignores the keys of other vendors. Size 24. */
+typedef struct ncclConfigExt {
+  struct ncclConfigExt* next; /*  0 */
+  struct {
+    int vendorId; /*  8: chosen by the vendor, non-zero, below 2^24 */
+    int optionId; /* 12: the vendor's number for the option */
+  } key;
+  union {
+    int i;
+    const char* s;
+    void* raw;
+  } val; /* 16 */
+} ncclConfigExt_t;
+
+/* Options of one collective call (the nccl*Config functions). Start from
+ * NCCL_COLLCONFIG_INITIALIZER; set the same values on every rank; the struct
+ * (and its ext list) must stay valid during the call. Fields are only ever
+ * appended. Layout on LP64: sizeof 72. */
+typedef struct ncclCollConfig_v23200 {
+  size_t size;                       /*  0: sizeof the caller's struct */
+  unsigned int magic;                /*  8: NCCL_API_MAGIC */
+  unsigned int version;              /* 12: NCCL_VERSION_CODE of the caller's header */
+  ncclConfigExt_t* ext;              /* 16: vendor options, or NULL */
+  int minCTAs;                       /* 24: fewest thread blocks (UNDEF: the library picks) */
+  int maxCTAs;                       /* 28: most thread blocks, at most the comm's maxCTAs */
+  int nvlsCTAs;                      /* 32: thread blocks of NVLink SHARP algorithms */
+  int cgaClusterSize;                /* 36: thread-block cluster size, alike within a group */
+  const char* algSelection;          /* 40: algorithms allowed (NCCL_ALGO syntax); NULL/"": any */
+  int forceAlgSelection;             /* 48: 1 (default): an unsatisfiable selection is an error */
+  int CTAPolicy;                     /* 52: NCCL_CTA_POLICY_* bits; UNDEF: the comm's */
+  uint64_t userProfilerTag;          /* 56: handed to profiler plugins as is; 0: none */
+  cudaEvent_t launchCompletionEvent; /* 64: recorded once the launch is done, or NULL */
+} ncclCollConfig_t;
+
+#define NCCL_COLLCONFIG_INITIALIZER                                                                \
+  {                                                                                                \
+    sizeof(ncclCollConfig_t), NCCL_API_MAGIC, NCCL_VERSION_CODE, NCCL_CONFIG_UNDEF_PTR /* ext */,  \
         NCCL_CONFIG_UNDEF_INT /* minCTAs */, NCCL_CONFIG_UNDEF_INT /* maxCTAs */,                  \
-        NCCL_CONFIG_UNDEF_PTR /* netName */, NCCL_CONFIG_UNDEF_INT /* splitShare */,               \
-        NCCL_CONFIG_UNDEF_INT /* trafficClass */, NCCL_CONFIG_UNDEF_PTR /* commName */,            \
-        NCCL_CONFIG_UNDEF_INT /* collnetEnable */, NCCL_CONFIG_UNDEF_INT /* CTAPolicy */,          \
-        NCCL_CONFIG_UNDEF_INT /* shrinkShare */, NCCL_CONFIG_UNDEF_INT /* nvlsCTAs */,             \
-        NCCL_CONFIG_UNDEF_INT /* nChannelsPerNetPeer */,                                           \
-        NCCL_CONFIG_UNDEF_INT /* nvlinkCentricSched */                                             \
+        NCCL_CONFIG_UNDEF_INT /* nvlsCTAs */, NCCL_CONFIG_UNDEF_INT /* cgaClusterSize */,          \
+        NCCL_CONFIG_UNDEF_PTR /* algSelection */, 1 /* forceAlgSelection */,                       \
+        NCCL_CONFIG_UNDEF_INT /* CTAPolicy */, 0 /* userProfilerTag */,                            \
+        NCCL_CONFIG_UNDEF_PTR /* launchCompletionEvent */                                          \
   }
 
 /* What ncclGroupSimulateEnd reports. Start from NCCL_SIM_INFO_INITIALIZER. */
@@ -171,10 +260,7 @@ typedef struct ncclSimInfo_v22200 {
 } ncclSimInfo_t;
 
 #define NCCL_SIM_INFO_INITIALIZER                                                                  \
-  {                                                                                                \
-    sizeof(ncclSimInfo_t), 0x74685283, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH),           \
-        NCCL_UNDEF_FLOAT                                                                           \
-  }
+  { sizeof(ncclSimInfo_t), 0x74685283, NCCL_VERSION_CODE, NCCL_UNDEF_FLOAT }
 
 /* ---- Reduction operators, data types ---------------------------------- */
 
@@ -305,6 +391,20 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeR
 ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
                              ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags);
 
+/* A fresh token for growing comm (ncclCommGrow), made on the rank that will be
+ * the grow's root. A comm holds at most one unused token; each serves one grow. */
+ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId);
+ncclResult_t pncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId);
+
+/* A new communicator of nRanks ranks: comm's ranks (same rank numbers) plus
+ * new ones. Existing ranks pass comm and rank -1, the root also the token of
+ * ncclCommGetUniqueId, the others uniqueId NULL; new ranks pass comm NULL, the
+ * token and their rank (comm's size .. nRanks-1). */
+ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
+                          ncclComm_t* newcomm, ncclConfig_t* config);
+ncclResult_t pncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
+                           ncclComm_t* newcomm, ncclConfig_t* config);
+
 /* ---- Errors and queries ----------------------------------------------- */
 
 /* A short static description of a result code. */
@@ -334,6 +434,27 @@ ncclResult_t pncclCommCuDevice(const ncclComm_t comm, int* device);
 ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank);
 ncclResult_t pncclCommUserRank(const ncclComm_t comm, int* rank);
 
+/* flags of ncclCommSuspend. */
+#define NCCL_SUSPEND_MEM 0x01 /* give back the memory the comm can rebuild */
+
+/* Stops using comm and, with NCCL_SUSPEND_MEM, frees the memory it can
+ * rebuild; comm takes no operation until ncclCommResume restores it. */
+ncclResult_t ncclCommSuspend(ncclComm_t comm, int flags);
+ncclResult_t pncclCommSuspend(ncclComm_t comm, int flags);
+ncclResult_t ncclCommResume(ncclComm_t comm);
+ncclResult_t pncclCommResume(ncclComm_t comm);
+
+/* What ncclCommMemStats reports. */
+typedef enum {
+  ncclStatGpuMemSuspend = 0,   /* bytes held that suspend can free */
+  ncclStatGpuMemSuspended = 1, /* 1 while the memory is suspended, else 0 */
+  ncclStatGpuMemPersist = 2,   /* bytes held that suspend keeps */
+  ncclStatGpuMemTotal = 3      /* all bytes held */
+} ncclCommMemStat_t;
+
+ncclResult_t ncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t* value);
+ncclResult_t pncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t* value);
+
 /* ---- Buffer registration ---------------------------------------------- */
 
 /* Registers a buffer with comm for zero-copy use; *handle names it. */
@@ -349,6 +470,10 @@ ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, n
                                      int winFlags);
 ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win);
 ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win);
+
+/* The buffer a window was registered with. */
+ncclResult_t ncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void** outUserPtr);
+ncclResult_t pncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void** outUserPtr);
 
 /* ---- Custom reduction operators --------------------------------------- */
 
@@ -432,6 +557,57 @@ ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
 ncclResult_t pncclScatter(const void* sendbuff, void* recvbuff, size_t count,
                           ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
 
+/* The collectives above with per-call options (ncclCollConfig_t); a NULL config
+ * is the plain call. */
+ncclResult_t ncclAllReduceConfig(const void* sendbuff, void* recvbuff, size_t count,
+                                 ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                 cudaStream_t stream, const ncclCollConfig_t* config);
+ncclResult_t pncclAllReduceConfig(const void* sendbuff, void* recvbuff, size_t count,
+                                  ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                  cudaStream_t stream, const ncclCollConfig_t* config);
+ncclResult_t ncclBroadcastConfig(const void* sendbuff, void* recvbuff, size_t count,
+                                 ncclDataType_t datatype, int root, ncclComm_t comm,
+                                 cudaStream_t stream, const ncclCollConfig_t* config);
+ncclResult_t pncclBroadcastConfig(const void* sendbuff, void* recvbuff, size_t count,
+                                  ncclDataType_t datatype, int root, ncclComm_t comm,
+                                  cudaStream_t stream, const ncclCollConfig_t* config);
+ncclResult_t ncclReduceConfig(const void* sendbuff, void* recvbuff, size_t count,
+                              ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
+                              cudaStream_t stream, const ncclCollConfig_t* config);
+ncclResult_t pncclReduceConfig(const void* sendbuff, void* recvbuff, size_t count,
+                               ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
+                               cudaStream_t stream, const ncclCollConfig_t* config);
+ncclResult_t ncclAllGatherConfig(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                 ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream,
+                                 const ncclCollConfig_t* config);
+ncclResult_t pncclAllGatherConfig(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                  ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream,
+                                  const ncclCollConfig_t* config);
+ncclResult_t ncclReduceScatterConfig(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                     ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                     cudaStream_t stream, const ncclCollConfig_t* config);
+ncclResult_t pncclReduceScatterConfig(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                      ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                      cudaStream_t stream, const ncclCollConfig_t* config);
+ncclResult_t ncclAlltoAllConfig(const void* sendbuff, void* recvbuff, size_t count,
+                                ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream,
+                                const ncclCollConfig_t* config);
+ncclResult_t pncclAlltoAllConfig(const void* sendbuff, void* recvbuff, size_t count,
+                                 ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream,
+                                 const ncclCollConfig_t* config);
+ncclResult_t ncclGatherConfig(const void* sendbuff, void* recvbuff, size_t count,
+                              ncclDataType_t datatype, int root, ncclComm_t comm,
+                              cudaStream_t stream, const ncclCollConfig_t* config);
+ncclResult_t pncclGatherConfig(const void* sendbuff, void* recvbuff, size_t count,
+                               ncclDataType_t datatype, int root, ncclComm_t comm,
+                               cudaStream_t stream, const ncclCollConfig_t* config);
+ncclResult_t ncclScatterConfig(const void* sendbuff, void* recvbuff, size_t count,
+                               ncclDataType_t datatype, int root, ncclComm_t comm,
+                               cudaStream_t stream, const ncclCollConfig_t* config);
+ncclResult_t pncclScatterConfig(const void* sendbuff, void* recvbuff, size_t count,
+                                ncclDataType_t datatype, int root, ncclComm_t comm,
+                                cudaStream_t stream, const ncclCollConfig_t* config);
+
 /* ---- Point to point ----------------------------------------------------
  * A send to peer p matches p's receive from this rank (same count and type).
  * Sends and receives that must progress together go in one group. */
@@ -444,6 +620,36 @@ ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int
 ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
                        ncclComm_t comm, cudaStream_t stream);
 
+/* ---- One-sided operations ----------------------------------------------
+ * ncclPutSignal writes count elements of localbuff into peer's window peerWin
+ * at byte offset peerWinOffset, then raises signal sigIdx of context ctx on
+ * peer; ncclSignal raises the signal alone. ncclWaitSignal returns (in stream
+ * order) once, for each descriptor, opCnt signals came from that peer; the data
+ * of those puts is then in place. flags are reserved (0). */
+ncclResult_t ncclPutSignal(const void* localbuff, size_t count, ncclDataType_t datatype, int peer,
+                           ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx, int ctx,
+                           unsigned int flags, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclPutSignal(const void* localbuff, size_t count, ncclDataType_t datatype, int peer,
+                            ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx, int ctx,
+                            unsigned int flags, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
+                        cudaStream_t stream);
+ncclResult_t pncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
+                         cudaStream_t stream);
+
+/* Signals to wait for: opCnt of them from peer on (sigIdx, ctx). Size 16. */
+typedef struct {
+  int opCnt;
+  int peer;
+  int sigIdx;
+  int ctx;
+} ncclWaitSignalDesc_t;
+
+ncclResult_t ncclWaitSignal(int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclComm_t comm,
+                            cudaStream_t stream);
+ncclResult_t pncclWaitSignal(int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclComm_t comm,
+                             cudaStream_t stream);
+
 /* ---- Groups ------------------------------------------------------------
  * Calls between ncclGroupStart and ncclGroupEnd (per thread, nesting allowed)
  * are only recorded; the outermost ncclGroupEnd launches them together. */
@@ -455,6 +661,72 @@ ncclResult_t pncclGroupEnd(void);
 /* Ends the group without running it and reports the predicted time. */
 ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo);
 ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t* simInfo);
+
+/* ---- Encryption of the library's TCP sockets ---------------------------- */
+
+typedef enum {
+  NCCL_ENCRYPTION_MODE_NONE = 0, /* plain text */
+  NCCL_ENCRYPTION_MODE_PSK = 1   /* TLS with a pre-shared key */
+} ncclEncryptionMode_t;
+
+/* Start from NCCL_ENCRYPTION_CONFIG_INITIALIZER. Size 32. */
+typedef struct ncclEncryptionConfig_v23200 {
+  size_t size;          /*  0 */
+  unsigned int magic;   /*  8: NCCL_API_MAGIC */
+  unsigned int version; /* 12 */
+  int mode;             /* 16: ncclEncryptionMode_t */
+  const char* psk;      /* 24: the key, for NCCL_ENCRYPTION_MODE_PSK */
+} ncclEncryptionConfig_t;
+
+#define NCCL_ENCRYPTION_CONFIG_INITIALIZER                                                         \
+  {                                                                                                \
+    sizeof(ncclEncryptionConfig_t), NCCL_API_MAGIC, NCCL_VERSION_CODE, NCCL_ENCRYPTION_MODE_NONE,  \
+        NCCL_CONFIG_UNDEF_PTR                                                                      \
+  }
+
+ncclResult_t ncclSetEncryption(const ncclEncryptionConfig_t* config);
+ncclResult_t pncclSetEncryption(const ncclEncryptionConfig_t* config);
+
+/* ---- Parameters ---------------------------------------------------------
+ * The library's settings (NCCL_* environment variables and the like), read by
+ * name. A handle (ncclParamBind) is owned by the library; strings returned are
+ * valid until the same call is made again on the same thread. */
+typedef struct ncclParamHandle* ncclParamHandle_t;
+
+ncclResult_t ncclParamBind(ncclParamHandle_t* out, const char* key);
+ncclResult_t pncclParamBind(ncclParamHandle_t* out, const char* key);
+ncclResult_t ncclParamGetI8(ncclParamHandle_t h, int8_t* out);
+ncclResult_t pncclParamGetI8(ncclParamHandle_t h, int8_t* out);
+ncclResult_t ncclParamGetI16(ncclParamHandle_t h, int16_t* out);
+ncclResult_t pncclParamGetI16(ncclParamHandle_t h, int16_t* out);
+ncclResult_t ncclParamGetI32(ncclParamHandle_t h, int32_t* out);
+ncclResult_t pncclParamGetI32(ncclParamHandle_t h, int32_t* out);
+ncclResult_t ncclParamGetI64(ncclParamHandle_t h, int64_t* out);
+ncclResult_t pncclParamGetI64(ncclParamHandle_t h, int64_t* out);
+ncclResult_t ncclParamGetU8(ncclParamHandle_t h, uint8_t* out);
+ncclResult_t pncclParamGetU8(ncclParamHandle_t h, uint8_t* out);
+ncclResult_t ncclParamGetU16(ncclParamHandle_t h, uint16_t* out);
+ncclResult_t pncclParamGetU16(ncclParamHandle_t h, uint16_t* out);
+ncclResult_t ncclParamGetU32(ncclParamHandle_t h, uint32_t* out);
+ncclResult_t pncclParamGetU32(ncclParamHandle_t h, uint32_t* out);
+ncclResult_t ncclParamGetU64(ncclParamHandle_t h, uint64_t* out);
+ncclResult_t pncclParamGetU64(ncclParamHandle_t h, uint64_t* out);
+/* The value as text. */
+ncclResult_t ncclParamGetStr(ncclParamHandle_t h, const char** out);
+ncclResult_t pncclParamGetStr(ncclParamHandle_t h, const char** out);
+/* The value's bytes (its text, with the terminating NUL) into out, at most
+ * maxLen; *len = the bytes the whole value needs. */
+ncclResult_t ncclParamGet(ncclParamHandle_t h, void* out, int maxLen, int* len);
+ncclResult_t pncclParamGet(ncclParamHandle_t h, void* out, int maxLen, int* len);
+/* The value of key as text and its length. */
+ncclResult_t ncclParamGetParameter(const char* key, const char** value, int* valueLen);
+ncclResult_t pncclParamGetParameter(const char* key, const char** value, int* valueLen);
+/* Every key the library knows. */
+ncclResult_t ncclParamGetAllParameterKeys(const char*** table, int* tableLen);
+ncclResult_t pncclParamGetAllParameterKeys(const char*** table, int* tableLen);
+/* Every parameter and its value into the log. */
+void ncclParamDumpAll(void);
+void pncclParamDumpAll(void);
 
 /* ---- Host side of the device API (NCCL 2.28) ---------------------------
  * Kernels written against NCCL's device headers receive an ncclDevComm by
@@ -624,6 +896,134 @@ ncclResult_t ncclLLA2ACreateRequirement(int nBlocks, int nSlots, ncclLLA2AHandle
                                         ncclDevResourceRequirements_t* outReq);
 ncclResult_t pncclLLA2ACreateRequirement(int nBlocks, int nSlots, ncclLLA2AHandle_t* outHandle,
                                          ncclDevResourceRequirements_t* outReq);
+
+/* ---- Device API additions of 2.32 (host side) -------------------------- */
+
+typedef uint32_t ncclCftLeId;
+typedef ncclCftLeId ncclCftLeId_t;
+
+/* How ranks reach each other over the network from device code (GIN). */
+typedef enum {
+  NCCL_GIN_CONNECTION_NONE,
+  NCCL_GIN_CONNECTION_FULL,
+  NCCL_GIN_CONNECTION_RAIL,
+  NCCL_GIN_CONNECTION_CUSTOM_STRIDE
+} ncclGinConnectionType_t;
+
+/* Network backends of device code; values are fixed by the network plugin ABI. */
+typedef enum {
+  NCCL_GIN_TYPE_NONE = 0,
+  NCCL_GIN_TYPE_PROXY = 2,
+  NCCL_GIN_TYPE_GDAKI = 3,
+  NCCL_GIN_TYPE_GPI = 4,
+  NCCL_GIN_TYPE_EFA_GDA = 5,
+  NCCL_GIN_MAX_TYPES = 6
+} ncclGinType_t;
+
+typedef enum {
+  NCCL_CFT_TEAM_FLAT,
+  NCCL_CFT_TEAM_HIER_MULTIMEM,
+  NCCL_CFT_TEAM_HIER_LSA
+} ncclCftTeamMode_t;
+
+typedef enum { NCCL_CFT_NONE = 0x0, NCCL_CFT = 0x1, NCCL_CFT_MULTIMEM = 0x2 } ncclCftCap_t;
+
+/* What a communicator offers, filled by ncclCommQueryProperties. Start from
+ * NCCL_COMM_PROPERTIES_INITIALIZER. Size 152. */
+typedef struct ncclCommProperties {
+  size_t size;                               /*   0 */
+  unsigned int magic;                        /*   8: NCCL_API_MAGIC */
+  unsigned int version;                      /*  12 */
+  int rank;                                  /*  16 */
+  int nRanks;                                /*  20 */
+  int cudaDev;                               /*  24: -1 without a GPU */
+  int nvmlDev;                               /*  28: -1 without a GPU */
+  bool deviceApiSupport;                     /*  32: ncclDevCommCreate works */
+  bool multimemSupport;                      /*  33 */
+  ncclGinType_t ginType;                     /*  36 */
+  int nLsaTeams;                             /*  40 */
+  bool hostRmaSupport;                       /*  44: ncclPutSignal and friends work */
+  ncclGinType_t railedGinType;               /*  48 */
+  uint64_t commHash;                         /*  56 */
+  int ginMinStride;                          /*  64 */
+  ncclGinConnectionType_t ginConnectionType; /* 68 */
+  bool ginSupport[64];                       /*  72: by ncclGinType_t */
+  size_t devCommRuntimeVersionSize;          /* 136 */
+  bool cftSupport;                           /* 144 */
+  bool cftMulticastSupport;                  /* 145 */
+  bool cftCountedSupport;                    /* 146 */
+} ncclCommProperties_t;
+
+/* The same values as NCCL's initializer (every other field zero), spelled out so that -Wextra
+ * stays quiet. */
+#define NCCL_COMM_PROPERTIES_INITIALIZER                                                           \
+  {                                                                                                \
+    sizeof(ncclCommProperties_t), NCCL_API_MAGIC, NCCL_VERSION_CODE, 0, 0, 0, 0, false, false,     \
+        NCCL_GIN_TYPE_NONE, 0, false, NCCL_GIN_TYPE_NONE, 0, 0, NCCL_GIN_CONNECTION_NONE, {false}, \
+        0, false, false, false                                                                     \
+  }
+
+/* Buffers of the network outbox / all-to-all inbox of device code. */
+typedef struct ncclGinOutboxHandle {
+  ncclDevResourceHandle bufHandle;
+  uint32_t size_log2;
+} ncclGinOutboxHandle;
+typedef struct ncclGinInboxA2AHandle {
+  ncclDevResourceHandle bufHandle;
+  ncclGinSignal_t signals;
+  uint32_t size_log2;
+} ncclGinInboxA2AHandle;
+
+ncclResult_t ncclCommQueryProperties(ncclComm_t comm, ncclCommProperties_t* props);
+ncclResult_t pncclCommQueryProperties(ncclComm_t comm, ncclCommProperties_t* props);
+
+/* Host-side addresses into a window: of the lsa rank's / peer's copy (a
+ * pointer device code of this rank can use), of the multicast mapping. */
+ncclResult_t ncclGetLsaMultimemDevicePointer(ncclWindow_t window, size_t offset, void** outPtr);
+ncclResult_t pncclGetLsaMultimemDevicePointer(ncclWindow_t window, size_t offset, void** outPtr);
+ncclResult_t ncclGetMultimemDevicePointer(ncclWindow_t window, size_t offset,
+                                          ncclMultimemHandle_t multimem, void** outPtr);
+ncclResult_t pncclGetMultimemDevicePointer(ncclWindow_t window, size_t offset,
+                                           ncclMultimemHandle_t multimem, void** outPtr);
+ncclResult_t ncclGetLsaDevicePointer(ncclWindow_t window, size_t offset, int lsaRank,
+                                     void** outPtr);
+ncclResult_t pncclGetLsaDevicePointer(ncclWindow_t window, size_t offset, int lsaRank,
+                                      void** outPtr);
+ncclResult_t ncclGetPeerDevicePointer(ncclWindow_t window, size_t offset, int peer, void** outPtr);
+ncclResult_t pncclGetPeerDevicePointer(ncclWindow_t window, size_t offset, int peer, void** outPtr);
+
+/* The same places named by CFT load/store entries. */
+ncclResult_t ncclGetMultimemDeviceLeInfo(ncclWindow_t window, size_t offset, ncclCftLeId* leId,
+                                         size_t* leOffset);
+ncclResult_t pncclGetMultimemDeviceLeInfo(ncclWindow_t window, size_t offset, ncclCftLeId* leId,
+                                          size_t* leOffset);
+ncclResult_t ncclGetCftDeviceLeInfo(ncclWindow_t window, size_t offset, int peerCft,
+                                    ncclTeam_t cftTeam, ncclCftLeId* leId, size_t* leOffset);
+ncclResult_t pncclGetCftDeviceLeInfo(ncclWindow_t window, size_t offset, int peerCft,
+                                     ncclTeam_t cftTeam, ncclCftLeId* leId, size_t* leOffset);
+ncclResult_t ncclGetPeerDeviceLeInfo(ncclWindow_t window, size_t offset, int peerWorld,
+                                     ncclCftLeId* leId, size_t* leOffset);
+ncclResult_t pncclGetPeerDeviceLeInfo(ncclWindow_t window, size_t offset, int peerWorld,
+                                      ncclCftLeId* leId, size_t* leOffset);
+
+/* The CFT teams of comm (all ranks, or those of the multicast domain). */
+ncclTeam_t ncclTeamCft(ncclComm_t comm, ncclCftTeamMode_t mode);
+ncclTeam_t pncclTeamCft(ncclComm_t comm, ncclCftTeamMode_t mode);
+ncclTeam_t ncclTeamCftMultimem(ncclComm_t comm);
+ncclTeam_t pncclTeamCftMultimem(ncclComm_t comm);
+
+ncclResult_t ncclGinOutboxCreateRequirement(int nBlocks, int size_log2,
+                                            ncclGinOutboxHandle* outHandle,
+                                            ncclDevResourceRequirements_t* outReq);
+ncclResult_t pncclGinOutboxCreateRequirement(int nBlocks, int size_log2,
+                                             ncclGinOutboxHandle* outHandle,
+                                             ncclDevResourceRequirements_t* outReq);
+ncclResult_t ncclGinInboxA2ACreateRequirement(ncclTeam_t peers, int nBlocks, int size_log2,
+                                              ncclGinInboxA2AHandle* outHandle,
+                                              ncclDevResourceRequirements_t* outReq);
+ncclResult_t pncclGinInboxA2ACreateRequirement(ncclTeam_t peers, int nBlocks, int size_log2,
+                                               ncclGinInboxA2AHandle* outHandle,
+                                               ncclDevResourceRequirements_t* outReq);
 
 #endif /* device API */
 

@@ -4,6 +4,7 @@
 #define MONEL_API_API_H
 #include "nccl.h"
 #include "monel.h"
+#include "core/task.h"
 
 #define NCCL_API(ret, name, ...)                                                                   \
   __attribute__((visibility("default"))) ret p##name(__VA_ARGS__);                                 \
@@ -16,5 +17,12 @@ ncclResult_t api_check_ptr(const void* p, const char* what, const char* fn);
 ncclResult_t api_check_dtype(ncclDataType_t dt, const char* fn);
 ncclResult_t api_check_count(size_t count, ncclDataType_t dt, size_t factor, const char* fn);
 ncclResult_t api_check_rank(int rank, int nranks, const char* what, const char* fn);
+/* A live comm that was not aborted, revoked, suspended or failed. */
+ncclResult_t api_check_usable(struct ncclComm* comm, const char* fn);
+/* Checks an operation's arguments and queues it; opts (may be NULL) brings the per-call options
+ * of the nccl*Config calls (algo_mask, cta_*). */
+ncclResult_t api_enqueue(enum coll_kind coll, const void* sendbuff, void* recvbuff, size_t count,
+                         ncclDataType_t dt, ncclRedOp_t op, int root, struct ncclComm* comm,
+                         cudaStream_t stream, const char* fn, const struct task* opts);
 
 #endif

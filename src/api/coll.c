@@ -46,8 +46,13 @@ ncclResult_t api_check_rank(int rank, int nranks, const char* what, const char* 
 }
 
 /* A live comm that was not aborted, revoked, or failed on its own (a dead peer). */
-static ncclResult_t check_usable(ncclComm_t comm, const char* fn) {
+ncclResult_t api_check_usable(ncclComm_t comm, const char* fn) {
   NCCLCHECK(comm_check(comm, fn, 0));
+  if (comm->suspended) {
+    WARN("%s: comm %p is suspended (ncclCommSuspend); call ncclCommResume on every rank first", fn,
+         (void*)comm);
+    return ncclInvalidUsage;
+  }
   if (comm_aborted(comm)) {
     WARN("%s: comm %p was aborted or revoked", fn, (void*)comm);
     return ncclInvalidUsage;
@@ -63,12 +68,16 @@ static ncclResult_t check_usable(ncclComm_t comm, const char* fn) {
 
 /* The checks every operation shares, then the queueing. `factor` multiplies count for the
  * largest buffer (nranks for gathers); `root` is checked when >= -1 is not passed as -2. */
-static ncclResult_t enqueue(enum coll_kind coll, const void* sendbuff, void* recvbuff, size_t count,
-                            ncclDataType_t dt, ncclRedOp_t op, int root, ncclComm_t comm,
-                            cudaStream_t stream, const char* fn) {
+ncclResult_t api_enqueue(enum coll_kind coll, const void* sendbuff, void* recvbuff, size_t count,
+                         ncclDataType_t dt, ncclRedOp_t op, int root, ncclComm_t comm,
+                         cudaStream_t stream, const char* fn, const struct task* opts) {
   struct task t;
   memset(&t, 0, sizeof t);
-  NCCLCHECK(check_usable(comm, fn));
+  if (opts) {
+    t.algo_mask = opts->algo_mask;
+    t.cta_min = opts->cta_min, t.cta_max = opts->cta_max, t.cta_policy = opts->cta_policy;
+  }
+  NCCLCHECK(api_check_usable(comm, fn));
   NCCLCHECK(api_check_dtype(dt, fn));
   if (coll == COLL_ALLTOALLV) return ncclInternalError; /* built by ncclAlltoAllv itself */
   int gathers = coll == COLL_ALLGATHER || coll == COLL_REDUCESCATTER || coll == COLL_ALLTOALL ||
@@ -98,6 +107,12 @@ static ncclResult_t enqueue(enum coll_kind coll, const void* sendbuff, void* rec
   TRACE(LOG_COLL, "%s #%llu comm %p count %zu dtype %d root %d", fn, (unsigned long long)t.seq,
         (void*)comm, count, (int)dt, root);
   return group_enqueue(comm, &t);
+}
+
+static ncclResult_t enqueue(enum coll_kind coll, const void* sendbuff, void* recvbuff, size_t count,
+                            ncclDataType_t dt, ncclRedOp_t op, int root, ncclComm_t comm,
+                            cudaStream_t stream, const char* fn) {
+  return api_enqueue(coll, sendbuff, recvbuff, count, dt, op, root, comm, stream, fn, NULL);
 }
 
 #define NO_OP   ncclSum
@@ -208,7 +223,7 @@ NCCL_API(ncclResult_t, ncclAlltoAllv, const void* sendbuff, const size_t* sendco
   ncclResult_t res = ncclSuccess;
   memset(&t, 0, sizeof t);
   (void)relaybuff, (void)relaycount; /* one host: no relay through a third rank is needed */
-  NCCLCHECK(check_usable(comm, fn));
+  NCCLCHECK(api_check_usable(comm, fn));
   NCCLCHECK(api_check_dtype(datatype, fn));
   const size_t* const m[4] = {sendcounts, sdispls, recvcounts, rdispls};
   NCCLCHECK(alltoallv_rows(comm, m, datatype, &t.vrows, &sent, &received, fn));

@@ -2,7 +2,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "api/api.h"
-#include "boot/boot.h"
 #include "util/check.h"
 #include "core/comm.h"
 #include "core/group.h"
@@ -14,14 +13,14 @@ NCCL_API(ncclResult_t, ncclGetVersion, int* version) {
     return ncclInvalidArgument;
   }
   version_banner();
-  *version = NCCL_VERSION_CODE;
+  *version = VERSION_NCCL_CODE; /* core/version.h: the API implemented in full */
   return ncclSuccess;
 }
 
 NCCL_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId) {
   NCCLCHECK(api_check_ptr(uniqueId, "uniqueId", "ncclGetUniqueId"));
   version_banner();
-  return boot_id_create(uniqueId);
+  return comm_id_create(uniqueId);
 }
 
 static ncclResult_t init_rank(ncclComm_t* newcomm, int nranks, const ncclUniqueId* id, int rank,
@@ -87,7 +86,7 @@ NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* 
     }
   version_banner();
   ncclUniqueId id;
-  NCCLCHECK(boot_id_create_local(&id, ndev));
+  NCCLCHECK(comm_id_create_local(&id, ndev));
   ncclResult_t res = ncclSuccess;
   NCCLCHECK(group_start());
   for (int i = 0; i < ndev; i++) {
@@ -206,6 +205,8 @@ NCCL_API(const char*, ncclGetErrorString, ncclResult_t result) {
     return "remote process exited or there was a network error";
   case ncclInProgress:
     return "NCCL operation in progress";
+  case ncclTimeout:
+    return "operation timed out";
   default:
     return "unknown result code";
   }

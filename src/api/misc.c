@@ -63,45 +63,6 @@ NCCL_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle) 
   return ncclSuccess;
 }
 
-NCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size,
-         ncclWindow_t* win, int winFlags) {
-  const char* fn = "ncclCommWindowRegister";
-  NCCLCHECK(comm_check(comm, fn, 0));
-  NCCLCHECK(api_check_ptr(win, "win", fn));
-  if (winFlags & ~NCCL_WIN_COLL_SYMMETRIC) {
-    WARN("%s: winFlags 0x%x has unknown bits", fn, winFlags);
-    return ncclInvalidArgument;
-  }
-  struct ncclWindow_vidmem* w = NULL;
-  struct reg_handle* h = NULL;
-  NCCLCALLOC(w, 1);
-  h = calloc(1, sizeof *h);
-  if (!h) {
-    free(w);
-    return ncclSystemError;
-  }
-  *h = (struct reg_handle){comm, buff, size};
-  w->winHost = h;
-  w->lsaFlatBase = buff;
-  w->lsaRank = comm->rank;
-  w->worldRank = comm->rank;
-  *win = w;
-  return ncclSuccess;
-}
-
-NCCL_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win) {
-  NCCLCHECK(comm_check(comm, "ncclCommWindowDeregister", 0));
-  struct reg_handle* h = win ? win->winHost : NULL;
-  if (h == NULL || h->comm != comm) {
-    WARN("ncclCommWindowDeregister: window %p was not registered on comm %p", (void*)win,
-         (void*)comm);
-    return ncclInvalidArgument;
-  }
-  free(h);
-  free(win);
-  return ncclSuccess;
-}
-
 NCCL_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) {
   NCCLCHECK(api_check_ptr(simInfo, "simInfo", "ncclGroupSimulateEnd"));
   if (simInfo->magic != 0x74685283u) {

@@ -17,10 +17,10 @@
 #endif
 
 const char* version_string(void) {
-  return "Monel " STR(MONEL_VERSION_MAJOR) "." STR(MONEL_VERSION_MINOR) "." STR(
-      MONEL_VERSION_PATCH) " (NCCL API " STR(NCCL_MAJOR) "." STR(NCCL_MINOR) "." STR(NCCL_PATCH) ";"
-                                                                                                 " " BUILD_DESC
-                                                                                                 ")";
+  return "Monel " STR(MONEL_VERSION_MAJOR) "." STR(MONEL_VERSION_MINOR) "." STR(MONEL_VERSION_PATCH) " (NCCL API " STR(
+      VERSION_NCCL_MAJOR) "." STR(VERSION_NCCL_MINOR) "." STR(VERSION_NCCL_PATCH) ";"
+                                                                                  " " BUILD_DESC
+                                                                                  ")";
 }
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -28,8 +28,8 @@ static void banner(void) {
   if (LOG_ENABLED(LOG_VERSION)) {
     char host[64];
     gethostname(host, sizeof host);
-    printf("%s NCCL version %d.%d.%d (%s)\n", host, NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH,
-           version_string());
+    printf("%s NCCL version %d.%d.%d (%s)\n", host, VERSION_NCCL_MAJOR, VERSION_NCCL_MINOR,
+           VERSION_NCCL_PATCH, version_string());
     fflush(stdout);
   }
 }

@@ -3,11 +3,13 @@
  * allocates device memory and never synchronises, so a group may enqueue for several comms from one
  * thread and a CUDA graph may capture it.
  *
- * Choice per operation: an AllReduce, AllGather or ReduceScatter whose (n-1) x bytes per peer is
- * at most MONEL_ONESHOT_MAX runs the one-shot LL kernel when every pair of GPUs has peer access
- * and NCCL_PROTO allows LL; everything else runs the ring kernel with the Simple protocol.
- * NCCL_PROTO=LL alone raises the limit to DEV_LL_MAX_BYTES per peer; NCCL_PROTO=Simple (or ^LL)
- * turns the one-shot path off.
+ * Choice per operation: core's plan (core/plan.c, t->plan) from this engine's table (gpu/caps.c):
+ * an AllReduce, AllGather or ReduceScatter whose (n-1) x bytes per peer is at most
+ * MONEL_ONESHOT_MAX runs the one-shot LL kernel when every pair of GPUs has peer access and
+ * NCCL_ALGO / NCCL_PROTO allow OneShot and LL; everything else runs the ring kernel with the
+ * Simple protocol. NCCL_PROTO=LL alone raises the limit to DEV_LL_MAX_BYTES per peer;
+ * NCCL_PROTO=Simple (or ^LL) turns the one-shot path off. A pair the plan asks for that has no
+ * launch code is refused by the plan, never replaced.
  *
  * Across hosts (gpu/net.c) the ring follows topo_ring_order() (one crossing per host), each hop to
  * another host is a network connection driven by the proxy thread, and the one-shot LL path is
@@ -17,40 +19,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sched.h>
 #include <time.h>
 #include "boot/boot.h"
 #include "core/algo.h"
+#include "core/plan_choose.h"
 #include "util/check.h"
 #include "util/param.h"
 #include "core/watch_report.h"
+#include "gpu/host_slots.h"
 #include "gpu/gpu.h"
 #include "util/dtype.h"
 
 #define NSLOTS 8
 
-/* NCCL_PROTO: a comma list of Simple, LL, LL128 (case-insensitive); a leading ^ excludes them. */
-static void parse_proto(struct gpu_comm* g) {
-  const char* s = param_str(PARAM_PROTO);
-  int neg = s[0] == '^', ll = 0, simple = 0, any = 0;
-  if (neg) s++;
-  while (*s) {
-    size_t len = strcspn(s, ",");
-    if (len == 2 && strncasecmp(s, "LL", 2) == 0) ll = 1, any = 1;
-    if (len == 6 && strncasecmp(s, "Simple", 6) == 0) simple = 1, any = 1;
-    if (len == 5 && strncasecmp(s, "LL128", 5) == 0) any = 1;
-    s += len;
-    if (*s == ',') s++;
-  }
-  if (!any && !neg) {
-    g->proto_ll = g->proto_simple = 1;
-  } else if (neg) {
-    g->proto_ll = !ll, g->proto_simple = !simple;
-  } else {
-    g->proto_ll = ll, g->proto_simple = simple;
-  }
-}
+static void plan_figures(struct ncclComm* comm, const struct gpu_comm* g);
 
 /* cudaMalloc + cudaMemset to zero, counted in g->dev_bytes. */
 static ncclResult_t dev_zalloc(struct gpu_comm* g, void** p, size_t bytes) {
@@ -60,12 +43,9 @@ static ncclResult_t dev_zalloc(struct gpu_comm* g, void** p, size_t bytes) {
   return ncclSuccess;
 }
 
-static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
-  CUDACHECK(cudaSetDevice(comm->cuda_dev));
-  CUDACHECK(cudaFree(NULL)); /* the context exists before the memory is measured */
-  size_t free0 = 0, free1 = 0, total_b = 0;
-  CUDACHECK(cudaMemGetInfo(&free0, &total_b));
-  int n = comm->nranks;
+/* Sizes of the FIFOs and channels, the protocols allowed, where the FIFOs live, the ring and the
+ * cost model's link speeds. */
+static ncclResult_t choose_sizes(struct ncclComm* comm, struct gpu_comm* g) {
   g->cta = tune_cta_limits(param_int(PARAM_MIN_CTAS), param_int(PARAM_MAX_CTAS), &comm->config,
                            param_int(PARAM_MIN_NCHANNELS), param_int(PARAM_MAX_NCHANNELS));
   int nch = g->cta.max < DEV_MAX_CHANNELS ? g->cta.max : DEV_MAX_CHANNELS; /* FIFOs to allocate */
@@ -79,36 +59,49 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
   g->nslots = NSLOTS;
   g->slot_bytes = ((size_t)buff / NSLOTS) & ~(size_t)127;
   g->fifo_bytes = DEV_FIFO_HEADER + (size_t)g->nslots * g->slot_bytes;
-  parse_proto(g);
-  if (n > 1) NCCLCHECK(gpu_choose_host_fifos(comm, g));
+  if (comm->nranks > 1) NCCLCHECK(gpu_choose_host_fifos(comm, g));
   NCCLCHECK(gpu_ring_order(comm, g));
   int64_t link = param_int(PARAM_LINK_GBPS), blk = param_int(PARAM_BLOCK_GBPS);
   g->link_gbps = link > 0 ? (double)link : g->host_fifos ? 24.0 : 450.0;
   g->block_gbps = blk > 0 ? (double)blk : 7.0;
+  return ncclSuccess;
+}
+
+/* My ring FIFOs and step counters; with `multi`, the one-shot LL buffer and the point-to-point
+ * FIFOs (one rank alone only sends to itself: no FIFO, p2p_ok). */
+static ncclResult_t alloc_buffers(struct ncclComm* comm, struct gpu_comm* g, int multi) {
+  int n = comm->nranks, nch = g->nchannels_max;
   size_t total = n > 1 ? g->fifo_bytes * (size_t)nch : 256;
   if (g->net_prev && !g->host_fifos) /* only my GPU and the proxy touch it */
     NCCLCHECK(gpu_host_fifo_alloc(g, total, &g->fifo_mem));
   else
     NCCLCHECK(gpu_shared_alloc(comm, g, total, g->host_fifos, &g->fifo_mem));
   NCCLCHECK(dev_zalloc(g, (void**)&g->steps, sizeof(uint64_t) * DEV_STEP_WORDS * DEV_MAX_CHANNELS));
-  int multi = n > 1 && n <= DEV_MAX_PEERS; /* one-shot and point-to-point buffers */
   g->p2p_nch = gpu_p2p_channels(nch);
-  if (multi) {
-    if (!g->host_fifos) NCCLCHECK(gpu_shared_alloc(comm, g, dev_ll_buffer_bytes(n), 0, &g->ll_mem));
-    NCCLCHECK(dev_zalloc(g, (void**)&g->ll_seq, sizeof(uint32_t) * DEV_LL_MAX_BLOCKS));
-    int64_t slot = param_int(PARAM_P2P_CHUNKSIZE), ns = param_int(PARAM_P2P_SLOTS);
-    g->p2p_slot_bytes = slot < 4096         ? 4096
-                        : slot > (16 << 20) ? (16 << 20)
-                                            : (size_t)slot & ~(size_t)127;
-    g->p2p_nslots = ns < 2 ? 2 : ns > 64 ? 64 : (int)ns;
-    size_t nfifo = (size_t)n * g->p2p_nch;
-    size_t fifo = DEV_FIFO_HEADER + (size_t)g->p2p_nslots * g->p2p_slot_bytes;
-    NCCLCHECK(gpu_shared_alloc(comm, g, nfifo * fifo, g->host_fifos, &g->p2p_mem));
-    NCCLCHECK(dev_zalloc(g, (void**)&g->p2p_steps, nfifo * DEV_STEP_WORDS * sizeof(uint64_t)));
-  } else {
-    /* One rank: messages to itself only, and no FIFO; still a valid (unused) address. */
+  /* A network peer gets the channels the network can feed: each is a connection each way. */
+  int64_t net_nch = param_int(PARAM_NET_P2P_CHANNELS);
+  g->p2p_net_nch = net_nch < 1 ? 1 : net_nch < g->p2p_nch ? (int)net_nch : g->p2p_nch;
+  if (!multi) {
     g->p2p_ok = 1;
+    return ncclSuccess;
   }
+  if (!g->host_fifos) NCCLCHECK(gpu_shared_alloc(comm, g, dev_ll_buffer_bytes(n), 0, &g->ll_mem));
+  NCCLCHECK(dev_zalloc(g, (void**)&g->ll_seq, sizeof(uint32_t) * DEV_LL_MAX_BLOCKS));
+  int64_t slot = param_int(PARAM_P2P_CHUNKSIZE), ns = param_int(PARAM_P2P_SLOTS);
+  g->p2p_slot_bytes = slot < 4096         ? 4096
+                      : slot > (16 << 20) ? (16 << 20)
+                                          : (size_t)slot & ~(size_t)127;
+  g->p2p_nslots = ns < 2 ? 2 : ns > 64 ? 64 : (int)ns;
+  size_t nfifo = (size_t)n * g->p2p_nch;
+  size_t fifo = DEV_FIFO_HEADER + (size_t)g->p2p_nslots * g->p2p_slot_bytes;
+  NCCLCHECK(gpu_shared_alloc(comm, g, nfifo * fifo, g->host_fifos, &g->p2p_mem));
+  NCCLCHECK(dev_zalloc(g, (void**)&g->p2p_steps, nfifo * DEV_STEP_WORDS * sizeof(uint64_t)));
+  return ncclSuccess;
+}
+
+/* The host's view of the kernels: the abort flag they read, the counters they write, the stream
+ * and events that order launches. */
+static ncclResult_t alloc_control(struct gpu_comm* g) {
   CUDACHECK(cudaHostAlloc((void**)&g->ctl_host, 64, cudaHostAllocMapped | cudaHostAllocPortable));
   memset(g->ctl_host, 0, 64);
   void* abort_dev = NULL;
@@ -120,13 +113,24 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
   CUDACHECK(cudaStreamCreateWithFlags(&g->ctl_stream, cudaStreamNonBlocking));
   CUDACHECK(cudaEventCreateWithFlags(&g->join_ev, cudaEventDisableTiming));
   CUDACHECK(cudaEventCreateWithFlags(&g->order_ev, cudaEventDisableTiming));
-  CUDACHECK(cudaDeviceSynchronize());
+  return ncclSuccess;
+}
+
+/* Load the kernels every comm may launch now, so that no launch loads one (graph capture). */
+static ncclResult_t preload_kernels(int multi) {
   for (int dt = 0; dt < ncclNumTypes; dt++)
     for (int op = RED_SUM; op <= RED_PREMULSUM; op++) {
       CUDACHECK(dev_ring_preload(dt, op));
       if (multi) CUDACHECK(dev_oneshot_preload(dt, op));
     }
   CUDACHECK(dev_p2p_preload());
+  return ncclSuccess;
+}
+
+/* Connect the ring, the LL buffers, the point-to-point FIFOs, the network and the copy engine
+ * (collective: every rank in the same order); then the names of my host segments can go. */
+static ncclResult_t connect_peers(struct ncclComm* comm, struct gpu_comm* g, int multi) {
+  int n = comm->nranks;
   if (n > 1) NCCLCHECK(gpu_connect_ring(comm, g));
   if (multi) {
     if (!g->host_fifos) NCCLCHECK(gpu_connect_ll(comm, g));
@@ -153,11 +157,27 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
     gpu_shared_unlink(&g->fifo_mem);
     gpu_shared_unlink(&g->p2p_mem);
   }
+  return ncclSuccess;
+}
+
+static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
+  CUDACHECK(cudaSetDevice(comm->cuda_dev));
+  CUDACHECK(cudaFree(NULL)); /* the context exists before the memory is measured */
+  size_t free0 = 0, free1 = 0, total_b = 0;
+  CUDACHECK(cudaMemGetInfo(&free0, &total_b));
+  int multi = comm->nranks > 1 && comm->nranks <= DEV_MAX_PEERS; /* one-shot and p2p buffers */
+  NCCLCHECK(choose_sizes(comm, g));
+  NCCLCHECK(alloc_buffers(comm, g, multi));
+  NCCLCHECK(alloc_control(g));
+  CUDACHECK(cudaDeviceSynchronize());
+  NCCLCHECK(preload_kernels(multi));
+  NCCLCHECK(connect_peers(comm, g, multi));
   INFO(
       LOG_INIT | LOG_TUNING,
       "comm %p rank %d GPU blocks: %d to %d per kernel, policy %d, model %.0f GB/s link, %.0f GB/s "
       "per block",
       (void*)comm, comm->rank, g->cta.min, g->cta.max, g->cta.policy, g->link_gbps, g->block_gbps);
+  plan_figures(comm, g);
   CUDACHECK(cudaMemGetInfo(&free1, &total_b));
   comm->engine_dev_bytes = g->dev_bytes;
   /* What this comm's init took from the GPU: its buffers and the kernels it loaded (another
@@ -178,25 +198,40 @@ static ncclResult_t gpu_comm_init(struct ncclComm* comm) {
   return res;
 }
 
-/* Blocks of a ring operation moving `bytes` (core/tune.h): the fewest that fill the link, one per
- * MONEL_CHANNEL_BYTES below that, within the comm's limits. Broadcast and Reduce take one per
- * quarter of it: a chain forwards every chunk n - 1 times, so it gains more from parallel chunks
- * (on 4 H200, Broadcast of 128 KB-1 MB ran in 10-12 us with a quarter, 16-17 us without). */
-static int pick_channels(const struct gpu_comm* g, enum coll_kind coll, size_t bytes) {
-  double per = (double)param_int(PARAM_CHANNEL_BYTES);
-  if (coll == COLL_BROADCAST || coll == COLL_REDUCE) per /= 4;
-  if (per < 4096) per = 4096;
-  struct tune_blocks_in in = {(double)bytes,
-                              g->link_gbps,
-                              g->block_gbps,
-                              per,
-                              g->cta.min,
-                              g->nchannels_max,
-                              g->cta.policy == NCCL_CTA_POLICY_EFFICIENCY};
-  return tune_blocks(&in);
+/* What the plan (core/plan.c) needs of this comm: its path and the block model's limits and
+ * figures (ring channels: the fewest blocks that fill the link, one per MONEL_CHANNEL_BYTES below
+ * that, within the comm's limits; core/plan.c channels()). */
+static void plan_figures(struct ncclComm* comm, const struct gpu_comm* g) {
+  struct plan_comm* pc = &comm->plan;
+  pc->path = gpu_net_any(comm) ? PLAN_PATH_NET : g->host_fifos ? PLAN_PATH_SHM : PLAN_PATH_PEER;
+  pc->cta_min = g->cta.min;
+  pc->cta_max = g->cta.max;
+  pc->cta_efficiency = g->cta.policy == NCCL_CTA_POLICY_EFFICIENCY;
+  pc->nchannels_max = g->nchannels_max;
+  pc->p2p_channels = g->p2p_nch;
+  pc->link_gbps = g->link_gbps;
+  pc->block_gbps = g->block_gbps;
+  pc->channel_bytes = (size_t)param_int(PARAM_CHANNEL_BYTES);
 }
 
-static ncclResult_t launched(struct ncclComm* comm, struct task* t, cudaError_t e) {
+_Static_assert(GPU_LL_PART_BYTES == DEV_LL_BLOCK_DATA, "gpu/caps.h: one-shot LL part size");
+_Static_assert(GPU_NCAPS <= 64, "core/plan.c takes at most 64 rows");
+
+/* The engine's plan_fit (gpu/caps.c has the rules). */
+static struct plan_fit gpu_plan_fit(const struct ncclComm* comm, const struct task* t,
+                                    const struct plan_row* row) {
+  const struct gpu_comm* g = comm->engine_state;
+  struct gpu_fit_in in = {comm->nranks,
+                          g->ll_ok,
+                          DEV_LL_MAX_BYTES,
+                          (size_t)param_int(PARAM_ONESHOT_MAX),
+                          g->onehop_ok,
+                          g->p2p_slot_bytes,
+                          (size_t)param_int(PARAM_NET_ONEHOP_MAX)};
+  return gpu_fit(&in, t, row);
+}
+
+static ncclResult_t launch_result(struct ncclComm* comm, struct task* t, cudaError_t e) {
   if (e == cudaSuccess) return ncclSuccess;
   WARN("%s #%llu on rank %d: the kernel launch failed: %s", coll_name(t->coll),
        (unsigned long long)t->seq, comm->rank, cudaGetErrorString(e));
@@ -214,11 +249,7 @@ static ncclResult_t launch_oneshot(struct ncclComm* comm, struct gpu_comm* g, st
   a.nranks = comm->nranks;
   a.nblocks = (int)((bytes + DEV_LL_BLOCK_DATA - 1) / DEV_LL_BLOCK_DATA);
   if (a.nblocks < 1) a.nblocks = 1;
-  /* As many blocks as parts, within the comm's limits (a block takes several parts in turn). */
-  a.grid = a.nblocks;
-  if (g->cta.policy == NCCL_CTA_POLICY_EFFICIENCY) a.grid = (a.grid + 1) / 2;
-  if (a.grid < g->cta.min) a.grid = g->cta.min < a.nblocks ? g->cta.min : a.nblocks;
-  if (a.grid > g->cta.max) a.grid = g->cta.max;
+  a.grid = t->plan.nchannels; /* the plan's: as many as parts, within the comm's limits */
   a.coll = t->coll == COLL_ALLGATHER       ? DEV_ALLGATHER
            : t->coll == COLL_REDUCESCATTER ? DEV_REDUCESCATTER
                                            : DEV_ALLREDUCE;
@@ -234,7 +265,7 @@ static ncclResult_t launch_oneshot(struct ncclComm* comm, struct gpu_comm* g, st
   a.seq = g->ll_seq;
   a.ctl = gpu_ctl(g, t->seq, t->seq, t->stream);
   memcpy(a.peer_ll, g->peer_ll, sizeof a.peer_ll);
-  return launched(comm, t, dev_oneshot_launch(&a, t->stream));
+  return launch_result(comm, t, dev_oneshot_launch(&a, t->stream));
 }
 
 /* One-hop AllReduce (device/onehop.cu) over the point-to-point FIFOs' channel 0. */
@@ -258,7 +289,7 @@ static ncclResult_t launch_onehop(struct ncclComm* comm, struct gpu_comm* g, str
   memcpy(a.send_fifo, g->p2p_send, sizeof a.send_fifo);
   memcpy(a.recv_fifo, g->p2p_recv, sizeof a.recv_fifo);
   a.ctl = gpu_ctl(g, t->seq, t->seq, t->stream);
-  return launched(comm, t, dev_onehop_launch(&a, t->stream));
+  return launch_result(comm, t, dev_onehop_launch(&a, t->stream));
 }
 
 static int reduces(enum coll_kind c) {
@@ -268,13 +299,13 @@ static int reduces(enum coll_kind c) {
 static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struct task* t) {
   struct dev_ring_args a;
   memset(&a, 0, sizeof a);
-  size_t es = dtype_size(t->dtype), total = t->count * es;
+  size_t es = dtype_size(t->dtype);
   int n = comm->nranks;
   a.in = t->sendbuff;
   a.out = t->recvbuff;
   a.count = t->count;
   a.root = comm->ring_pos[t->root];
-  a.pos = g->ring_pos;
+  a.pos = g->my_ring_pos;
   a.order = g->ring_order_dev;
   a.nranks = n;
   switch (t->coll) {
@@ -288,10 +319,10 @@ static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struc
     a.coll = DEV_REDUCE;
     break;
   case COLL_ALLGATHER:
-    a.coll = DEV_ALLGATHER, total *= (size_t)n;
+    a.coll = DEV_ALLGATHER;
     break;
   default:
-    a.coll = DEV_REDUCESCATTER, total *= (size_t)n;
+    a.coll = DEV_REDUCESCATTER;
     break;
   }
   if (reduces(t->coll)) {
@@ -304,7 +335,7 @@ static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struc
     a.op = RED_SUM;
     a.count = t->count * es;
   }
-  a.nchannels = pick_channels(g, t->coll, total);
+  a.nchannels = t->plan.nchannels; /* core/plan.c */
   a.nslots = g->nslots;
   a.slot_bytes = g->slot_bytes;
   a.steps = g->steps;
@@ -314,7 +345,7 @@ static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struc
     a.ch[c].recv_fifo = g->fifo_mem.ptr + (size_t)c * g->fifo_bytes;
     a.ch[c].send_fifo = g->next_fifo + (size_t)c * g->fifo_bytes;
   }
-  return launched(comm, t, dev_ring_launch(&a, t->stream));
+  return launch_result(comm, t, dev_ring_launch(&a, t->stream));
 }
 
 /* The kernels of a comm share its FIFOs and step counters, so they must run one after the other
@@ -344,26 +375,19 @@ ncclResult_t gpu_order_after_last(struct gpu_comm* g, cudaStream_t s) {
   return ncclSuccess;
 }
 
+/* The plan's pair (core/plan.c), among those gpu/caps.c says have launch code. */
 static ncclResult_t launch_task(struct ncclComm* comm, struct gpu_comm* g, struct task* t) {
   if (t->count == 0) return ncclSuccess;
   NCCLCHECK(gpu_order_after_last(g, t->stream));
-  if (t->coll == COLL_ALLREDUCE || t->coll == COLL_ALLGATHER || t->coll == COLL_REDUCESCATTER) {
-    struct tune_path_in in = {t->coll == COLL_ALLREDUCE,
-                              t->count * dtype_size(t->dtype),
-                              comm->nranks,
-                              g->ll_ok,
-                              g->proto_ll,
-                              g->proto_simple,
-                              DEV_LL_MAX_BYTES,
-                              (size_t)param_int(PARAM_ONESHOT_MAX),
-                              g->onehop_ok,
-                              g->p2p_slot_bytes,
-                              (size_t)param_int(PARAM_NET_ONEHOP_MAX)};
-    enum tune_path path = tune_gpu_path(&in);
-    if (path == TUNE_PATH_ONESHOT_LL) return launch_oneshot(comm, g, t);
-    if (path == TUNE_PATH_ONEHOP) return launch_onehop(comm, g, t);
-  }
-  return launch_ring(comm, g, t);
+  enum algo_id a = t->plan.algo;
+  enum proto_id p = t->plan.proto;
+  if (a == ALGO_ONESHOT && p == PROTO_LL) return launch_oneshot(comm, g, t);
+  if (a == ALGO_ONESHOT && p == PROTO_SIMPLE) return launch_onehop(comm, g, t);
+  if (a == ALGO_RING && p == PROTO_SIMPLE) return launch_ring(comm, g, t);
+  WARN(
+      "%s #%llu on rank %d: the plan chose %s/%s, which this build of the GPU engine cannot launch",
+      coll_name(t->coll), (unsigned long long)t->seq, comm->rank, algo_name(a), proto_name(p));
+  return ncclInternalError;
 }
 
 /* Collectives run in the order they were posted, AlltoAll(v), Gather and Scatter among them;
@@ -541,6 +565,9 @@ static void gpu_comm_free(struct ncclComm* comm) {
 
 const struct engine gpu_engine = {
     .name = "gpu",
+    .caps = gpu_caps,
+    .ncaps = GPU_NCAPS,
+    .plan_fit = gpu_plan_fit,
     .enqueue_only = 1,
     .comm_init = gpu_comm_init,
     .run = gpu_run,
@@ -548,4 +575,13 @@ const struct engine gpu_engine = {
     .progress = gpu_progress,
     .check_task = gpu_check_task,
     .comm_free = gpu_comm_free,
+    .device_count = gpu_device_count,
+    .current_device = gpu_current_device,
+    .mem_alloc = gpu_mem_alloc,
+    .mem_free = gpu_mem_free,
+    .ctl_alloc = gpu_slot_get,
+    .ctl_free = gpu_slot_put,
+    .ctl_free_after = gpu_slot_put_after,
+    .stream_wait = gpu_stream_wait,
+    .copy = gpu_copy_async,
 };

@@ -44,7 +44,9 @@ static int launch_budget(const struct gpu_comm* g) {
  * budget, so that a send list and a receive list fit one launch. Both sides know the collective,
  * the size and n, so they cut a message alike. */
 static int msg_channels(const struct gpu_comm* g, int n, const struct task* t, size_t bytes) {
+  struct tune_cta_limits c = tune_task_cta(g->cta, t);
   int cap = g->p2p_nch, half = launch_budget(g) / 2;
+  if (c.max < cap) cap = c.max;
   if (half < cap) cap = half;
   double link = g->link_gbps;
   if (t->coll != COLL_SEND && t->coll != COLL_RECV && n > 1) {
@@ -58,7 +60,7 @@ static int msg_channels(const struct gpu_comm* g, int n, const struct task* t, s
                               DEV_P2P_CHUNK,
                               1,
                               cap,
-                              g->cta.policy == NCCL_CTA_POLICY_EFFICIENCY};
+                              (c.policy & NCCL_CTA_POLICY_EFFICIENCY) != 0};
   return tune_blocks(&in);
 }
 
@@ -80,7 +82,10 @@ static ncclResult_t add_msg(void* ctx, const struct task* t, char* buf, size_t b
   struct msgs* m = ctx;
   struct gpu_comm* g = m->g;
   NCCLCHECK(gpu_list_grow((void**)&g->msgs, &g->msg_cap, m->n, sizeof *g->msgs, t));
-  g->msgs[m->n++] = (struct gmsg){buf, bytes, peer, is_send, msg_channels(g, m->nranks, t, bytes)};
+  int nch = msg_channels(g, m->nranks, t, bytes);
+  if (peer < DEV_MAX_PEERS && (g->p2p_net >> peer & 1u) && nch > g->p2p_net_nch)
+    nch = g->p2p_net_nch; /* a network peer: both sides cut the message alike */
+  g->msgs[m->n++] = (struct gmsg){buf, bytes, peer, is_send, nch};
   return ncclSuccess;
 }
 

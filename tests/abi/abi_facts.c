@@ -17,14 +17,26 @@
 #include <string.h>
 
 #if defined(ABI_SIDE_NVIDIA)
+/* NCCL 2.32 declares ncclResetDebugInit only for Linux builds, which define this. */
+#ifndef NCCL_OS_LINUX
+#define NCCL_OS_LINUX 1
+#endif
 #include <nccl.h>
 #if defined(MONEL_NCCL_H)
 #error "the NVIDIA side found Monel's nccl.h: its include path must hold only NVIDIA's headers"
 #endif
-#if defined(__cplusplus) && defined(__has_include)
+#if defined(__cplusplus) && defined(__has_include) && NCCL_VERSION_CODE < 22900
 #if __has_include(<nccl_device/impl/comm__types.h>)
 #include <nccl_device/impl/comm__types.h>
 #define ABI_HAVE_DEVICE_TYPES 1
+#endif
+#endif
+/* From 2.29 on, NVIDIA's device-API structs changed shape; Monel, which has no device API, keeps
+ * those of 2.28, so only the types the 2.32 host functions use are compared (ABI_HAVE_HOST232). */
+#if defined(__cplusplus) && defined(__has_include) && NCCL_VERSION_CODE >= 23200
+#if __has_include(<nccl_device/host.h>)
+#include <nccl_device.h>
+#define ABI_HAVE_HOST232 1
 #endif
 #endif
 #elif defined(ABI_SIDE_MONEL)
@@ -34,6 +46,9 @@
 #error "the Monel side found another nccl.h: put Monel's include directory first"
 #endif
 #define ABI_HAVE_DEVICE_TYPES 1
+#ifdef __cplusplus
+#define ABI_HAVE_HOST232 1
+#endif
 #else
 #error "define ABI_SIDE_NVIDIA or ABI_SIDE_MONEL"
 #endif
@@ -62,6 +77,7 @@
 
 #if defined(__GNUC__)
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 #endif
 
 static void emit_int(abi_emit_fn emit, void* ctx, const char* name, long long v) {
@@ -388,6 +404,184 @@ static void device_facts(abi_emit_fn emit, void* ctx) {
 }
 #endif
 
+#if NCCL_VERSION_CODE >= 23200
+/* What 2.29-2.32 added to nccl.h. */
+static void facts_232(abi_emit_fn emit, void* ctx) {
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  ncclCollConfig_t cc = NCCL_COLLCONFIG_INITIALIZER;
+  ncclEncryptionConfig_t ec = NCCL_ENCRYPTION_CONFIG_INITIALIZER;
+
+  ENUMV(ncclTimeout);
+  CONSTV(NCCL_API_MAGIC);
+  CONSTV(NCCL_WIN_STRICT_ORDERING);
+  CONSTV(NCCL_WIN_GIN_ONLY);
+  CONSTV(NCCL_WIN_CFT_COUNTED);
+  CONSTV(NCCL_SUSPEND_MEM);
+  CTYPE(NCCL_API_MAGIC);
+  CTYPE(NCCL_SUSPEND_MEM);
+  ENUMV(ncclHostCftDefault);
+  ENUMV(ncclHostCftEnable);
+  ENUMV(ncclHostCftDisable);
+  ENUMV(ncclHostCftFallback);
+  ENUMV(ncclNvlsHostModeDefault);
+  ENUMV(ncclNvlsHostModeEnable);
+  ENUMV(ncclNvlsHostModeDisableTransport);
+  ENUMV(ncclNvlsHostModeDisableSymmetricMultimem);
+  ENUMV(ncclNvlsHostModeDisable);
+  ENUMV(ncclStatGpuMemSuspend);
+  ENUMV(ncclStatGpuMemSuspended);
+  ENUMV(ncclStatGpuMemPersist);
+  ENUMV(ncclStatGpuMemTotal);
+  ENUMV(NCCL_ENCRYPTION_MODE_NONE);
+  ENUMV(NCCL_ENCRYPTION_MODE_PSK);
+  LAYOUT("", ncclHostCftMode_t);
+  LAYOUT("", ncclNvlsHostMode_t);
+  LAYOUT("", ncclCommMemStat_t);
+  LAYOUT("", ncclEncryptionMode_t);
+  LAYOUT("", cudaEvent_t);
+  LAYOUT("", ncclParamHandle_t);
+  ENUMSIGN(ncclHostCftMode_t);
+  ENUMSIGN(ncclNvlsHostMode_t);
+  ENUMSIGN(ncclCommMemStat_t);
+  TNAME("", ncclCollConfig_t);
+  TNAME("", ncclConfigExt_t);
+  TNAME("", ncclEncryptionConfig_t);
+  TNAME("", ncclWaitSignalDesc_t);
+  TNAME("", ncclParamHandle_t);
+  TNAME("", cudaEvent_t);
+
+  FIELD("", ncclConfig_t, graphUsageMode);
+  FIELD("", ncclConfig_t, numRmaCtx);
+  FIELD("", ncclConfig_t, maxP2pPeers);
+  FIELD("", ncclConfig_t, graphStreamOrdering);
+  FIELD("", ncclConfig_t, launchOrderImplicit);
+  FIELD("", ncclConfig_t, numRmaSig);
+  FIELD("", ncclConfig_t, rmaEagerInit);
+  FIELD("", ncclConfig_t, hostCftMode);
+  FIELD("", ncclConfig_t, nvlsHostMode);
+  NUM("init.config.graphUsageMode", cfg.graphUsageMode);
+  NUM("init.config.numRmaCtx", cfg.numRmaCtx);
+  NUM("init.config.maxP2pPeers", cfg.maxP2pPeers);
+  NUM("init.config.graphStreamOrdering", cfg.graphStreamOrdering);
+  NUM("init.config.launchOrderImplicit", cfg.launchOrderImplicit);
+  NUM("init.config.numRmaSig", cfg.numRmaSig);
+  NUM("init.config.rmaEagerInit", cfg.rmaEagerInit);
+  NUM("init.config.hostCftMode", cfg.hostCftMode);
+  NUM("init.config.nvlsHostMode", cfg.nvlsHostMode);
+
+  LAYOUT("", ncclConfigExt_t);
+  FIELD("", ncclConfigExt_t, next);
+  FIELD("", ncclConfigExt_t, key);
+  FIELD("", ncclConfigExt_t, key.vendorId);
+  FIELD("", ncclConfigExt_t, key.optionId);
+  FIELD("", ncclConfigExt_t, val);
+  FIELD("", ncclConfigExt_t, val.i);
+  FIELD("", ncclConfigExt_t, val.s);
+  FIELD("", ncclConfigExt_t, val.raw);
+
+  LAYOUT("", ncclCollConfig_t);
+  FIELD("", ncclCollConfig_t, size);
+  FIELD("", ncclCollConfig_t, magic);
+  FIELD("", ncclCollConfig_t, version);
+  FIELD("", ncclCollConfig_t, ext);
+  FIELD("", ncclCollConfig_t, minCTAs);
+  FIELD("", ncclCollConfig_t, maxCTAs);
+  FIELD("", ncclCollConfig_t, nvlsCTAs);
+  FIELD("", ncclCollConfig_t, cgaClusterSize);
+  FIELD("", ncclCollConfig_t, algSelection);
+  FIELD("", ncclCollConfig_t, forceAlgSelection);
+  FIELD("", ncclCollConfig_t, CTAPolicy);
+  FIELD("", ncclCollConfig_t, userProfilerTag);
+  FIELD("", ncclCollConfig_t, launchCompletionEvent);
+  NUM("init.collconfig.size", cc.size);
+  NUM("init.collconfig.magic", cc.magic);
+  NUM("init.collconfig.version", cc.version);
+  NUM("init.collconfig.ext", (uintptr_t)cc.ext);
+  NUM("init.collconfig.minCTAs", cc.minCTAs);
+  NUM("init.collconfig.maxCTAs", cc.maxCTAs);
+  NUM("init.collconfig.nvlsCTAs", cc.nvlsCTAs);
+  NUM("init.collconfig.cgaClusterSize", cc.cgaClusterSize);
+  NUM("init.collconfig.algSelection", (uintptr_t)cc.algSelection);
+  NUM("init.collconfig.forceAlgSelection", cc.forceAlgSelection);
+  NUM("init.collconfig.CTAPolicy", cc.CTAPolicy);
+  NUM("init.collconfig.userProfilerTag", (long long)cc.userProfilerTag);
+  NUM("init.collconfig.launchCompletionEvent", (uintptr_t)cc.launchCompletionEvent);
+
+  LAYOUT("", ncclEncryptionConfig_t);
+  FIELD("", ncclEncryptionConfig_t, size);
+  FIELD("", ncclEncryptionConfig_t, magic);
+  FIELD("", ncclEncryptionConfig_t, version);
+  FIELD("", ncclEncryptionConfig_t, mode);
+  FIELD("", ncclEncryptionConfig_t, psk);
+  NUM("init.encryption.size", ec.size);
+  NUM("init.encryption.magic", ec.magic);
+  NUM("init.encryption.version", ec.version);
+  NUM("init.encryption.mode", ec.mode);
+  NUM("init.encryption.psk", (uintptr_t)ec.psk);
+
+  LAYOUT("", ncclWaitSignalDesc_t);
+  FIELD("", ncclWaitSignalDesc_t, opCnt);
+  FIELD("", ncclWaitSignalDesc_t, peer);
+  FIELD("", ncclWaitSignalDesc_t, sigIdx);
+  FIELD("", ncclWaitSignalDesc_t, ctx);
+}
+#endif
+
+#ifdef ABI_HAVE_HOST232
+/* The 2.32 host functions of the device API and the types they take. */
+static void host232_facts(abi_emit_fn emit, void* ctx) {
+  ncclCommProperties_t pr = NCCL_COMM_PROPERTIES_INITIALIZER;
+  LAYOUT("h232.", ncclCommProperties_t);
+  FIELD("h232.", ncclCommProperties_t, size);
+  FIELD("h232.", ncclCommProperties_t, magic);
+  FIELD("h232.", ncclCommProperties_t, version);
+  FIELD("h232.", ncclCommProperties_t, rank);
+  FIELD("h232.", ncclCommProperties_t, nRanks);
+  FIELD("h232.", ncclCommProperties_t, cudaDev);
+  FIELD("h232.", ncclCommProperties_t, nvmlDev);
+  FIELD("h232.", ncclCommProperties_t, deviceApiSupport);
+  FIELD("h232.", ncclCommProperties_t, multimemSupport);
+  FIELD("h232.", ncclCommProperties_t, ginType);
+  FIELD("h232.", ncclCommProperties_t, nLsaTeams);
+  FIELD("h232.", ncclCommProperties_t, hostRmaSupport);
+  FIELD("h232.", ncclCommProperties_t, railedGinType);
+  FIELD("h232.", ncclCommProperties_t, commHash);
+  FIELD("h232.", ncclCommProperties_t, ginMinStride);
+  FIELD("h232.", ncclCommProperties_t, ginConnectionType);
+  FIELD("h232.", ncclCommProperties_t, ginSupport);
+  FIELD("h232.", ncclCommProperties_t, devCommRuntimeVersionSize);
+  FIELD("h232.", ncclCommProperties_t, cftSupport);
+  FIELD("h232.", ncclCommProperties_t, cftMulticastSupport);
+  FIELD("h232.", ncclCommProperties_t, cftCountedSupport);
+  NUM("h232.init.props.size", pr.size);
+  NUM("h232.init.props.magic", pr.magic);
+  NUM("h232.init.props.version", pr.version);
+  LAYOUT("h232.", ncclCftLeId);
+  LAYOUT("h232.", ncclGinType_t);
+  LAYOUT("h232.", ncclGinConnectionType_t);
+  LAYOUT("h232.", ncclCftTeamMode_t);
+  NUM("h232.enum.NCCL_GIN_TYPE_NONE", NCCL_GIN_TYPE_NONE);
+  NUM("h232.enum.NCCL_GIN_TYPE_PROXY", NCCL_GIN_TYPE_PROXY);
+  NUM("h232.enum.NCCL_GIN_TYPE_GDAKI", NCCL_GIN_TYPE_GDAKI);
+  NUM("h232.enum.NCCL_GIN_TYPE_GPI", NCCL_GIN_TYPE_GPI);
+  NUM("h232.enum.NCCL_GIN_TYPE_EFA_GDA", NCCL_GIN_TYPE_EFA_GDA);
+  NUM("h232.enum.NCCL_GIN_MAX_TYPES", NCCL_GIN_MAX_TYPES);
+  NUM("h232.enum.NCCL_GIN_CONNECTION_NONE", NCCL_GIN_CONNECTION_NONE);
+  NUM("h232.enum.NCCL_GIN_CONNECTION_FULL", NCCL_GIN_CONNECTION_FULL);
+  NUM("h232.enum.NCCL_GIN_CONNECTION_RAIL", NCCL_GIN_CONNECTION_RAIL);
+  NUM("h232.enum.NCCL_GIN_CONNECTION_CUSTOM_STRIDE", NCCL_GIN_CONNECTION_CUSTOM_STRIDE);
+  NUM("h232.enum.NCCL_CFT_TEAM_FLAT", NCCL_CFT_TEAM_FLAT);
+  NUM("h232.enum.NCCL_CFT_TEAM_HIER_MULTIMEM", NCCL_CFT_TEAM_HIER_MULTIMEM);
+  NUM("h232.enum.NCCL_CFT_TEAM_HIER_LSA", NCCL_CFT_TEAM_HIER_LSA);
+  NUM("h232.enum.NCCL_CFT_NONE", NCCL_CFT_NONE);
+  NUM("h232.enum.NCCL_CFT", NCCL_CFT);
+  NUM("h232.enum.NCCL_CFT_MULTIMEM", NCCL_CFT_MULTIMEM);
+#define SIG_H232(n, type)                                                                          \
+  emit(ctx, "h232.cxx.sig.nccl" #n, typeid(static_cast<type>(&nccl##n)).name());
+  ABI_HOST232_FUNCTIONS(SIG_H232)
+#undef SIG_H232
+}
+#endif
 #ifdef __cplusplus
 /* The typeid name of a function type spells every parameter and the result,
  * including struct tags, so equal names mean equal C++ signatures. */
@@ -396,6 +590,9 @@ static void signature_facts(abi_emit_fn emit, void* ctx) {
   emit(ctx, "cxx.sig.nccl" #n, typeid(nccl##n).name());                                            \
   emit(ctx, "cxx.sig.pnccl" #n, typeid(pnccl##n).name());
   ABI_NCCL_FUNCTIONS(SIG_PAIR)
+#if NCCL_VERSION_CODE >= 23200
+  ABI_NCCL232_FUNCTIONS(SIG_PAIR)
+#endif
 #undef SIG_PAIR
 #ifdef ABI_HAVE_DEVICE_TYPES
 #define SIG_ONE(n) emit(ctx, "dev.cxx.sig.nccl" #n, typeid(nccl##n).name());
@@ -420,6 +617,12 @@ void ABI_FACTS_FN(abi_emit_fn emit, void* ctx) {
   siminfo_facts(emit, ctx);
 #ifdef ABI_HAVE_DEVICE_TYPES
   device_facts(emit, ctx);
+#endif
+#if NCCL_VERSION_CODE >= 23200
+  facts_232(emit, ctx);
+#endif
+#ifdef ABI_HAVE_HOST232
+  host232_facts(emit, ctx);
 #endif
 #ifdef __cplusplus
   signature_facts(emit, ctx);

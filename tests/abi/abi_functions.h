@@ -51,6 +51,55 @@
   X(GroupEnd)                 \
   X(GroupSimulateEnd)
 
+/* Added to nccl.h in 2.29-2.32. */
+#define ABI_NCCL232_FUNCTIONS(X) \
+  X(CommGetUniqueId)            \
+  X(CommGrow)                   \
+  X(CommSuspend)                \
+  X(CommResume)                 \
+  X(CommMemStats)               \
+  X(WinGetUserPtr)              \
+  X(AllReduceConfig)            \
+  X(BroadcastConfig)            \
+  X(ReduceConfig)               \
+  X(AllGatherConfig)            \
+  X(ReduceScatterConfig)        \
+  X(AlltoAllConfig)             \
+  X(GatherConfig)               \
+  X(ScatterConfig)              \
+  X(PutSignal)                  \
+  X(Signal)                     \
+  X(WaitSignal)                 \
+  X(SetEncryption)              \
+  X(ParamBind)                  \
+  X(ParamGetI8)                 \
+  X(ParamGetI16)                \
+  X(ParamGetI32)                \
+  X(ParamGetI64)                \
+  X(ParamGetU8)                 \
+  X(ParamGetU16)                \
+  X(ParamGetU32)                \
+  X(ParamGetU64)                \
+  X(ParamGetStr)                \
+  X(ParamGet)                   \
+  X(ParamGetParameter)          \
+  X(ParamGetAllParameterKeys)   \
+  X(ParamDumpAll)
+
+/* Host functions of the 2.32 device API (nccl_device/host.h), with their host type. */
+#define ABI_HOST232_FUNCTIONS(X)                                                                  \
+  X(CommQueryProperties, ncclResult_t (*)(ncclComm_t, ncclCommProperties_t*))                     \
+  X(GetLsaMultimemDevicePointer, ncclResult_t (*)(ncclWindow_t, size_t, void**))                  \
+  X(GetMultimemDevicePointer, ncclResult_t (*)(ncclWindow_t, size_t, ncclMultimemHandle_t, void**)) \
+  X(GetLsaDevicePointer, ncclResult_t (*)(ncclWindow_t, size_t, int, void**))                     \
+  X(GetPeerDevicePointer, ncclResult_t (*)(ncclWindow_t, size_t, int, void**))                    \
+  X(GetMultimemDeviceLeInfo, ncclResult_t (*)(ncclWindow_t, size_t, ncclCftLeId*, size_t*))       \
+  X(GetCftDeviceLeInfo,                                                                           \
+    ncclResult_t (*)(ncclWindow_t, size_t, int, ncclTeam_t, ncclCftLeId*, size_t*))               \
+  X(GetPeerDeviceLeInfo, ncclResult_t (*)(ncclWindow_t, size_t, int, ncclCftLeId*, size_t*))      \
+  X(TeamCft, ncclTeam_t (*)(ncclComm_t, ncclCftTeamMode_t))                                       \
+  X(TeamCftMultimem, ncclTeam_t (*)(ncclComm_t))
+
 /* Host side of the device API, declared by NCCL's nccl_device headers. Those
  * overloaded for device code in C++ are in the second list, with the type of
  * the host function. */

@@ -8,7 +8,8 @@
 #     nccl.h and monel.h is exported as a defined dynamic symbol, ncclX and its
 #     pncclX twin alike;
 #   - nothing else is exported, and no symbol carries a version;
-#   - Monel's headers declare every function of NVIDIA's, each with its twin.
+#   - Monel's headers declare every function of NVIDIA's, each with its twin;
+#   - the names of tests/abi/nccl-*.symbols (what NVIDIA's libraries export) are expected too.
 # Function names are found by preprocessing the headers (CUDA headers are
 # replaced by empty stand-ins, so no CUDA installation is needed).
 # NVIDIA_NCCL_H defaults to $CUDA_HOME/include/nccl.h (CUDA_HOME defaults to
@@ -89,7 +90,10 @@ if [ -n "$no_twin" ]; then
   fail=1
 fi
 
-cat "$tmp/nvidia" "$tmp/monel" | sed -E 's/^p//' | sort -u >"$tmp/base"
+# NVIDIA's libraries also export a few functions no header declares; the symbol lists kept in
+# tests/abi (tools/abi/nccl-symbols) name them.
+cat "$here"/nccl-*.symbols 2>/dev/null >"$tmp/listed" || :
+cat "$tmp/nvidia" "$tmp/monel" "$tmp/listed" | sed -E 's/^p//' | sort -u >"$tmp/base"
 sed 's/^/p/' "$tmp/base" | cat - "$tmp/base" | sort -u >"$tmp/expected"
 if [ $list_only -eq 1 ]; then
   cat "$tmp/expected"

@@ -42,6 +42,8 @@ STATIC_CHECK(_Generic((cudaStream_t)0, struct CUstream_st* : 1, default : 0), "c
 #define TWIN2(n, type) TWIN(n)
 ABI_NCCL_FUNCTIONS(TWIN)
 ABI_DEVICE_FUNCTIONS(TWIN)
+ABI_NCCL232_FUNCTIONS(TWIN)
+ABI_HOST232_FUNCTIONS(TWIN2)
 ABI_DEVICE_OVERLOADED_FUNCTIONS(TWIN2)
 ABI_MONEL_FUNCTIONS(TWIN)
 #if defined(__GNUC__)
@@ -53,8 +55,14 @@ STATIC_CHECK(sizeof(ncclRedOp_t) == sizeof(int), "ncclRedOp_t is int-sized");
 STATIC_CHECK(sizeof(ncclDataType_t) == sizeof(int), "ncclDataType_t is int-sized");
 STATIC_CHECK(sizeof(ncclResult_t) == sizeof(int), "ncclResult_t is int-sized");
 #if defined(__LP64__)
-STATIC_CHECK(sizeof(ncclConfig_t) == 80, "ncclConfig_t size");
-STATIC_CHECK(offsetof(ncclConfig_t, nvlinkCentricSched) == 76, "ncclConfig_t last field");
+STATIC_CHECK(sizeof(ncclConfig_t) == 120, "ncclConfig_t size");
+STATIC_CHECK(offsetof(ncclConfig_t, nvlinkCentricSched) == 76, "ncclConfig_t 2.28 last field");
+STATIC_CHECK(offsetof(ncclConfig_t, nvlsHostMode) == 112, "ncclConfig_t last field");
+STATIC_CHECK(sizeof(ncclCollConfig_t) == 72, "ncclCollConfig_t size");
+STATIC_CHECK(sizeof(ncclConfigExt_t) == 24, "ncclConfigExt_t size");
+STATIC_CHECK(sizeof(ncclWaitSignalDesc_t) == 16, "ncclWaitSignalDesc_t size");
+STATIC_CHECK(sizeof(ncclEncryptionConfig_t) == 32, "ncclEncryptionConfig_t size");
+STATIC_CHECK(sizeof(ncclCommProperties_t) == 152, "ncclCommProperties_t size");
 STATIC_CHECK(sizeof(ncclSimInfo_t) == 24, "ncclSimInfo_t size");
 STATIC_CHECK(sizeof(ncclDevComm_t) == 200, "ncclDevComm size");
 STATIC_CHECK(sizeof(ncclDevCommRequirements_t) == 56, "ncclDevCommRequirements size");
@@ -77,7 +85,18 @@ int main(void) {
   const char* monel_version = NULL;
 
   memset(&id, 0, sizeof id);
-  expect(NCCL_VERSION_CODE == 22809, "NCCL_VERSION_CODE");
+  ncclCollConfig_t cc = NCCL_COLLCONFIG_INITIALIZER;
+  ncclEncryptionConfig_t enc = NCCL_ENCRYPTION_CONFIG_INITIALIZER;
+  ncclCommProperties_t props = NCCL_COMM_PROPERTIES_INITIALIZER;
+  expect(NCCL_VERSION_CODE == 23203, "NCCL_VERSION_CODE");
+  expect(ncclTimeout == 8 && ncclNumResults == 9, "ncclTimeout");
+  expect(cc.size == sizeof cc && cc.magic == NCCL_API_MAGIC && cc.forceAlgSelection == 1 &&
+             cc.minCTAs == NCCL_CONFIG_UNDEF_INT && cc.launchCompletionEvent == NULL,
+         "collconfig initializer");
+  expect(enc.size == sizeof enc && enc.mode == NCCL_ENCRYPTION_MODE_NONE && enc.psk == NULL,
+         "encryption initializer");
+  expect(props.size == sizeof props && props.version == NCCL_VERSION_CODE, "props initializer");
+  expect(config.nvlsHostMode == NCCL_CONFIG_UNDEF_INT, "config.nvlsHostMode");
   expect(NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH) == NCCL_VERSION_CODE, "NCCL_VERSION");
   expect(NCCL_VERSION(2, 8, 4) == 2804, "NCCL_VERSION(2,8,4)");
   expect(strcmp(NCCL_SUFFIX, "") == 0, "NCCL_SUFFIX");

@@ -1,0 +1,220 @@
+/* One-sided operations: ncclPutSignal, ncclSignal, ncclWaitSignal.
+ *
+ * On Monel they travel over the comm's point-to-point paths (CPU engine: shared memory between
+ * processes of a host, the network between hosts; GPU engine: its point-to-point FIFOs, in peer
+ * GPU memory or through the proxy): a put is a small header (window id, offset, size, signal)
+ * followed by the data, both sent to the target; ncclWaitSignal receives headers from each peer
+ * it waits for, lands the data of each in its own window at the offset named, and counts the
+ * signals. A signal for another (index, context) than the one being waited for is counted and
+ * kept for a later wait. Windows are registered collectively, in the same order on every rank,
+ * so the id of the caller's handle names the same window on the target.
+ *
+ * What this gives up against NCCL's: a put bigger than the path's buffer completes (in its
+ * stream) only when the target's ncclWaitSignal takes it; on the GPU engine ncclWaitSignal waits
+ * on the host for each header before it queues the receive of the data (headers live in memory the
+ * engine gives, struct engine ctl_alloc: pinned host memory). */
+#include <stdlib.h>
+#include <string.h>
+#include "api/api.h"
+#include "core/comm.h"
+#include "core/comm_ext.h"
+#include "core/group.h"
+#include "util/check.h"
+#include "util/dtype.h"
+
+#define PUT_MAGIC 0x4d6f5075u /* "MoPu" */
+
+struct put_hdr {
+  uint32_t magic;
+  int32_t win_id; /* -1: a signal alone */
+  int32_t sig, ctx;
+  uint64_t offset, bytes;
+};
+
+static int on_cpu(const struct ncclComm* comm) {
+  return strcmp(comm->engine->name, "cpu") == 0;
+}
+/* An engine whose operations run later on streams, with what one-sided calls need of it. */
+static int on_stream(const struct ncclComm* comm) {
+  const struct engine* e = comm->engine;
+  return e->ctl_alloc && e->ctl_free && e->ctl_free_after && e->stream_wait && e->copy;
+}
+
+/* Header memory: malloc'd on the CPU engine, the engine's control block otherwise. */
+static void* hdr_get(ncclComm_t comm) {
+  return on_stream(comm) ? comm->engine->ctl_alloc() : malloc(sizeof(struct put_hdr));
+}
+static void hdr_release_cpu(void* p, cudaStream_t s) {
+  (void)s;
+  free(p);
+}
+static comm_release_fn hdr_release(ncclComm_t comm) {
+  return on_stream(comm) ? comm->engine->ctl_free_after : hdr_release_cpu;
+}
+
+static ncclResult_t check_common(ncclComm_t comm, int peer, int sig, int ctx, unsigned flags,
+                                 const char* fn) {
+  NCCLCHECK(api_check_usable(comm, fn));
+  NCCLCHECK(api_check_rank(peer, comm->nranks, "peer", fn));
+  if (sig < 0 || ctx < 0) {
+    WARN("%s: sigIdx %d and ctx %d must not be negative", fn, sig, ctx);
+    return ncclInvalidArgument;
+  }
+  if (flags != 0) {
+    WARN("%s: flags is 0x%x; no flag is defined yet, pass 0", fn, flags);
+    return ncclInvalidArgument;
+  }
+  if (!on_cpu(comm) && !on_stream(comm)) {
+    WARN("%s: one-sided operations do not run on the %s engine", fn, comm->engine->name);
+    return ncclInvalidUsage;
+  }
+  if (group_depth() == 0) comm_onesided_release(comm); /* every earlier group has run */
+  return ncclSuccess;
+}
+
+static ncclResult_t copy(ncclComm_t comm, void* dst, const void* src, size_t bytes,
+                         cudaStream_t stream) {
+  if (on_stream(comm)) return comm->engine->copy(dst, src, bytes, stream, "ncclPutSignal");
+  memcpy(dst, src, bytes);
+  return ncclSuccess;
+}
+
+/* Receives a header from peer into *h: on a stream engine into its control memory, waited for
+ * on the host. */
+static ncclResult_t recv_header(ncclComm_t comm, int peer, cudaStream_t stream, struct put_hdr* h,
+                                const char* fn) {
+  if (!on_stream(comm)) return pncclRecv(h, sizeof *h, ncclUint8, peer, comm, stream);
+  struct put_hdr* hp = comm->engine->ctl_alloc();
+  if (hp == NULL) return ncclSystemError;
+  ncclResult_t res = pncclRecv(hp, sizeof *hp, ncclUint8, peer, comm, stream);
+  if (res == ncclSuccess) res = comm->engine->stream_wait(stream, fn);
+  *h = *hp;
+  comm->engine->ctl_free(hp);
+  return res;
+}
+
+/* Sends the header (and the data) to peer; inside a group the header must outlive the call. */
+static ncclResult_t post(const struct put_hdr* h, const void* data, int peer, ncclComm_t comm,
+                         cudaStream_t stream) {
+  if (peer == comm->rank) { /* to myself: land it now (in stream order on a GPU) */
+    struct comm_window* cw = h->bytes ? comm_window_by_id(comm, h->win_id) : NULL;
+    if (cw) NCCLCHECK(copy(comm, (char*)cw->buff + h->offset, data, (size_t)h->bytes, stream));
+    return comm_signal_add(comm, peer, h->sig, h->ctx, 1);
+  }
+  struct put_hdr* hp = hdr_get(comm);
+  if (hp == NULL) {
+    WARN("ncclPutSignal: out of host memory on rank %d", comm->rank);
+    return ncclSystemError;
+  }
+  *hp = *h;
+  /* Released at the next one-sided call outside a group, or with the comm: by then the group
+   * that sends it has run (CPU) or is queued on the stream (GPU: freed when the stream gets
+   * there). */
+  ncclResult_t res = comm_onesided_keep(comm, hp, stream, hdr_release(comm));
+  if (res != ncclSuccess) {
+    hdr_release(comm)(hp, stream);
+    return res;
+  }
+  NCCLCHECK(pncclGroupStart());
+  res = pncclSend(hp, sizeof *hp, ncclUint8, peer, comm, stream);
+  if (res == ncclSuccess && h->bytes > 0)
+    res = pncclSend(data, (size_t)h->bytes, ncclUint8, peer, comm, stream);
+  ncclResult_t end = pncclGroupEnd();
+  if (group_depth() == 0) comm_onesided_release(comm); /* queued or done: release it */
+  return res != ncclSuccess ? res : end;
+}
+
+NCCL_API(ncclResult_t, ncclPutSignal, const void* localbuff, size_t count, ncclDataType_t datatype,
+         int peer, ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx, int ctx,
+         unsigned int flags, ncclComm_t comm, cudaStream_t stream) {
+  const char* fn = "ncclPutSignal";
+  NCCLCHECK(check_common(comm, peer, sigIdx, ctx, flags, fn));
+  NCCLCHECK(api_check_dtype(datatype, fn));
+  NCCLCHECK(api_check_count(count, datatype, 1, fn));
+  size_t bytes = count * dtype_size(datatype);
+  if (bytes > 0) NCCLCHECK(api_check_ptr(localbuff, "localbuff", fn));
+  struct comm_window* cw = comm_window_of(comm, peerWin);
+  if (cw == NULL) {
+    WARN("%s: peerWin %p is not a window registered on comm %p", fn, (void*)peerWin, (void*)comm);
+    return ncclInvalidArgument;
+  }
+  if (peerWinOffset > cw->size || bytes > cw->size - peerWinOffset) {
+    WARN("%s: %zu bytes at offset %zu do not fit the window's %zu bytes", fn, bytes, peerWinOffset,
+         cw->size);
+    return ncclInvalidArgument;
+  }
+  struct put_hdr h = {PUT_MAGIC, cw->id, sigIdx, ctx, peerWinOffset, bytes};
+  return post(&h, localbuff, peer, comm, stream);
+}
+
+NCCL_API(ncclResult_t, ncclSignal, int peer, int sigIdx, int ctx, unsigned int flags,
+         ncclComm_t comm, cudaStream_t stream) {
+  NCCLCHECK(check_common(comm, peer, sigIdx, ctx, flags, "ncclSignal"));
+  struct put_hdr h = {PUT_MAGIC, -1, sigIdx, ctx, 0, 0};
+  return post(&h, NULL, peer, comm, stream);
+}
+
+/* Receives one put or signal from peer and lands its data; *sig, *ctx: its signal. */
+static ncclResult_t take_one(ncclComm_t comm, int peer, cudaStream_t stream, int* sig, int* ctx,
+                             const char* fn) {
+  struct put_hdr h;
+  NCCLCHECK(recv_header(comm, peer, stream, &h, fn));
+  if (h.magic != PUT_MAGIC) {
+    WARN("%s: rank %d received from rank %d a message that is not a put or a signal; a "
+         "ncclSend/ncclRecv between these ranks is interleaved with one-sided calls",
+         fn, comm->rank, peer);
+    return ncclInvalidUsage;
+  }
+  *sig = h.sig, *ctx = h.ctx;
+  if (h.bytes == 0) return ncclSuccess;
+  struct comm_window* cw = comm_window_by_id(comm, h.win_id);
+  if (cw != NULL && h.offset <= cw->size && h.bytes <= cw->size - h.offset)
+    return pncclRecv((char*)cw->buff + h.offset, (size_t)h.bytes, ncclUint8, peer, comm, stream);
+  /* Take the data anyway (CPU engine), so that the path stays in step, then fail. */
+  void* sink = on_cpu(comm) ? malloc((size_t)h.bytes) : NULL;
+  ncclResult_t res =
+      sink ? pncclRecv(sink, (size_t)h.bytes, ncclUint8, peer, comm, stream) : ncclSystemError;
+  free(sink);
+  WARN("%s: rank %d got a put of %llu bytes at offset %llu of window #%d from rank %d, which "
+       "%s on this rank; register windows in the same order on every rank",
+       fn, comm->rank, (unsigned long long)h.bytes, (unsigned long long)h.offset, h.win_id, peer,
+       cw ? "does not fit that window" : "has no such window");
+  return res != ncclSuccess ? res : ncclInvalidUsage;
+}
+
+NCCL_API(ncclResult_t, ncclWaitSignal, int nDesc, ncclWaitSignalDesc_t* signalDescs,
+         ncclComm_t comm, cudaStream_t stream) {
+  const char* fn = "ncclWaitSignal";
+  NCCLCHECK(api_check_usable(comm, fn));
+  if (nDesc < 0 || (nDesc > 0 && signalDescs == NULL)) {
+    WARN("%s: nDesc is %d with signalDescs %p", fn, nDesc, (void*)signalDescs);
+    return ncclInvalidArgument;
+  }
+  for (int i = 0; i < nDesc; i++) {
+    ncclWaitSignalDesc_t* d = &signalDescs[i];
+    NCCLCHECK(check_common(comm, d->peer, d->sigIdx, d->ctx, 0, fn));
+    if (d->opCnt < 0) {
+      WARN("%s: signalDescs[%d].opCnt is %d; it must not be negative", fn, i, d->opCnt);
+      return ncclInvalidArgument;
+    }
+  }
+  if (group_depth() > 0) {
+    WARN("%s: cannot be called inside ncclGroupStart/ncclGroupEnd on Monel (it must see each put "
+         "before taking its data); call it after the group",
+         fn);
+    return ncclInvalidUsage;
+  }
+  for (int i = 0; i < nDesc; i++) {
+    ncclWaitSignalDesc_t* d = &signalDescs[i];
+    int need = d->opCnt - comm_signal_take(comm, d->peer, d->sigIdx, d->ctx, d->opCnt);
+    while (need > 0) {
+      int sig = -1, ctx = -1;
+      NCCLCHECK(take_one(comm, d->peer, stream, &sig, &ctx, fn));
+      if (sig == d->sigIdx && ctx == d->ctx)
+        need--;
+      else
+        NCCLCHECK(comm_signal_add(comm, d->peer, sig, ctx, 1));
+    }
+  }
+  return ncclSuccess;
+}

@@ -1,0 +1,187 @@
+/* Exported window calls: registration (core/comm_ext.c keeps the list), the user pointer, and
+ * the host-side device-pointer helpers of NCCL's device API. Monel maps no peer's window into
+ * this rank's address space, so the pointer of a window is known for the calling rank only. */
+#include <stdlib.h>
+#include <string.h>
+#include "api/api.h"
+#include "core/comm.h"
+#include "core/comm_ext.h"
+#include "core/group.h"
+#include "util/check.h"
+
+/* Registration is collective: on the CPU engine it also opens the point-to-point paths to every
+ * peer both ways (one byte each way), because a path is set up by both of its ends and a
+ * one-sided put must not wait for its target to set up its end (api/onesided.c). */
+static ncclResult_t connect_all(ncclComm_t comm, const char* fn) {
+  if (comm->nranks == 1 || strcmp(comm->engine->name, "cpu") != 0 || group_depth() > 0 ||
+      comm->suspended)
+    return ncclSuccess;
+  char* b = calloc(2 * (size_t)comm->nranks, 1);
+  if (b == NULL) {
+    WARN("%s: out of host memory on rank %d", fn, comm->rank);
+    return ncclSystemError;
+  }
+  ncclResult_t res = pncclGroupStart(), end;
+  for (int p = 0; p < comm->nranks && res == ncclSuccess; p++) {
+    if (p == comm->rank) continue;
+    res = pncclSend(b + p, 1, ncclUint8, p, comm, NULL);
+    if (res == ncclSuccess) res = pncclRecv(b + comm->nranks + p, 1, ncclUint8, p, comm, NULL);
+  }
+  end = pncclGroupEnd();
+  free(b);
+  return res != ncclSuccess ? res : end;
+}
+
+NCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size,
+         ncclWindow_t* win, int winFlags) {
+  const char* fn = "ncclCommWindowRegister";
+  NCCLCHECK(comm_check(comm, fn, 0));
+  NCCLCHECK(api_check_ptr(win, "win", fn));
+  int known =
+      NCCL_WIN_COLL_SYMMETRIC | NCCL_WIN_STRICT_ORDERING | NCCL_WIN_GIN_ONLY | NCCL_WIN_CFT_COUNTED;
+  if (winFlags & ~known) {
+    WARN("%s: winFlags 0x%x has unknown bits", fn, (unsigned)winFlags);
+    return ncclInvalidArgument;
+  }
+  if (size > 0 && buff == NULL) {
+    WARN("%s: buff is NULL for a window of %zu bytes", fn, size);
+    return ncclInvalidArgument;
+  }
+  NCCLCHECK(comm_window_add(comm, buff, size, winFlags, win));
+  return connect_all(comm, fn);
+}
+
+NCCL_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win) {
+  NCCLCHECK(comm_check(comm, "ncclCommWindowDeregister", 0));
+  return comm_window_remove(comm, win);
+}
+
+/* The window record behind a handle, among every window of the process. */
+static struct comm_window* window_of(ncclWindow_t win, const char* fn) {
+  struct comm_window* cw = comm_window_of(NULL, win);
+  if (cw == NULL) WARN("%s: window %p is not a registered window", fn, (void*)win);
+  return cw;
+}
+
+NCCL_API(ncclResult_t, ncclWinGetUserPtr, ncclComm_t comm, ncclWindow_t win, void** outUserPtr) {
+  const char* fn = "ncclWinGetUserPtr";
+  NCCLCHECK(comm_check(comm, fn, 0));
+  NCCLCHECK(api_check_ptr(outUserPtr, "outUserPtr", fn));
+  struct comm_window* cw = comm_window_of(comm, win);
+  if (cw == NULL) {
+    WARN("%s: window %p was not registered on comm %p", fn, (void*)win, (void*)comm);
+    return ncclInvalidArgument;
+  }
+  *outUserPtr = cw->buff;
+  return ncclSuccess;
+}
+
+/* The address of byte `offset` of rank `peer`'s part of the window, as this rank can use it. */
+static ncclResult_t peer_pointer(ncclWindow_t window, size_t offset, int peer, void** out,
+                                 const char* fn) {
+  NCCLCHECK(api_check_ptr(out, "outPtr", fn));
+  *out = NULL;
+  struct comm_window* cw = window_of(window, fn);
+  if (cw == NULL) return ncclInvalidArgument;
+  struct ncclComm* comm = cw->comm;
+  NCCLCHECK(api_check_rank(peer, comm->nranks, "peer", fn));
+  if (offset >= cw->size) {
+    WARN("%s: offset %zu is beyond the window's %zu bytes", fn, offset, cw->size);
+    return ncclInvalidArgument;
+  }
+  if (peer != comm->rank) {
+    WARN("%s: Monel does not map rank %d's window into rank %d's address space; only the calling "
+         "rank's own pointer is available (move data with ncclPutSignal or ncclSend instead)",
+         fn, peer, comm->rank);
+    return ncclInvalidUsage;
+  }
+  *out = (char*)cw->buff + offset;
+  return ncclSuccess;
+}
+
+/* Monel's load/store team is the world (ncclTeamLsa), so lsa ranks are world ranks. */
+NCCL_API(ncclResult_t, ncclGetLsaDevicePointer, ncclWindow_t window, size_t offset, int lsaRank,
+         void** outPtr) {
+  return peer_pointer(window, offset, lsaRank, outPtr, "ncclGetLsaDevicePointer");
+}
+
+NCCL_API(ncclResult_t, ncclGetPeerDevicePointer, ncclWindow_t window, size_t offset, int peer,
+         void** outPtr) {
+  return peer_pointer(window, offset, peer, outPtr, "ncclGetPeerDevicePointer");
+}
+
+static ncclResult_t no_multimem(void** out, const char* fn) {
+  if (out) *out = NULL;
+  WARN("%s: multicast memory (NVLink SHARP multimem) is not available on Monel "
+       "(ncclCommQueryProperties reports multimemSupport = false)",
+       fn);
+  return ncclInvalidUsage;
+}
+
+NCCL_API(ncclResult_t, ncclGetLsaMultimemDevicePointer, ncclWindow_t window, size_t offset,
+         void** outPtr) {
+  (void)window, (void)offset;
+  return no_multimem(outPtr, "ncclGetLsaMultimemDevicePointer");
+}
+
+NCCL_API(ncclResult_t, ncclGetMultimemDevicePointer, ncclWindow_t window, size_t offset,
+         ncclMultimemHandle_t multimem, void** outPtr) {
+  (void)window, (void)offset, (void)multimem;
+  return no_multimem(outPtr, "ncclGetMultimemDevicePointer");
+}
+
+/* CFT load/store entries belong to NCCL's device API, which Monel does not provide. */
+static ncclResult_t no_cft(const char* fn) {
+  WARN("%s: Monel has no CFT load/store entries (ncclCommQueryProperties reports cftSupport = "
+       "false); use ncclGetPeerDevicePointer for the calling rank's window",
+       fn);
+  return ncclInvalidUsage;
+}
+
+NCCL_API(ncclResult_t, ncclGetMultimemDeviceLeInfo, ncclWindow_t window, size_t offset,
+         ncclCftLeId* leId, size_t* leOffset) {
+  (void)window, (void)offset, (void)leId, (void)leOffset;
+  return no_cft("ncclGetMultimemDeviceLeInfo");
+}
+
+NCCL_API(ncclResult_t, ncclGetCftDeviceLeInfo, ncclWindow_t window, size_t offset, int peerCft,
+         ncclTeam_t cftTeam, ncclCftLeId* leId, size_t* leOffset) {
+  (void)window, (void)offset, (void)peerCft, (void)cftTeam, (void)leId, (void)leOffset;
+  return no_cft("ncclGetCftDeviceLeInfo");
+}
+
+NCCL_API(ncclResult_t, ncclGetPeerDeviceLeInfo, ncclWindow_t window, size_t offset, int peerWorld,
+         ncclCftLeId* leId, size_t* leOffset) {
+  (void)window, (void)offset, (void)peerWorld, (void)leId, (void)leOffset;
+  return no_cft("ncclGetPeerDeviceLeInfo");
+}
+
+/* Without CFT every team of this kind is the calling rank alone. */
+NCCL_API(ncclTeam_t, ncclTeamCft, ncclComm_t comm, ncclCftTeamMode_t mode) {
+  (void)comm, (void)mode;
+  return (ncclTeam_t){1, 0, 1};
+}
+
+NCCL_API(ncclTeam_t, ncclTeamCftMultimem, ncclComm_t comm) {
+  (void)comm;
+  return (ncclTeam_t){1, 0, 1};
+}
+
+static ncclResult_t no_gin(const char* fn) {
+  WARN("%s: Monel does not support NCCL's device API (ncclDevComm, GIN); use the host API "
+       "collectives and ncclPutSignal",
+       fn);
+  return ncclInvalidUsage;
+}
+
+NCCL_API(ncclResult_t, ncclGinOutboxCreateRequirement, int nBlocks, int size_log2,
+         ncclGinOutboxHandle* outHandle, ncclDevResourceRequirements_t* outReq) {
+  (void)nBlocks, (void)size_log2, (void)outHandle, (void)outReq;
+  return no_gin("ncclGinOutboxCreateRequirement");
+}
+
+NCCL_API(ncclResult_t, ncclGinInboxA2ACreateRequirement, ncclTeam_t peers, int nBlocks,
+         int size_log2, ncclGinInboxA2AHandle* outHandle, ncclDevResourceRequirements_t* outReq) {
+  (void)peers, (void)nBlocks, (void)size_log2, (void)outHandle, (void)outReq;
+  return no_gin("ncclGinInboxA2ACreateRequirement");
+}

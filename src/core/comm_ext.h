@@ -1,0 +1,58 @@
+/* What NCCL 2.29-2.32 added to a communicator: growing it (ncclCommGetUniqueId, ncclCommGrow),
+ * suspending it (ncclCommSuspend/Resume/MemStats), its windows as one-sided targets, and the
+ * signals of one-sided operations. The api layer checks arguments; these do the work. */
+#ifndef MONEL_CORE_COMM_EXT_H
+#define MONEL_CORE_COMM_EXT_H
+#include <stddef.h>
+#include <stdint.h>
+#include "core/comm.h"
+
+/* A registered window. Windows are registered collectively, in the same order on every rank, so
+ * the n-th window of a comm is the same window on every rank: `id` names it to peers. */
+struct comm_window {
+  struct comm_window* next;
+  struct ncclComm* comm;
+  struct ncclWindow_vidmem* handle; /* what the user holds */
+  void* buff;
+  size_t size;
+  int flags;
+  int id;
+};
+
+ncclResult_t comm_window_add(struct ncclComm* comm, void* buff, size_t size, int flags,
+                             struct ncclWindow_vidmem** out);
+/* Removes and frees w (ncclInvalidArgument when it is not a window of comm). */
+ncclResult_t comm_window_remove(struct ncclComm* comm, struct ncclWindow_vidmem* w);
+/* The window of comm (NULL: of any comm) behind a user handle / with an id; NULL when none. */
+struct comm_window* comm_window_of(struct ncclComm* comm, const struct ncclWindow_vidmem* w);
+struct comm_window* comm_window_by_id(struct ncclComm* comm, int id);
+
+/* One-sided signals: counts of signals that arrived from (peer, sigIdx, ctx) and were not yet
+ * consumed by a wait. */
+ncclResult_t comm_signal_add(struct ncclComm* comm, int peer, int sig, int ctx, int n);
+/* Takes up to `want` arrived signals of (peer, sig, ctx); returns how many it took. */
+int comm_signal_take(struct ncclComm* comm, int peer, int sig, int ctx, int want);
+
+/* Buffers a one-sided call queued inside a group must keep until the group ran: kept here and
+ * given to their release function by comm_onesided_release (at the next call outside a group,
+ * and when the comm is freed, after its engine). */
+typedef void (*comm_release_fn)(void* p, cudaStream_t stream);
+ncclResult_t comm_onesided_keep(struct ncclComm* comm, void* p, cudaStream_t stream,
+                                comm_release_fn release);
+void comm_onesided_release(struct ncclComm* comm);
+
+/* ncclCommGetUniqueId: a token for the next grow of comm (one outstanding at a time). */
+ncclResult_t comm_grow_id(struct ncclComm* comm, ncclUniqueId* id);
+/* ncclCommGrow on a rank of parent: collective over parent's ranks, exactly one of which (the
+ * root) passes the token of its comm_grow_id; the new comm has nranks ranks, parent's keep their
+ * numbers and the ranks joining with ncclCommInitRankConfig(token) take the others. */
+ncclResult_t comm_grow(struct ncclComm* parent, int nranks, const ncclUniqueId* id,
+                       struct ncclComm** out, const ncclConfig_t* config);
+
+/* ncclCommSuspend(NCCL_SUSPEND_MEM) / ncclCommResume: collective over comm's ranks. Suspend waits
+ * for every rank, then frees the engine's state (buffers, connections, device memory); resume
+ * rebuilds it and waits for every rank again. A suspended comm takes no operation. */
+ncclResult_t comm_suspend(struct ncclComm* comm, int flags);
+ncclResult_t comm_resume(struct ncclComm* comm);
+
+#endif
