@@ -2,8 +2,10 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+PREFIX ?= /usr/local
 
-.PHONY: all build run test test-gpu test-deps format format-check clean sanitize tsan
+.PHONY: all build run test test-gpu test-deps format format-check clean sanitize tsan \
+	install uninstall deb wheel
 
 all: build
 
@@ -24,6 +26,23 @@ test-gpu: build
 
 test-deps:
 	@tests/install-deps
+
+# Installs into $(DESTDIR)$(PREFIX) by the CMake install rules (cmake/MonelInstall.cmake: lib/,
+# include/, bin/, libexec/monel/, lib/pkgconfig/, lib/cmake/Monel/, share/doc/monel/).
+install: build
+	@DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
+
+# Removes what the last `make install` from $(BUILD) installed, then the directories it created.
+uninstall:
+	@cmake -DBUILD="$(abspath $(BUILD))" -P cmake/MonelUninstall.cmake
+
+# Debian packages libmonel2, libmonel-dev, monel-tools in $(BUILD)/packages (tools/package/deb).
+deb:
+	@tools/package/deb $(BUILD)
+
+# The Python wheel (the monel package with the library inside) in $(BUILD)/dist.
+wheel:
+	@tools/package/wheel $(BUILD)
 
 sanitize:
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DMONEL_SANITIZE=ON -DMONEL_CUDA=OFF >/dev/null

@@ -8,9 +8,10 @@ Pythonic layer (monel.core) builds on this module.
 
 The shared library is located by find_library():
   1. the file named by the MONEL_LIBRARY environment variable;
-  2. the build beside the package: <repository>/build/lib/libnccl.so.2 (when the
+  2. the library the package carries: monel/lib/libnccl.so.2 (the wheel);
+  3. the build beside the package: <repository>/build/lib/libnccl.so.2 (when the
      package is run from the source tree or installed with ``pip install -e``);
-  3. the system's libnccl.so.2 (found through the dynamic loader).
+  4. the system's libnccl.so.2 (found through the dynamic loader).
 """
 
 import ctypes
@@ -469,11 +470,20 @@ def _repo_build_library():
     return os.path.join(repo, "build", "lib", "libnccl.so.2")
 
 
+def packaged_library():
+    """monel/lib/libnccl.so.2 when the package carries the library (the wheel), else None."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib", "libnccl.so.2")
+    return path if os.path.exists(path) else None
+
+
 def find_library():
     """The path (or soname) of the library to load, by the order in the module doc."""
     env = os.environ.get("MONEL_LIBRARY")
     if env:
         return env
+    packaged = packaged_library()
+    if packaged:
+        return packaged
     local = _repo_build_library()
     if os.path.exists(local):
         return local

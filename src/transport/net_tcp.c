@@ -107,7 +107,10 @@ static ncclResult_t tcp_get_properties(int dev, struct net_props* props) {
   snprintf(props->name, sizeof props->name, "%s", devs[dev].name);
   char link[128];
   snprintf(link, sizeof link, "/sys/class/net/%s/device", devs[dev].name);
-  if (realpath(link, props->pci_path) == NULL) props->pci_path[0] = '\0';
+  /* realpath may write up to PATH_MAX bytes: let it allocate, then keep what fits. */
+  char* pci = realpath(link, NULL);
+  snprintf(props->pci_path, sizeof props->pci_path, "%s", pci ? pci : "");
+  free(pci);
   props->guid = (uint64_t)dev;
   props->ptr_support = NET_PTR_HOST;
   props->speed_mbps = (int)sysfs_long(devs[dev].name, "speed", 10000);

@@ -17,9 +17,18 @@ import sys
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+# MONEL_TEST_INSTALLED=1: test the installed package (a wheel in this environment), never the
+# source tree's python/ directory.
+INSTALLED = os.environ.get("MONEL_TEST_INSTALLED") == "1"
+if not INSTALLED:
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
 import monel  # noqa: E402
+
+if INSTALLED:
+    assert os.path.abspath(monel.__file__).startswith(sys.prefix + os.sep), (
+        f"MONEL_TEST_INSTALLED=1 but monel comes from {monel.__file__}, not from {sys.prefix}"
+    )
 
 RANK = int(os.environ.get("MONEL_RANK", "0"))
 NRANKS = int(os.environ.get("MONEL_NRANKS", "1"))
