@@ -25,6 +25,7 @@
 #include "core/comm.h"
 #include "util/param.h"
 #include "core/watch_report.h"
+#include "core/fingerprint.h"
 #include "os/socket.h"
 
 #define WATCH_MAGIC     0x6d776174u /* "mwat" */
@@ -68,7 +69,8 @@ struct watch {
   double last_move;
   double pid_check;
   uint64_t hang_key_sent, hang_key_logged;
-  int dead; /* atomic: a peer is gone (dead_text says who) */
+  struct fp* fp; /* mismatched calls (core/fingerprint.c); NULL when off */
+  int dead;      /* atomic: a peer is gone (dead_text says who) */
   char dead_text[384];
 };
 
@@ -140,6 +142,11 @@ static int pump(struct link* l) {
     if (errno == EINTR) continue;
     return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
   }
+}
+
+static int fp_send(void* ctx, uint32_t type, const void* body, uint32_t len) {
+  struct watch* w = ctx;
+  return send_msg(&w->link[OUT], (int)type, w->comm->rank, body, len);
 }
 
 /* ---- a dead peer ---------------------------------------------------------------------------- */
@@ -275,6 +282,7 @@ static void handle(struct watch* w, int dir, const struct hdr* h, void* body) {
     on_hang(w, body, h->len, (int)h->type);
     break;
   default:
+    fp_on_msg(w->fp, h->type, body, h->len, fp_send, w);
     break;
   }
 }
@@ -332,6 +340,7 @@ static void check_pids(struct watch* w) {
 static void service(struct watch* w, double now) {
   if (comm_aborted(w->comm)) return;
   for (int dir = 0; dir < 2; dir++) service_link(w, dir, now);
+  fp_service(w->fp, now, fp_send, w);
   /* A peer died while nothing waited: fail once something does (a kernel that started after the
    * news, a graph replay the enqueue path never sees). */
   if (__atomic_load_n(&w->dead, __ATOMIC_ACQUIRE) &&
@@ -487,12 +496,14 @@ ncclResult_t watch_start(struct ncclComm* comm) {
   pthread_mutex_init(&w->lock, NULL);
   ncclResult_t res = ncclSuccess;
   if (comm->nranks > 1) NCCLCHECKGOTO(connect_ring(w), res, fail);
+  w->fp = fp_create(comm);
   w->last_move = w->beat_sent = w->pid_check = sock_time_now();
   comm->watch = w;
   NCCLCHECKGOTO(add_to_list(w), res, fail);
   return ncclSuccess;
 fail:
   comm->watch = NULL;
+  fp_free(w->fp);
   for (int dir = 0; dir < 2; dir++) sock_close(&w->link[dir].fd);
   pthread_mutex_destroy(&w->lock);
   free(w);
@@ -517,6 +528,7 @@ void watch_stop(struct ncclComm* comm) {
     sock_close(&w->link[dir].fd);
     free(w->link[dir].buf);
   }
+  fp_free(w->fp);
   pthread_mutex_destroy(&w->lock);
   free(w);
   comm->watch = NULL;
@@ -545,6 +557,7 @@ ncclResult_t watch_issue(struct ncclComm* comm, const struct task* tasks, int nt
                       p2p,
                       0};
     if (t->seq > w->issued) w->issued = t->seq;
+    fp_issue(w->fp, t);
   }
   pthread_mutex_unlock(&w->lock);
   /* The CPU engine finds dead peers itself while it waits. */
