@@ -1,6 +1,7 @@
-/* Mismatched calls caught (MONEL_CHECK_CALLS=1; off by default, on in make test): each rank fingerprints the operations it is asked
- * for, and the watch ring (watch.c) carries the fingerprints to the other ranks, off the critical
- * path: the user's thread only hashes a few words per call; the watch thread sends and compares.
+/* Mismatched calls caught (MONEL_CHECK_CALLS=1; off by default, on in make test): each rank
+ * fingerprints the operations it is asked for, and the watch ring (watch.c) carries the
+ * fingerprints to the other ranks, off the critical path: the user's thread only hashes a few words
+ * per call; the watch thread sends and compares.
  *  - Collectives (everything but Send/Recv): kind, count, type, op and root must be the same on
  *    every rank at the same position in the comm's sequence of collectives (AlltoAllv: kind and
  *    type). A chain hash over the sequence goes with the latest records to the next rank, which
