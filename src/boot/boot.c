@@ -81,6 +81,10 @@ void boot_abort(struct boot* b) {
   if (b != NULL) b->ops->abort(b);
 }
 
+const unsigned char* boot_key(const struct boot* b) {
+  return b->key;
+}
+
 void boot_free(struct boot* b) {
   if (b != NULL) b->ops->free(b);
 }

@@ -23,8 +23,8 @@
 struct boot;
 
 /* Fill *id for a new TCP job: starts the root listener thread in this process unless
- * NCCL_COMM_ID is set. The id holds a magic, the root address (IPv4 or IPv6) and a 64-bit
- * random secret. */
+ * NCCL_COMM_ID is set. The id holds a magic, the root address (IPv4 or IPv6), a 64-bit random
+ * job number and a 128-bit random key (MONEL_JOB_SECRET's with NCCL_COMM_ID). */
 ncclResult_t boot_id_create(ncclUniqueId* id);
 
 /* Like boot_id_create but always with a root of its own in this process, ignoring NCCL_COMM_ID
@@ -54,6 +54,9 @@ ncclResult_t boot_recv(struct boot* b, int peer, int tag, void* data, size_t siz
 
 /* Make every blocked or future call on this handle return ncclRemoteError promptly. */
 void boot_abort(struct boot* b);
+/* The job's secret key (AUTH_KEY_BYTES bytes, os/auth.h): every connection between the ranks
+ * of the comm proves it. */
+const unsigned char* boot_key(const struct boot* b);
 /* Release everything; accepts NULL. */
 void boot_free(struct boot* b);
 

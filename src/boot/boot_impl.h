@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "boot/boot.h"
+#include "os/auth.h"
 #include "os/socket.h"
 
 #define BOOT_MAGIC_TCP    0x4d4e4c42u /* "MNLB" */
@@ -19,9 +20,10 @@ struct boot_id {
   uint32_t magic;
   uint32_t flags;
   uint64_t secret;
-  union sock_addr root; /* TCP */
-  void* shared;         /* in-process: struct local_shared* */
-  int32_t nranks;       /* in-process */
+  union sock_addr root;              /* TCP */
+  void* shared;                      /* in-process: struct local_shared* */
+  int32_t nranks;                    /* in-process */
+  unsigned char key[AUTH_KEY_BYTES]; /* the job's secret: random, or from MONEL_JOB_SECRET */
 };
 _Static_assert(sizeof(struct boot_id) <= sizeof(ncclUniqueId), "boot id must fit in 128 bytes");
 
@@ -37,6 +39,7 @@ struct boot {
   const struct boot_ops* ops;
   int rank;
   int nranks;
+  unsigned char key[AUTH_KEY_BYTES]; /* the id's: connections of the job prove it (os/auth.h) */
 };
 
 /* Rendezvous wire format (boot_root.c <-> boot_socket.c). A rank sends a u32 length, then
@@ -63,7 +66,8 @@ struct boot_reply {
  * when MONEL_BOOT_TIMEOUT passes. *addr: where to listen (port 0 = ephemeral), gets the port.
  * registered: kept in a process-wide list so that boot_root_release() can join it. */
 struct boot_root;
-ncclResult_t boot_root_start(union sock_addr* addr, uint64_t secret, int registered,
+ncclResult_t boot_root_start(union sock_addr* addr, uint64_t secret,
+                             const unsigned char key[AUTH_KEY_BYTES], int registered,
                              struct boot_root** out);
 /* Wait for the thread to finish and free it; accepts NULL. */
 void boot_root_join(struct boot_root* root);

@@ -63,6 +63,7 @@ ncclResult_t boot_id_create_local(ncclUniqueId* id, int nranks) {
   b.magic = BOOT_MAGIC_LOCAL;
   b.shared = sh;
   b.nranks = nranks;
+  if (auth_key_random(b.key) != ncclSuccess) memset(b.key, 0, sizeof b.key);
   memset(id, 0, sizeof(*id));
   memcpy(id, &b, sizeof(b));
   return ncclSuccess;
@@ -198,6 +199,7 @@ ncclResult_t boot_local_init(const struct boot_id* id, int rank, int nranks, str
   }
   NCCLCALLOC(b, 1);
   b->base.ops = &local_ops, b->base.rank = rank, b->base.nranks = nranks, b->sh = sh;
+  memcpy(b->base.key, id->key, sizeof b->base.key);
   struct timespec dl = abs_deadline((double)timeout);
   pthread_mutex_lock(&sh->mu);
   if (sh->present[rank]) {

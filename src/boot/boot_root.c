@@ -28,6 +28,7 @@ struct pending {
   int fd;
   size_t got;
   double since;
+  struct auth_srv auth;                                              /* the handshake comes first */
   unsigned char bytes[sizeof(uint32_t) + sizeof(struct boot_hello)]; /* length word, hello */
 };
 
@@ -35,6 +36,7 @@ struct boot_root {
   struct boot_root* next; /* registry */
   pid_t pid;
   uint64_t secret;
+  unsigned char key[AUTH_KEY_BYTES];
   int listen_fd;
   union sock_addr addr;
   int64_t timeout;
@@ -127,6 +129,15 @@ static int pending_read(struct boot_root* r, struct pending* p) {
   char why[96];
   uint32_t len;
   struct boot_hello h;
+  const char* bad = NULL;
+  int step = auth_srv_step(&p->auth, p->fd, r->key, &bad);
+  if (step != 0) {
+    if (step < 0) {
+      auth_stranger("bootstrap root", p->fd, bad);
+      sock_close(&p->fd);
+    }
+    return step > 0;
+  }
   ssize_t k = recv(p->fd, p->bytes + p->got, sizeof(p->bytes) - p->got, MSG_DONTWAIT);
   if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 1;
   if (k <= 0) {
@@ -215,7 +226,7 @@ static void* root_main(void* arg) {
     if (!stop && (fds[0].revents & POLLIN)) {
       int fd = -1;
       if (sock_conn_accept(r->listen_fd, &fd, NULL) == ncclSuccess)
-        pend[npend++] = (struct pending){.fd = fd, .got = 0, .since = now};
+        pend[npend++] = (struct pending){.fd = fd, .got = 0, .since = now, .auth = {0}};
     }
     /* the clock of the job starts when its first rank arrives */
     if (before == 0 && r->arrived >= 1) deadline = sock_time_now() + (double)r->timeout;
@@ -233,7 +244,8 @@ static void* root_main(void* arg) {
   return NULL;
 }
 
-ncclResult_t boot_root_start(union sock_addr* addr, uint64_t secret, int registered,
+ncclResult_t boot_root_start(union sock_addr* addr, uint64_t secret,
+                             const unsigned char key[AUTH_KEY_BYTES], int registered,
                              struct boot_root** out) {
   ncclResult_t res = ncclSuccess;
   struct boot_root* r = calloc(1, sizeof(*r));
@@ -244,6 +256,7 @@ ncclResult_t boot_root_start(union sock_addr* addr, uint64_t secret, int registe
   r->listen_fd = -1;
   r->pid = getpid();
   r->secret = secret;
+  memcpy(r->key, key, sizeof r->key);
   r->timeout = param_int(PARAM_BOOT_TIMEOUT);
   NCCLCHECKGOTO(sock_listen_open(addr, &r->listen_fd), res, out);
   r->addr = *addr;

@@ -80,6 +80,7 @@ struct incoming {
   int fd;
   size_t got;
   double since;
+  struct auth_srv auth; /* the handshake comes first */
   unsigned char bytes[sizeof(struct peer_hello)];
 };
 
@@ -120,13 +121,23 @@ static ncclResult_t id_create(ncclUniqueId* id, int honour_comm_id) {
     NCCLCHECK(sock_addr_parse(param_str(PARAM_COMM_ID), &b.root));
     b.flags = BOOT_FLAG_COMM_ID;
     b.secret = secret_of_string(param_str(PARAM_COMM_ID));
+    if (param_is_set(PARAM_JOB_SECRET)) {
+      NCCLCHECK(auth_key_from_string(param_str(PARAM_JOB_SECRET), b.key));
+    } else {
+      INFO(LOG_INIT | LOG_BOOTSTRAP,
+           "NCCL_COMM_ID without MONEL_JOB_SECRET: this job runs without "
+           "a secret (its key derives from NCCL_COMM_ID, which anyone can guess); set "
+           "MONEL_JOB_SECRET to the same string on every rank");
+      NCCLCHECK(auth_key_from_string(param_str(PARAM_COMM_ID), b.key));
+    }
   } else {
     if (getrandom(&b.secret, sizeof(b.secret), 0) != (ssize_t)sizeof(b.secret)) {
       WARN("getrandom failed: %s; the bootstrap needs a random secret", strerror(errno));
       return ncclSystemError;
     }
+    NCCLCHECK(auth_key_random(b.key));
     NCCLCHECK(sock_iface_find(&b.root, NULL, 0));
-    NCCLCHECK(boot_root_start(&b.root, b.secret, 1, &root));
+    NCCLCHECK(boot_root_start(&b.root, b.secret, b.key, 1, &root));
   }
   INFO(LOG_BOOTSTRAP, "bootstrap id: root at %s%s", sock_addr_to_str(&b.root, str, sizeof(str)),
        b.flags & BOOT_FLAG_COMM_ID ? " (NCCL_COMM_ID)" : "");
@@ -170,7 +181,7 @@ static void enqueue(struct boot_sock* b, struct sock_msg* m) {
 static void accept_peer(struct boot_sock* b) {
   int fd = -1;
   if (sock_conn_accept(b->listen_fd, &fd, NULL) != ncclSuccess) return;
-  b->inc[b->ninc++] = (struct incoming){.fd = fd, .got = 0, .since = sock_time_now()};
+  b->inc[b->ninc++] = (struct incoming){.fd = fd, .got = 0, .since = sock_time_now(), .auth = {0}};
 }
 
 /* Read what has arrived of an incoming connection's hello. Returns 1 while it is incomplete, 0
@@ -178,6 +189,16 @@ static void accept_peer(struct boot_sock* b) {
 static int incoming_read(struct boot_sock* b, struct incoming* c) {
   struct peer_hello h = {0};
   const char* bad = NULL;
+  char where[64];
+  int step = auth_srv_step(&c->auth, c->fd, b->base.key, &bad);
+  if (step != 0) {
+    if (step < 0) {
+      snprintf(where, sizeof where, "bootstrap rank %d", b->base.rank);
+      auth_stranger(where, c->fd, bad);
+      sock_close(&c->fd);
+    }
+    return step > 0;
+  }
   ssize_t k = recv(c->fd, c->bytes + c->got, sizeof(c->bytes) - c->got, MSG_DONTWAIT);
   if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 1;
   if (k <= 0) {
@@ -358,7 +379,15 @@ static ncclResult_t connect_peer(struct boot_sock* b, int p, int quiet) {
   /* peers listen since before the rendezvous: a refusal that lasts means the peer is gone */
   double dl = sock_time_now() + (b->timeout < PEER_CONNECT_S ? (double)b->timeout : PEER_CONNECT_S);
   struct peer_hello h = {.magic = BOOT_MAGIC_TCP, .rank = b->base.rank, .secret = b->secret};
+  const char* why = NULL;
   res = sock_conn_open(&b->addrs[p], dl, &b->aborted, &fd, &err);
+  if (res == ncclSuccess && auth_client(fd, b->base.key, dl, &b->aborted, &why) != ncclSuccess) {
+    /* the peer died meanwhile, or another process took its port: either way it is gone */
+    peer_str(b, p, where, sizeof(where));
+    INFO(LOG_BOOTSTRAP, "bootstrap rank %d: peer rank %d at %s failed the handshake: %s",
+         b->base.rank, p, where, why);
+    res = ncclRemoteError, err = SOCK_EOF;
+  }
   if (res == ncclSuccess) res = sock_send_all(fd, &h, sizeof(h), dl, &b->aborted, &err);
   if (res != ncclSuccess) {
     sock_close(&fd);
@@ -594,6 +623,14 @@ static ncclResult_t rendezvous(struct boot_sock* b, const struct boot_id* id,
     goto out;
   }
   dl = sock_time_now() + (double)b->timeout + 10.0; /* the root answers by its own deadline */
+  const char* why = NULL;
+  if (auth_client(fd, b->base.key, dl, NULL, &why) != ncclSuccess) {
+    WARN("bootstrap rank %d of %d: the root at %s failed the handshake: %s; pass every rank the "
+         "unique id (or MONEL_JOB_SECRET) of this job",
+         r, n, root, why);
+    res = ncclSystemError;
+    goto out;
+  }
   if (sock_send_all(fd, &len, sizeof(len), dl, NULL, &err) != ncclSuccess ||
       sock_send_all(fd, &h, sizeof(h), dl, NULL, &err) != ncclSuccess ||
       sock_recv_all(fd, &rep, sizeof(rep), dl, NULL, &err) != ncclSuccess)
@@ -631,10 +668,11 @@ ncclResult_t boot_socket_init(const struct boot_id* id, int rank, int nranks, st
   union sock_addr me, root_addr = id->root;
   char str[SOCK_ADDR_STRLEN];
   NCCLCHECK(sock_boot_alloc(rank, nranks, id->secret, &b));
+  memcpy(b->base.key, id->key, sizeof b->base.key);
   NCCLCHECKGOTO(sock_iface_find(&me, NULL, 0), res, out);
   NCCLCHECKGOTO(sock_listen_open(&me, &b->listen_fd), res, out);
   if ((id->flags & BOOT_FLAG_COMM_ID) && rank == 0) {
-    res = boot_root_start(&root_addr, id->secret, 0, &b->root);
+    res = boot_root_start(&root_addr, id->secret, id->key, 0, &b->root);
     if (res != ncclSuccess) {
       char why[256];
       snprintf(why, sizeof why, "%s", log_last_error());

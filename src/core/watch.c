@@ -15,6 +15,7 @@
 #include "util/param.h"
 #include "core/watch_impl.h"
 #include "core/watch_report.h"
+#include "core/fingerprint.h"
 #include "os/socket.h"
 
 /* The lock of the operations ring: held for a few loads and stores, taken by the thread that
@@ -176,6 +177,11 @@ static void check_hang(struct watch* w, double now) {
 
 /* ---- the thread ----------------------------------------------------------------------------- */
 
+static int fp_send(void* ctx, uint32_t type, const void* body, uint32_t len) {
+  struct watch* w = ctx;
+  return watch_send(&w->link[OUT], (int)type, w->comm->rank, body, len);
+}
+
 void watch_handle(struct watch* w, int dir, const struct watch_hdr* h, void* body) {
   struct watch_link* l = &w->link[dir];
   switch (h->type) {
@@ -190,6 +196,7 @@ void watch_handle(struct watch* w, int dir, const struct watch_hdr* h, void* bod
     on_hang(w, body, h->len, (int)h->type);
     break;
   default:
+    fp_on_msg(w->fp, h->type, body, h->len, fp_send, w);
     break;
   }
 }
@@ -211,6 +218,7 @@ static void check_pids(struct watch* w) {
 void watch_service(struct watch* w, double now) {
   if (comm_aborted(w->comm)) return;
   for (int dir = 0; dir < 2; dir++) watch_link_service(w, dir, now);
+  fp_service(w->fp, now, fp_send, w);
   /* A peer died while nothing waited: fail once something does (a kernel that started after the
    * news, a graph replay the enqueue path never sees). */
   if (__atomic_load_n(&w->dead, __ATOMIC_ACQUIRE) &&
@@ -235,12 +243,14 @@ ncclResult_t watch_start(struct ncclComm* comm) {
   w->link[IN].fd = w->link[OUT].fd = -1;
   ncclResult_t res = ncclSuccess;
   if (comm->nranks > 1) NCCLCHECKGOTO(watch_connect(w), res, fail);
+  w->fp = fp_create(comm);
   w->last_move = w->beat_sent = w->pid_check = sock_time_now();
   comm->watch = w;
   NCCLCHECKGOTO(watch_thread_add(w), res, fail);
   return ncclSuccess;
 fail:
   comm->watch = NULL;
+  fp_free(w->fp);
   for (int dir = 0; dir < 2; dir++) sock_close(&w->link[dir].fd);
   free(w);
   return res;
@@ -264,6 +274,7 @@ void watch_stop(struct ncclComm* comm) {
     sock_close(&w->link[dir].fd);
     free(w->link[dir].buf);
   }
+  fp_free(w->fp);
   free(w);
   comm->watch = NULL;
 }
@@ -291,6 +302,7 @@ ncclResult_t watch_issue(struct ncclComm* comm, const struct task* tasks, int nt
                       p2p,
                       0};
     if (t->seq > w->issued) __atomic_store_n(&w->issued, t->seq, __ATOMIC_RELEASE);
+    fp_issue(w->fp, t);
   }
   ops_unlock(w);
   /* The CPU engine finds dead peers itself while it waits. */

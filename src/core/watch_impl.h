@@ -65,7 +65,8 @@ struct watch {
   double last_move;
   double pid_check;
   uint64_t hang_key_sent, hang_key_logged;
-  int dead; /* atomic: a peer is gone (dead_text says who) */
+  struct fp* fp; /* mismatched calls (core/fingerprint.c); NULL when off */
+  int dead;      /* atomic: a peer is gone (dead_text says who) */
   char dead_text[384];
 };
 

@@ -14,6 +14,7 @@
 #include "util/param.h"
 #include "core/comm.h"
 #include "core/watch_impl.h"
+#include "os/auth.h"
 #include "os/socket.h"
 
 static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -188,30 +189,58 @@ ncclResult_t watch_connect(struct watch* w) {
   w->link[OUT].peer = next, w->link[IN].peer = prev;
   NCCLCHECKGOTO(sock_conn_open(&addrs[next], deadline, &comm->abort_flag, &w->link[OUT].fd, &err),
                 res, out);
-  struct hello hi = {comm->comm_hash, me, n};
-  NCCLCHECKGOTO(sock_send_all(w->link[OUT].fd, &hi, sizeof hi, deadline, NULL, &err), res, out);
+  /* The handshake (os/auth.h) in halves: every rank connects to the next and accepts from the
+   * previous, so each finishes its client side only once it answered the previous rank. */
+  const unsigned char* key = boot_key(comm->boot);
+  const char* why = NULL;
+  struct auth_cli cli;
+  int client_done = 0;
+  if (auth_client_start(w->link[OUT].fd, &cli, deadline, &comm->abort_flag, &why) != ncclSuccess)
+    goto auth_fail;
   for (;;) {
-    struct pollfd p = {lfd, POLLIN, 0};
-    int left = (int)((deadline - sock_time_now()) * 1000);
-    if (left <= 0 || poll(&p, 1, left) <= 0) {
+    int fd = -1;
+    struct auth_srv srv;
+    if (auth_accept_half(lfd, key, deadline, &comm->abort_flag, "watch", &srv, &fd) !=
+        ncclSuccess) {
       WARN("rank %d: rank %d did not connect its watch connection within %.0f s", me, prev,
            WATCH_CONNECT_S);
       res = ncclRemoteError;
       goto out;
     }
-    int fd = -1;
-    union sock_addr from;
-    NCCLCHECKGOTO(sock_conn_accept(lfd, &fd, &from), res, out);
+    if (!client_done) {
+      struct hello hi = {comm->comm_hash, me, n};
+      if (auth_client_finish(w->link[OUT].fd, &cli, key, deadline, &comm->abort_flag, &why) !=
+          ncclSuccess) {
+        sock_close(&fd);
+        goto auth_fail;
+      }
+      res = sock_send_all(w->link[OUT].fd, &hi, sizeof hi, deadline, NULL, &err);
+      if (res != ncclSuccess) sock_close(&fd);
+      if (res != ncclSuccess) goto out;
+      client_done = 1;
+    }
+    double hs =
+        sock_time_now() + AUTH_STRANGER_S < deadline ? sock_time_now() + AUTH_STRANGER_S : deadline;
+    if (auth_server_finish(fd, &srv, key, hs, &comm->abort_flag, &why) != ncclSuccess) {
+      auth_stranger("watch", fd, why);
+      sock_close(&fd);
+      continue;
+    }
     struct hello got;
-    if (sock_recv_all(fd, &got, sizeof got, deadline, NULL, &err) == ncclSuccess &&
+    if (sock_recv_all(fd, &got, sizeof got, hs, NULL, &err) == ncclSuccess &&
         got.comm_hash == comm->comm_hash && got.rank == prev && got.nranks == n) {
       w->link[IN].fd = fd;
       break;
     }
-    sock_close(&fd); /* a stranger: keep listening */
+    err = SOCK_OK;
+    sock_close(&fd); /* not the previous rank of this comm: keep listening */
   }
   double now = sock_time_now();
   w->link[IN].seen = w->link[OUT].seen = now;
+  goto out;
+auth_fail:
+  WARN("rank %d: rank %d's watch port failed the handshake: %s", me, next, why);
+  res = ncclRemoteError;
 out:
   if (res != ncclSuccess && err != SOCK_OK)
     WARN("rank %d: could not set up its watch connections to ranks %d and %d: %s", me, (me + 1) % n,

@@ -210,7 +210,9 @@ static ncclResult_t cpu_run(struct ncclComm* comm, struct task* tasks, int ntask
   if (np2p) NCCLCHECKGOTO(cpu_p2p_run(comm, p2p, np2p), res, out);
 out:
   if (res == ncclRemoteError || res == ncclSystemError) {
-    __atomic_store_n(&comm->async_error, res, __ATOMIC_RELEASE);
+    ncclResult_t none = ncclSuccess; /* the first error stays (a mismatch found meanwhile) */
+    __atomic_compare_exchange_n(&comm->async_error, &none, res, 0, __ATOMIC_ACQ_REL,
+                                __ATOMIC_ACQUIRE);
     close_all(comm);
   } else if (res != ncclSuccess) {
     close_all(comm); /* peers may be waiting on this rank's part of the operation */

@@ -6,8 +6,8 @@
  * Where FIFOs live: on the receiving GPU, reached by peer access within a process and by CUDA IPC
  * across processes; or, when NCCL_P2P_DISABLE=1 or a pair of GPUs of the comm has no peer access,
  * in pinned host memory that every GPU of the comm maps (cudaHostAlloc within a process, a
- * /dev/shm segment registered with CUDA across processes). The choice is the same on every rank.
- * The one-shot LL buffers are used only with peer access. */
+ * memfd segment, os/shm.h, registered with CUDA across processes). The choice is the same on every
+ * rank. The one-shot LL buffers are used only with peer access. */
 #include <stdlib.h>
 #include <string.h>
 #include "boot/boot.h"

@@ -1,6 +1,7 @@
-/* Shared-memory transport between ranks of one host. Between processes the FIFO is a POSIX
- * shared-memory object, unlinked as soon as the sender has mapped it; between threads of one
- * process it is plain memory shared by pointer, freed by whichever side lets go last. */
+/* Shared-memory transport between ranks of one host. Between processes the FIFO is a memfd
+ * segment (os/shm.h: never named in /dev/shm), whose handle the receiver lets go as soon as the
+ * sender has mapped it; between threads of one process it is the same memory shared by pointer,
+ * freed by whichever side lets go last. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -113,5 +113,6 @@ TEST(hang_report_names_missing_rank) {
 TEST(hang_report_names_mismatch) {
   struct watch_case c = {.nranks = 2, .skip_rank = -1, .count = {1 << 20, 4 << 20}};
   c.want = "Mismatch: ranks asked for a different operation at that point: rank ";
+  setenv("MONEL_CHECK_CALLS", "0", 1); /* the hang report's own mismatch line, not the check */
   watch_run(&c);
 }

@@ -27,6 +27,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <sys/random.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -227,6 +228,14 @@ static void resolve_comm_id(struct job* job) {
   }
   snprintf(job->comm_id, sizeof(job->comm_id), "127.0.0.1:%d", port);
   job->set_comm_id = true;
+  /* every rank of this job is started here: they can share a random secret (MONEL_JOB_SECRET),
+   * so that nobody else who reaches the port can join */
+  unsigned char key[16];
+  char hex[2 * sizeof key + 1];
+  if (!getenv("MONEL_JOB_SECRET") && getrandom(key, sizeof key, 0) == (ssize_t)sizeof key) {
+    for (size_t i = 0; i < sizeof key; i++) snprintf(hex + 2 * i, 3, "%02x", key[i]);
+    setenv("MONEL_JOB_SECRET", hex, 1);
+  }
 }
 
 static void set_int_env(const char* name, long v) {

@@ -1,0 +1,395 @@
+/* Mismatched calls caught: see fingerprint.h.
+ *
+ * Wire (FP_MSG_DATA, to the next rank): struct data_hdr, ncoll struct coll_rec (this rank's latest
+ * collectives, oldest first), npair struct pair_rec (the Send/AlltoAllv chains of ordered pairs,
+ * travelling around the ring to their receiver). FP_MSG_MISMATCH: struct mismatch_msg, passed on
+ * around the ring until it is back at its origin; every rank fails its comm with its text. */
+#include "core/fingerprint.h"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "boot/boot.h"
+#include "core/comm.h"
+#include "core/task.h"
+#include "core/watch_report.h"
+#include "util/dtype.h"
+#include "util/log.h"
+#include "util/param.h"
+
+#define FP_HIST  1024 /* own collectives remembered to compare with the previous rank's */
+#define FP_BATCH 32   /* latest collectives sent per message */
+#define FP_PEND  64   /* the previous rank's records ahead of this rank, kept to compare later */
+#define FP_PHIST 64   /* own receives per pair remembered */
+#define FP_KINDS 2    /* pair chains: 0 Send/Recv, 1 AlltoAllv counts */
+#define TEXT_MAX 1024
+
+struct coll_rec {
+  uint64_t index, chain;
+  struct wop op;
+};
+
+struct pair_rec {
+  int32_t src, dst, kind, pad;
+  uint64_t k, chain, bytes, seq; /* the src's k-th send to dst: chain after it, its bytes, seq */
+};
+
+struct data_hdr {
+  int32_t from, ncoll, npair, pad;
+};
+
+struct mismatch_msg {
+  int32_t origin, pad;
+  char text[TEXT_MAX];
+};
+
+struct hist {
+  uint64_t chain, bytes, seq;
+};
+
+struct send_side {
+  uint64_t n, chain, bytes, seq, sent_n;
+};
+
+struct recv_side {
+  uint64_t n, chain;
+  struct hist h[FP_PHIST];
+  int has_pending;
+  struct pair_rec pending; /* the sender is ahead: compare when this rank gets there */
+};
+
+struct fp {
+  pthread_mutex_t mu;
+  struct ncclComm* comm;
+  int rank, nranks, pairs;
+  int failed;
+  double sent_at;
+  uint64_t ncoll, chain, sent_ncoll;
+  struct coll_rec hist[FP_HIST];
+  struct coll_rec pend[FP_PEND];
+  int npend;
+  struct send_side* snd; /* [kind * nranks + peer] */
+  struct recv_side* rcv;
+  struct pair_rec* fwd; /* records of others to pass on */
+  int nfwd, fwd_cap;
+  char* buf; /* outgoing message */
+  size_t buf_cap;
+};
+
+static uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  h ^= h >> 31;
+  h *= 0xbf58476d1ce4e5b9ull;
+  return h ^ (h >> 29);
+}
+
+static int rooted(int coll) {
+  return coll == COLL_BROADCAST || coll == COLL_REDUCE || coll == COLL_GATHER ||
+         coll == COLL_SCATTER;
+}
+
+static int same_call(const struct wop* a, const struct wop* b) {
+  return a->coll == b->coll && a->count == b->count && a->dtype == b->dtype && a->op == b->op &&
+         a->root == b->root;
+}
+
+struct fp* fp_create(struct ncclComm* comm) {
+  if (comm->nranks < 2 || param_int(PARAM_CHECK_CALLS) == 0) return NULL;
+  struct fp* f = calloc(1, sizeof *f);
+  if (f == NULL) return NULL;
+  int n = comm->nranks;
+  f->comm = comm, f->rank = comm->rank, f->nranks = n;
+  f->pairs = n <= FP_PAIR_MAX_RANKS;
+  if (f->pairs) {
+    f->snd = calloc((size_t)FP_KINDS * n, sizeof *f->snd);
+    f->rcv = calloc((size_t)FP_KINDS * n, sizeof *f->rcv);
+    f->fwd_cap = FP_KINDS * n * n;
+    f->fwd = calloc((size_t)f->fwd_cap, sizeof *f->fwd);
+    if (f->snd == NULL || f->rcv == NULL || f->fwd == NULL) f->pairs = 0;
+  }
+  pthread_mutex_init(&f->mu, NULL);
+  return f;
+}
+
+void fp_free(struct fp* f) {
+  if (f == NULL) return;
+  pthread_mutex_destroy(&f->mu);
+  free(f->snd), free(f->rcv), free(f->fwd), free(f->buf);
+  free(f);
+}
+
+static void pair_send(struct fp* f, int kind, int peer, uint64_t bytes, uint64_t seq) {
+  struct send_side* s = &f->snd[kind * f->nranks + peer];
+  s->n++, s->chain = mix(s->chain, bytes), s->bytes = bytes, s->seq = seq;
+}
+
+static void pair_recv(struct fp* f, int kind, int peer, uint64_t bytes, uint64_t seq) {
+  struct recv_side* r = &f->rcv[kind * f->nranks + peer];
+  r->n++, r->chain = mix(r->chain, bytes);
+  r->h[r->n % FP_PHIST] = (struct hist){r->chain, bytes, seq};
+}
+
+void fp_issue(struct fp* f, const struct task* t) {
+  if (f == NULL) return;
+  uint64_t size = dtype_size(t->dtype);
+  pthread_mutex_lock(&f->mu);
+  if (t->coll == COLL_SEND || t->coll == COLL_RECV) {
+    if (f->pairs && t->root >= 0 && t->root < f->nranks) {
+      if (t->coll == COLL_SEND)
+        pair_send(f, 0, t->root, t->count * size, t->seq);
+      else
+        pair_recv(f, 0, t->root, t->count * size, t->seq);
+    }
+    goto out;
+  }
+  int reduces =
+      t->coll == COLL_ALLREDUCE || t->coll == COLL_REDUCE || t->coll == COLL_REDUCESCATTER;
+  struct coll_rec* c = &f->hist[++f->ncoll % FP_HIST];
+  c->index = f->ncoll;
+  c->op = (struct wop){.seq = t->seq,
+                       .coll_index = f->ncoll,
+                       .count = t->coll == COLL_ALLTOALLV ? 0 : t->count,
+                       .coll = (int32_t)t->coll,
+                       .dtype = (int32_t)t->dtype,
+                       .op = reduces ? t->op.kind : -1,
+                       .root = rooted(t->coll) ? t->root : 0};
+  uint64_t h = mix(mix(mix(f->chain, (uint64_t)c->op.coll), c->op.count), (uint64_t)c->op.dtype);
+  f->chain = c->chain = mix(mix(h, (uint64_t)(int64_t)c->op.op), (uint64_t)(int64_t)c->op.root);
+  if (t->coll == COLL_ALLTOALLV && f->pairs && t->vrows != NULL) {
+    const size_t *sendcounts = t->vrows, *recvcounts = t->vrows + 2 * (size_t)f->nranks;
+    for (int p = 0; p < f->nranks; p++) {
+      if (p == f->rank) continue;
+      pair_send(f, 1, p, sendcounts[p] * size, t->seq);
+      pair_recv(f, 1, p, recvcounts[p] * size, t->seq);
+    }
+  }
+out:
+  pthread_mutex_unlock(&f->mu);
+}
+
+/* ---- comparing ------------------------------------------------------------------------------ */
+
+static const char* host_of(struct fp* f, int r) {
+  return f->comm->peers ? f->comm->peers[r].host : "?";
+}
+
+/* The previous rank's record against this rank's; 1 and text on a difference. */
+static int coll_compare(struct fp* f, int from, const struct coll_rec* theirs, char* text) {
+  const struct coll_rec* mine = &f->hist[theirs->index % FP_HIST];
+  if (mine->index != theirs->index || mine->chain == theirs->chain) return 0;
+  char a[200], b[200];
+  wop_describe(&theirs->op, a, sizeof a);
+  wop_describe(&mine->op, b, sizeof b);
+  if (!same_call(&theirs->op, &mine->op))
+    snprintf(text, TEXT_MAX,
+             "mismatched calls: rank %d (host %s) called %s where rank %d (host %s) called %s, as "
+             "collective number %llu of each on this communicator; every rank must call the same "
+             "collectives in the same order with the same count, type, op and root",
+             from, host_of(f, from), a, f->rank, host_of(f, f->rank), b,
+             (unsigned long long)theirs->index);
+  else
+    snprintf(text, TEXT_MAX,
+             "mismatched calls: the collectives of rank %d (host %s) and rank %d (host %s) differ "
+             "at some point before collective number %llu of each on this communicator (there rank "
+             "%d called "
+             "%s and rank %d %s); every rank must call the same collectives in the same order "
+             "with the same count, type, op and root",
+             from, host_of(f, from), f->rank, host_of(f, f->rank),
+             (unsigned long long)theirs->index, from, a, f->rank, b);
+  return 1;
+}
+
+/* A sender's chain against this rank's receives from it. Returns -1 while this rank is behind, 1
+ * and text on a difference, 0 otherwise (also when too old to compare). */
+static int pair_compare(struct fp* f, const struct pair_rec* p, char* text) {
+  struct recv_side* r = &f->rcv[p->kind * f->nranks + p->src];
+  if (p->k > r->n) return -1;
+  if (r->n - p->k >= FP_PHIST) return 0;
+  const struct hist* h = &r->h[p->k % FP_PHIST];
+  if (h->chain == p->chain) return 0;
+  const char* what = p->kind == 0 ? "Send" : "AlltoAllv";
+  const char* other = p->kind == 0 ? "Recv" : "AlltoAllv";
+  if (h->bytes != p->bytes)
+    snprintf(text, TEXT_MAX,
+             "mismatched calls: rank %d (host %s) sends %llu bytes to rank %d in its %s #%llu but "
+             "rank %d (host %s) receives %llu bytes from rank %d in its %s #%llu (number %llu "
+             "between them); %s",
+             p->src, host_of(f, p->src), (unsigned long long)p->bytes, f->rank, what,
+             (unsigned long long)p->seq, f->rank, host_of(f, f->rank), (unsigned long long)h->bytes,
+             p->src, other, (unsigned long long)h->seq, (unsigned long long)p->k,
+             p->kind == 0 ? "a Send and its Recv must have the same count and type size"
+                          : "sendcounts[b] of rank a must equal recvcounts[a] of rank b");
+  else
+    snprintf(text, TEXT_MAX,
+             "mismatched calls: the sizes of the %ss from rank %d (host %s) to rank %d (host %s) "
+             "and of the matching %ss differ at some point before number %llu between them "
+             "(rank %d's %s #%llu, rank %d's %s #%llu)",
+             what, p->src, host_of(f, p->src), f->rank, host_of(f, f->rank), other,
+             (unsigned long long)p->k, p->src, what, (unsigned long long)p->seq, f->rank, other,
+             (unsigned long long)h->seq);
+  return 1;
+}
+
+/* Compare the previous rank's records this rank has caught up with; keep the others. */
+static int compare_pending(struct fp* f, char* text) {
+  int kept = 0, bad = 0;
+  for (int i = 0; i < f->npend; i++) {
+    const struct coll_rec* c = &f->pend[i];
+    if (c->index > f->ncoll) {
+      f->pend[kept++] = *c;
+    } else if (!bad && f->ncoll - c->index < FP_HIST) {
+      bad = coll_compare(f, (f->rank + f->nranks - 1) % f->nranks, c, text);
+    }
+  }
+  f->npend = kept;
+  for (int i = 0; f->pairs && !bad && i < FP_KINDS * f->nranks; i++) {
+    struct recv_side* r = &f->rcv[i];
+    if (!r->has_pending) continue;
+    int res = pair_compare(f, &r->pending, text);
+    if (res >= 0) r->has_pending = 0;
+    bad = res == 1;
+  }
+  return bad;
+}
+
+/* ---- the watch thread ----------------------------------------------------------------------- */
+
+/* Fails the comm with the mismatch (and its bootstrap: a call may wait in a connection setup
+ * that the peer, in another call, never joins). An engine that saw its peers stop because of it
+ * may have recorded ncclRemoteError first: the mismatch is the cause, so it takes that place. */
+static void fail_comm(struct fp* f, const char* text) {
+  ncclResult_t remote = ncclRemoteError;
+  f->failed = 1;
+  comm_fail(f->comm, ncclInvalidUsage, "%s", text);
+  boot_abort(f->comm->boot);
+  __atomic_compare_exchange_n(&f->comm->async_error, &remote, ncclInvalidUsage, 0, __ATOMIC_ACQ_REL,
+                              __ATOMIC_ACQUIRE);
+}
+
+/* Tells the other ranks first (their engines would otherwise see only this rank stop). */
+static void fail_all(struct fp* f, int origin, const char* text, fp_send_fn send, void* ctx) {
+  struct mismatch_msg m;
+  memset(&m, 0, sizeof m);
+  m.origin = origin;
+  snprintf(m.text, sizeof m.text, "%s", text);
+  (void)send(ctx, FP_MSG_MISMATCH, &m, sizeof m);
+  fail_comm(f, m.text);
+}
+
+static int buf_reserve(struct fp* f, size_t len) {
+  if (f->buf_cap >= len) return 0;
+  char* b = realloc(f->buf, len);
+  if (b == NULL) return -1;
+  f->buf = b, f->buf_cap = len;
+  return 0;
+}
+
+void fp_service(struct fp* f, double now, fp_send_fn send, void* ctx) {
+  char text[TEXT_MAX];
+  if (f == NULL || f->failed) return;
+  pthread_mutex_lock(&f->mu);
+  int bad = compare_pending(f, text);
+  if (!bad && now - f->sent_at < FP_SEND_S) {
+    pthread_mutex_unlock(&f->mu);
+    return;
+  }
+  uint64_t first = f->sent_ncoll + 1;
+  if (f->ncoll >= FP_BATCH && first < f->ncoll - FP_BATCH + 1) first = f->ncoll - FP_BATCH + 1;
+  int ncoll = (int)(f->ncoll + 1 - first), npair = f->nfwd;
+  for (int i = 0; f->pairs && i < FP_KINDS * f->nranks; i++)
+    npair += f->snd[i].n != f->snd[i].sent_n;
+  size_t len = sizeof(struct data_hdr) + (size_t)ncoll * sizeof(struct coll_rec) +
+               (size_t)npair * sizeof(struct pair_rec);
+  int have = !bad && (ncoll > 0 || npair > 0) && buf_reserve(f, len) == 0;
+  if (have) {
+    struct data_hdr h = {f->rank, ncoll, npair, 0};
+    char* at = f->buf;
+    memcpy(at, &h, sizeof h), at += sizeof h;
+    for (uint64_t i = first; i <= f->ncoll; i++)
+      memcpy(at, &f->hist[i % FP_HIST], sizeof(struct coll_rec)), at += sizeof(struct coll_rec);
+    for (int i = 0; f->pairs && i < FP_KINDS * f->nranks; i++) {
+      struct send_side* s = &f->snd[i];
+      if (s->n == s->sent_n) continue;
+      struct pair_rec p = {f->rank, i % f->nranks, i / f->nranks, 0,
+                           s->n,    s->chain,      s->bytes,      s->seq};
+      memcpy(at, &p, sizeof p), at += sizeof p;
+      s->sent_n = s->n;
+    }
+    memcpy(at, f->fwd, (size_t)f->nfwd * sizeof(struct pair_rec));
+    f->nfwd = 0;
+    f->sent_ncoll = f->ncoll;
+    f->sent_at = now;
+  }
+  pthread_mutex_unlock(&f->mu);
+  if (bad)
+    fail_all(f, f->rank, text, send, ctx);
+  else if (have)
+    (void)send(ctx, FP_MSG_DATA, f->buf, (uint32_t)len);
+}
+
+/* Checks a data message's shape; returns 0 when it is whole and consistent. */
+static int data_ok(const struct fp* f, const void* body, uint32_t len, struct data_hdr* h) {
+  if (len < sizeof *h) return -1;
+  memcpy(h, body, sizeof *h);
+  if (h->ncoll < 0 || h->npair < 0 || h->ncoll > FP_BATCH ||
+      h->npair > FP_KINDS * f->nranks * f->nranks + FP_KINDS * f->nranks)
+    return -1;
+  size_t want = sizeof *h + (size_t)h->ncoll * sizeof(struct coll_rec) +
+                (size_t)h->npair * sizeof(struct pair_rec);
+  return want == len ? 0 : -1;
+}
+
+static int on_data(struct fp* f, const void* body, uint32_t len, char* text) {
+  struct data_hdr h;
+  int prev = (f->rank + f->nranks - 1) % f->nranks, bad = 0;
+  if (data_ok(f, body, len, &h) != 0) return 0; /* not from a peer of this version: ignored */
+  const char* at = (const char*)body + sizeof h;
+  for (int i = 0; i < h.ncoll && !bad; i++, at += sizeof(struct coll_rec)) {
+    struct coll_rec c;
+    memcpy(&c, at, sizeof c);
+    if (c.index > f->ncoll) { /* ahead of this rank: later */
+      if (f->npend == FP_PEND) memmove(f->pend, f->pend + 1, sizeof(c) * (FP_PEND - 1)), f->npend--;
+      f->pend[f->npend++] = c;
+    } else if (f->ncoll - c.index < FP_HIST) {
+      bad = coll_compare(f, prev, &c, text);
+    }
+  }
+  at = (const char*)body + sizeof h + (size_t)h.ncoll * sizeof(struct coll_rec);
+  for (int i = 0; i < h.npair && !bad && f->pairs; i++, at += sizeof(struct pair_rec)) {
+    struct pair_rec p;
+    memcpy(&p, at, sizeof p);
+    if (p.src < 0 || p.src >= f->nranks || p.dst < 0 || p.dst >= f->nranks || p.kind < 0 ||
+        p.kind >= FP_KINDS || p.src == f->rank)
+      continue;
+    if (p.dst != f->rank) {
+      if (f->nfwd < f->fwd_cap) f->fwd[f->nfwd++] = p;
+      continue;
+    }
+    int res = pair_compare(f, &p, text);
+    if (res < 0) f->rcv[p.kind * f->nranks + p.src].pending = p;
+    if (res < 0) f->rcv[p.kind * f->nranks + p.src].has_pending = 1;
+    bad = res == 1;
+  }
+  return bad;
+}
+
+void fp_on_msg(struct fp* f, uint32_t type, const void* body, uint32_t len, fp_send_fn send,
+               void* ctx) {
+  char text[TEXT_MAX];
+  if (f == NULL) return;
+  if (type == FP_MSG_MISMATCH) {
+    struct mismatch_msg m;
+    if (len != sizeof m) return;
+    memcpy(&m, body, sizeof m);
+    m.text[TEXT_MAX - 1] = '\0';
+    if (m.origin == f->rank || m.origin < 0 || m.origin >= f->nranks) return;
+    (void)send(ctx, FP_MSG_MISMATCH, &m, sizeof m);
+    fail_comm(f, m.text);
+    return;
+  }
+  if (type != FP_MSG_DATA || f->failed) return;
+  pthread_mutex_lock(&f->mu);
+  int bad = on_data(f, body, len, text);
+  pthread_mutex_unlock(&f->mu);
+  if (bad) fail_all(f, f->rank, text, send, ctx);
+}
