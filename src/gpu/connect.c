@@ -259,7 +259,7 @@ ncclResult_t gpu_connect_ll(struct ncclComm* comm, struct gpu_comm* g) {
  * [channel] of its own in my pinned host memory, and a mirror of its FIFOs for me (gpu/net.c). */
 ncclResult_t gpu_connect_p2p(struct ncclComm* comm, struct gpu_comm* g) {
   int me = comm->rank, nnet = 0;
-  size_t fifo = DEV_FIFO_HEADER + (size_t)g->p2p_nslots * g->p2p_slot_bytes;
+  size_t fifo = dev_fifo_bytes(g->p2p_nslots, g->p2p_slot_bytes);
   size_t mine = fifo * (size_t)g->p2p_nch;
   NCCLCHECK(map_all(comm, g, &g->p2p_mem, g->peer_p2p, 1, &g->p2p_ok));
   for (int r = 0; r < comm->nranks; r++) {

@@ -33,22 +33,22 @@
 /* NCCL_PROTO: a comma list of Simple, LL, LL128 (case-insensitive); a leading ^ excludes them. */
 static void parse_proto(struct gpu_comm* g) {
   const char* s = param_str(PARAM_PROTO);
-  int neg = s[0] == '^', ll = 0, simple = 0, any = 0;
+  int neg = s[0] == '^', ll = 0, simple = 0, ll128 = 0, any = 0;
   if (neg) s++;
   while (*s) {
     size_t len = strcspn(s, ",");
     if (len == 2 && strncasecmp(s, "LL", 2) == 0) ll = 1, any = 1;
     if (len == 6 && strncasecmp(s, "Simple", 6) == 0) simple = 1, any = 1;
-    if (len == 5 && strncasecmp(s, "LL128", 5) == 0) any = 1;
+    if (len == 5 && strncasecmp(s, "LL128", 5) == 0) ll128 = 1, any = 1;
     s += len;
     if (*s == ',') s++;
   }
   if (!any && !neg) {
-    g->proto_ll = g->proto_simple = 1;
+    g->proto_ll = g->proto_simple = g->proto_ll128 = 1;
   } else if (neg) {
-    g->proto_ll = !ll, g->proto_simple = !simple;
+    g->proto_ll = !ll, g->proto_simple = !simple, g->proto_ll128 = !ll128;
   } else {
-    g->proto_ll = ll, g->proto_simple = simple;
+    g->proto_ll = ll, g->proto_simple = simple, g->proto_ll128 = ll128;
   }
 }
 
@@ -78,7 +78,7 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
   g->nchannels_max = nch;
   g->nslots = NSLOTS;
   g->slot_bytes = ((size_t)buff / NSLOTS) & ~(size_t)127;
-  g->fifo_bytes = DEV_FIFO_HEADER + (size_t)g->nslots * g->slot_bytes;
+  g->fifo_bytes = dev_fifo_bytes(g->nslots, g->slot_bytes);
   parse_proto(g);
   if (n > 1) NCCLCHECK(gpu_choose_host_fifos(comm, g));
   NCCLCHECK(gpu_ring_order(comm, g));
@@ -102,7 +102,7 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
                                             : (size_t)slot & ~(size_t)127;
     g->p2p_nslots = ns < 2 ? 2 : ns > 64 ? 64 : (int)ns;
     size_t nfifo = (size_t)n * g->p2p_nch;
-    size_t fifo = DEV_FIFO_HEADER + (size_t)g->p2p_nslots * g->p2p_slot_bytes;
+    size_t fifo = dev_fifo_bytes(g->p2p_nslots, g->p2p_slot_bytes);
     NCCLCHECK(gpu_shared_alloc(comm, g, nfifo * fifo, g->host_fifos, &g->p2p_mem));
     NCCLCHECK(dev_zalloc(g, (void**)&g->p2p_steps, nfifo * DEV_STEP_WORDS * sizeof(uint64_t)));
   } else {
@@ -121,9 +121,19 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
   CUDACHECK(cudaEventCreateWithFlags(&g->join_ev, cudaEventDisableTiming));
   CUDACHECK(cudaEventCreateWithFlags(&g->order_ev, cudaEventDisableTiming));
   CUDACHECK(cudaDeviceSynchronize());
+  /* The kernels the comm may run: the ring with every protocol NCCL_PROTO allows, the tree
+   * when NCCL_ALGO names it. */
+  int protos[DEV_PROTO_COUNT] = {g->proto_ll, g->proto_ll128, g->proto_simple};
+  int tree = multi && param_str(PARAM_ALGO)[0] != '\0' &&
+             (algo_allowed(COLL_ALLREDUCE, ALGO_TREE) || algo_allowed(COLL_BROADCAST, ALGO_TREE) ||
+              algo_allowed(COLL_REDUCE, ALGO_TREE));
   for (int dt = 0; dt < ncclNumTypes; dt++)
     for (int op = RED_SUM; op <= RED_PREMULSUM; op++) {
-      CUDACHECK(dev_ring_preload(dt, op));
+      for (int pr = 0; pr < DEV_PROTO_COUNT; pr++) {
+        if (!protos[pr] && !(pr == DEV_PROTO_SIMPLE && !g->proto_ll && !g->proto_ll128)) continue;
+        CUDACHECK(dev_ring_preload(pr, dt, op));
+        if (tree) CUDACHECK(dev_tree_preload(pr, dt, op));
+      }
       if (multi) CUDACHECK(dev_oneshot_preload(dt, op));
     }
   CUDACHECK(dev_p2p_preload());
@@ -265,7 +275,8 @@ static int reduces(enum coll_kind c) {
   return c == COLL_ALLREDUCE || c == COLL_REDUCE || c == COLL_REDUCESCATTER;
 }
 
-static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struct task* t) {
+static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struct task* t,
+                                const struct plan_op* plan) {
   struct dev_ring_args a;
   memset(&a, 0, sizeof a);
   size_t es = dtype_size(t->dtype), total = t->count * es;
@@ -309,6 +320,8 @@ static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struc
   a.slot_bytes = g->slot_bytes;
   a.steps = g->steps;
   a.sysmem = g->host_fifos || g->net_prev;
+  a.send_sys = g->host_fifos || g->net_next;
+  a.proto = (int)plan->proto;
   a.ctl = gpu_ctl(g, t->seq, t->seq, t->stream);
   for (int c = 0; c < a.nchannels && n > 1; c++) {
     a.ch[c].recv_fifo = g->fifo_mem.ptr + (size_t)c * g->fifo_bytes;
@@ -344,9 +357,77 @@ ncclResult_t gpu_order_after_last(struct gpu_comm* g, cudaStream_t s) {
   return ncclSuccess;
 }
 
+/* Tree collectives (AllReduce, Broadcast, Reduce; device/colls.cuh) over the point-to-point
+ * FIFOs: the double binary tree of algo/tree.h on the comm's ring positions (the ranks of a host
+ * neighbours), rooted at rank 0 for AllReduce. Channels: as for the ring, at most half the
+ * point-to-point channels (each tree of a channel has its own), at most the comm's block limit
+ * over 2 x trees. */
+static ncclResult_t launch_tree(struct ncclComm* comm, struct gpu_comm* g, struct task* t,
+                                const struct plan_op* plan) {
+  int n = comm->nranks;
+  if (n > 1 && (!g->p2p_ok || n > DEV_MAX_PEERS)) {
+    WARN("%s #%llu on rank %d: the Tree algorithm (NCCL_ALGO) needs the point-to-point FIFOs of "
+         "every peer, which this comm does not have (%d ranks; at most %d, every pair of GPUs "
+         "reachable): allow Ring",
+         coll_name(t->coll), (unsigned long long)t->seq, comm->rank, n, DEV_MAX_PEERS);
+    return ncclInvalidUsage;
+  }
+  struct dev_tree_args a;
+  memset(&a, 0, sizeof a);
+  size_t es = dtype_size(t->dtype);
+  a.in = t->sendbuff;
+  a.out = t->recvbuff;
+  a.count = t->count;
+  a.nranks = n;
+  a.coll = t->coll == COLL_ALLREDUCE   ? DEV_ALLREDUCE
+           : t->coll == COLL_BROADCAST ? DEV_BROADCAST
+                                       : DEV_REDUCE;
+  if (reduces(t->coll)) {
+    a.dtype = (int)t->dtype;
+    a.op = t->op.kind;
+    memcpy(a.scalar, t->op.scalar, sizeof a.scalar);
+    a.device_scalar = t->op.device_scalar;
+  } else { /* moved as bytes */
+    a.dtype = (int)ncclUint8;
+    a.op = RED_SUM;
+    a.count = t->count * es;
+  }
+  int root = t->coll == COLL_ALLREDUCE ? 0 : t->root;
+  for (int k = 0; k < TREE_COUNT; k++)
+    a.node[k] = tree_node_in_order(comm->rank, n, root, k, comm->ring_order, comm->ring_pos);
+  int p2p_nch = n > 1 ? g->p2p_nch : 1;
+  a.ntrees = p2p_nch >= 2 ? 2 : 1;
+  int nch = plan->nchannels > 0 ? plan->nchannels : pick_channels(g, t->coll, t->count * es);
+  if (nch > p2p_nch / a.ntrees) nch = p2p_nch / a.ntrees;
+  if (nch > g->cta.max / (2 * a.ntrees)) nch = g->cta.max / (2 * a.ntrees);
+  a.nchannels = nch < 1 ? 1 : nch;
+  a.proto = (int)plan->proto;
+  a.p2p_nch = g->p2p_nch;
+  a.nslots = g->p2p_nslots;
+  a.slot_bytes = g->p2p_slot_bytes;
+  a.fifo_bytes = dev_fifo_bytes(g->p2p_nslots, g->p2p_slot_bytes);
+  a.recv_sys = g->p2p_sysmem;
+  a.send_sys = g->host_fifos ? ~0u : g->p2p_net;
+  a.steps = g->p2p_steps;
+  memcpy(a.send_fifo, g->p2p_send, sizeof a.send_fifo);
+  memcpy(a.recv_fifo, g->p2p_recv, sizeof a.recv_fifo);
+  a.ctl = gpu_ctl(g, t->seq, t->seq, t->stream);
+  return launched(comm, t, dev_tree_launch(&a, t->stream));
+}
+
+/* Runs the plan of task t (gpu_plan_shim until core fills it): Tree for AllReduce, Broadcast and
+ * Reduce; Ring when NCCL_ALGO chose it; otherwise the engine's small-message paths (one-shot LL,
+ * one hop) where they apply, else the ring; ring and tree with the plan's protocol. */
 static ncclResult_t launch_task(struct ncclComm* comm, struct gpu_comm* g, struct task* t) {
   if (t->count == 0) return ncclSuccess;
+  struct plan_op plan;
+  int forced = 0;
+  NCCLCHECK(gpu_plan_shim(comm, g, t, &plan, &forced));
   NCCLCHECK(gpu_order_after_last(g, t->stream));
+  if (plan.algo == ALGO_TREE &&
+      (t->coll == COLL_ALLREDUCE || t->coll == COLL_BROADCAST || t->coll == COLL_REDUCE))
+    return launch_tree(comm, g, t, &plan);
+  if (forced && plan.algo == ALGO_RING) return launch_ring(comm, g, t, &plan);
   if (t->coll == COLL_ALLREDUCE || t->coll == COLL_ALLGATHER || t->coll == COLL_REDUCESCATTER) {
     struct tune_path_in in = {t->coll == COLL_ALLREDUCE,
                               t->count * dtype_size(t->dtype),
@@ -363,7 +444,7 @@ static ncclResult_t launch_task(struct ncclComm* comm, struct gpu_comm* g, struc
     if (path == TUNE_PATH_ONESHOT_LL) return launch_oneshot(comm, g, t);
     if (path == TUNE_PATH_ONEHOP) return launch_onehop(comm, g, t);
   }
-  return launch_ring(comm, g, t);
+  return launch_ring(comm, g, t, &plan);
 }
 
 /* Collectives run in the order they were posted, AlltoAll(v), Gather and Scatter among them;

@@ -3,6 +3,7 @@
 #define MONEL_GPU_GPU_H
 #include <cuda_runtime_api.h>
 #include "core/comm.h"
+#include "core/plan.h"
 #include "core/tune.h"
 #include "device/dev.h"
 #include "os/shm.h"
@@ -59,10 +60,10 @@ struct gpu_comm {
   int ll_ok;
   int onehop_ok; /* one-hop AllReduce allowed: a peer across the network, point-to-point FIFOs
                    to every peer, NCCL_ALGO allows OneShot for allreduce */
-  int proto_ll, proto_simple;   /* allowed by NCCL_PROTO */
-  struct gpu_mem ll_mem;        /* my LL buffer, on my GPU */
-  uint32_t* ll_seq;             /* device: launches so far, per block */
-  char* peer_ll[DEV_MAX_PEERS]; /* every rank's LL buffer as I address it */
+  int proto_ll, proto_simple, proto_ll128; /* allowed by NCCL_PROTO */
+  struct gpu_mem ll_mem;                   /* my LL buffer, on my GPU */
+  uint32_t* ll_seq;                        /* device: launches so far, per block */
+  char* peer_ll[DEV_MAX_PEERS];            /* every rank's LL buffer as I address it */
   /* Point-to-point (gpu/p2p.c, device/p2p.cu): usable when every rank mapped every peer's FIFOs. */
   int p2p_ok;
   int p2p_nch;    /* channels per peer */
@@ -181,6 +182,10 @@ ncclResult_t gpu_ce_run(struct ncclComm* comm, struct task* const* tasks, int nt
 void gpu_ce_free(struct gpu_comm* g);
 /* Let the comm's streams blocked on copy-engine flags go on (an aborted comm; see ce.c). */
 void gpu_ce_release(struct gpu_comm* g);
+/* gpu_plan_shim.c (temporary, until core fills the plan): the plan of task t; *algo_forced:
+ * NCCL_ALGO chose the algorithm. */
+ncclResult_t gpu_plan_shim(struct ncclComm* comm, const struct gpu_comm* g, const struct task* t,
+                           struct plan_op* plan, int* algo_forced);
 /* engine.c: make stream s wait for the comm's previous kernel when that ran on another stream. */
 ncclResult_t gpu_order_after_last(struct gpu_comm* g, cudaStream_t s);
 

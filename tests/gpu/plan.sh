@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Every (algorithm, protocol) of the GPU engine, forced, checked exactly on this machine's GPUs
+# (one GPU is enough: ranks share it): the exact-check matrix (tests/gpu/matrix.c: every
+# collective the ring and tree run x dtype x op x counts {0, 1, 1023, PLAN_LARGE} x roots, in and
+# out of place) with NCCL_ALGO and NCCL_PROTO set, then the quick matrix in CUDA graph mode:
+#   same-host: one process driving PLAN_N ranks (--mode all): GPU memory FIFOs, so LL128 runs
+#     on its own lines;
+#   hostmem: the same with NCCL_P2P_DISABLE=1 (FIFOs in pinned host memory);
+#   net: one process per rank, every rank its own host (monelrun --fake-hosts): every
+#     connection over the network through the proxy; processes under MPS where it can start.
+# Algorithms: Ring (NCCL_ALGO=Ring), Tree (NCCL_ALGO=allreduce:tree;broadcast:tree;reduce:tree:
+# AllGather and ReduceScatter, which have no tree, run the ring with the same protocol).
+# Protocols: NCCL_PROTO=Simple, LL, LL128.
+# 2 ranks run the full set, more ranks the quick one (--quick: four dtypes, four ops).
+# Usage: tests/gpu/plan.sh BUILD_DIR. Logs go to $OUT (or a new temporary directory), one per
+# run: plan-PATH-ALGO-PROTO[-graph].log.
+#   PLAN_N="2 4"          rank counts (default "2 4")
+#   PLAN_PATHS="same net" which paths (default "same hostmem net")
+#   PLAN_LARGE=16M+3      the large count
+#   PLAN_PROTOS, PLAN_ALGOS  subsets (default "Simple LL LL128", "Ring Tree")
+#   PLAN_GRAPH=0          no CUDA graph runs
+#   PLAN_QUICK=1          the quick set on 2 ranks too;  PLAN_ARGS  more matrix options
+#   PLAN_RUN_TIMEOUT=300  seconds after which one run is killed
+# Prints PASS/FAIL per run and "PASS tests/gpu/plan.sh" or "FAIL tests/gpu/plan.sh".
+set -u
+B=$(cd "${1:-build}" && pwd)
+LOG=${OUT:-$(mktemp -d)}
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
+T=$B/tests/gpu_matrix
+RUN=$B/bin/monelrun
+LARGE=${PLAN_LARGE:-16M+3}
+COLLS=allreduce,broadcast,reduce,allgather,reducescatter
+LIMIT=${PLAN_RUN_TIMEOUT:-300}
+for f in "$T" "$RUN"; do
+  [ -x "$f" ] || { echo "FAIL tests/gpu/plan.sh: $f is not built (a CUDA build)"; exit 1; }
+done
+NGPUS=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+[ "$NGPUS" -ge 1 ] || { echo "SKIP tests/gpu/plan.sh: no GPU here"; exit 0; }
+mps=0
+if command -v nvidia-cuda-mps-control >/dev/null; then
+  export CUDA_MPS_PIPE_DIRECTORY=${CUDA_MPS_PIPE_DIRECTORY:-/tmp/monel-mps}
+  export CUDA_MPS_LOG_DIRECTORY=${CUDA_MPS_LOG_DIRECTORY:-/tmp/monel-mpsl}
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  nvidia-cuda-mps-control -d 2>/dev/null && mps=1
+fi
+echo "== $NGPUS GPUs, MPS $([ $mps = 1 ] && echo on || echo off); logs in $LOG/plan-*.log"
+rc=0
+summary=()
+read -r -a EXTRA <<<"${PLAN_ARGS:-}"
+run() { # NAME COMMAND...: the command with the matrix's extra options (PLAN_ARGS)
+  local name=$1 log=$LOG/plan-$1.log start=$SECONDS st
+  shift
+  echo "== $name: $*" | tee "$log"
+  LD_LIBRARY_PATH=$B/lib timeout -k 10 "$LIMIT" "$@" "${EXTRA[@]}" >>"$log" 2>&1
+  st=$?
+  grep -E '^(\[[0-9]+\] )?(PASS|FAIL|SKIP) matrix' "$log" | head -4
+  grep -E '^(\[[0-9]+\] )?FAIL' "$log" | grep -v 'FAIL matrix' | head -6
+  [ "$st" = 0 ] || { rc=1; tail -n 6 "$log"; }
+  summary+=("$(printf '%-4s %-40s %4d s (exit %d)' "$([ "$st" = 0 ] && echo PASS || echo FAIL)" \
+    "$name" $((SECONDS - start)) "$st")")
+}
+for n in ${PLAN_N:-2 4}; do
+  for algo in ${PLAN_ALGOS:-Ring Tree}; do
+    a=$algo
+    [ "$algo" = Tree ] && a="allreduce:tree;broadcast:tree;reduce:tree"
+    for proto in ${PLAN_PROTOS:-Simple LL LL128}; do
+      for path in ${PLAN_PATHS:-same hostmem net}; do
+        name=$path-n$n-$algo-$proto
+        env=(NCCL_ALGO="$a" NCCL_PROTO="$proto")
+        size=(--large "$LARGE")
+        [ "$n" -gt 2 ] || [ "${PLAN_QUICK:-0}" = 1 ] && size=(--quick --large "$LARGE")
+        case $path in
+        same)
+          run "$name" env "${env[@]}" "$T" --mode all -n "$n" --share-gpus --colls "$COLLS" \
+            "${size[@]}"
+          [ "${PLAN_GRAPH:-1}" = 1 ] && run "$name-graph" env "${env[@]}" "$T" --mode all -n "$n" \
+            --share-gpus --colls "$COLLS" --quick --large "$LARGE" --graph
+          ;;
+        hostmem)
+          run "$name" env "${env[@]}" NCCL_P2P_DISABLE=1 "$T" --mode all -n "$n" --share-gpus \
+            --colls "$COLLS" --quick --large "$LARGE"
+          ;;
+        net)
+          run "$name" env "${env[@]}" "$RUN" -n "$n" --fake-hosts "$n" "$T" --mode procs \
+            --share-gpus --colls "$COLLS" "${size[@]}"
+          [ "${PLAN_GRAPH:-1}" = 1 ] && run "$name-graph" env "${env[@]}" "$RUN" -n "$n" \
+            --fake-hosts "$n" "$T" --mode procs --share-gpus --colls "$COLLS" --quick \
+            --large "$LARGE" --graph
+          ;;
+        esac
+      done
+    done
+  done
+done
+[ $mps = 1 ] && echo quit | nvidia-cuda-mps-control
+echo "== summary"
+printf '%s\n' "${summary[@]}"
+[ $rc = 0 ] && echo "PASS tests/gpu/plan.sh" || echo "FAIL tests/gpu/plan.sh"
+exit $rc
