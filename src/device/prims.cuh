@@ -629,7 +629,8 @@ __device__ static __noinline__ void prim_step(struct prim* p, enum verb verb, co
   /* In place copies need no store (only collectives that do not reduce copy without post). */
   if (xin != NULL && xin == xout && !post) xout = NULL;
   if (PROTO == DEV_PROTO_SIMPLE || (nr == 0 && ns == 0)) {
-    const bool sys = nr > 0 && p->recv[0].sys;
+    /* Slots read uncached where any source is host memory. */
+    const bool sys = (nr > 0 && p->recv[0].sys) || (nr > 1 && p->recv[1].sys);
     if (nr <= 1 && ns <= 1) {
       if (xin != NULL || xout != NULL || nr || ns)
         move<T, OP>((const T*)rs[0], xin, xout, (T*)ss[0], len, post, s, nranks, sys);
