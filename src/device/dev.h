@@ -60,8 +60,9 @@
  *     format), flag = the step number; the receiver polls the lines: no fence, no tail.
  *   LL128: 128-byte lines, 120 bytes of data and an 8-byte flag (the step number), each line
  *     stored by 8 lanes of one warp in one instruction; the receiver polls whole warps' lines.
- *     Correct only where a warp's 128-byte store reaches the reader whole: GPU memory (the same
- *     GPU, or a peer over NVLink).
+ *     Correct only where a warp's 128-byte store reaches the reader whole: GPU memory of the same
+ *     GPU, or of a peer over NVLink; elsewhere (gpu/connect.c gpu_check_ll128) the engine marks
+ *     the connections as host memory, so that the tail publishes LL128's steps.
  * Every FIFO has three areas of nslots slots: Simple's, LL's and LL128's, so that no line ever
  * holds another protocol's stale bytes that could look like a flag. A connection in pinned host
  * memory (NET connections, whose slots the proxy moves, and NCCL_P2P_DISABLE=1) carries every

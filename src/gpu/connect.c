@@ -284,6 +284,45 @@ ncclResult_t gpu_connect_p2p(struct ncclComm* comm, struct gpu_comm* g) {
   return ncclSuccess;
 }
 
+/* LL128's lines are safe where a warp's 128-byte store reaches the reader whole: the same GPU,
+ * or a peer GPU over NVLink, taken here as a pair with native atomics (cudaDevP2PAttr
+ * NativeAtomicSupported, which PCIe peers lack). Every rank checks its peers on this host
+ * (network peers and host-memory FIFOs publish every step by the tail anyway) and the verdicts
+ * are combined, so both ends of a connection lay LL128 out alike (collective). */
+ncclResult_t gpu_check_ll128(struct ncclComm* comm, struct gpu_comm* g) {
+  struct bus {
+    char id[32];
+    int ok;
+  }* all = NULL;
+  int n = comm->nranks, me = comm->rank, ok = 1;
+  ncclResult_t res = ncclSuccess;
+  g->ll128_lines = 0;
+  NCCLCALLOC(all, n);
+  if (cudaDeviceGetPCIBusId(all[me].id, sizeof all[me].id, comm->cuda_dev) != cudaSuccess) ok = 0;
+  NCCLCHECKGOTO(boot_allgather(comm->boot, all, sizeof *all), res, out);
+  for (int r = 0; r < n && ok; r++) {
+    if (r == me || gpu_net_is(comm, r) || strcmp(all[r].id, all[me].id) == 0) continue;
+    int dev = -1, atomics = 0;
+    if (cudaDeviceGetByPCIBusId(&dev, all[r].id) != cudaSuccess ||
+        cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, comm->cuda_dev,
+                                  dev) != cudaSuccess ||
+        !atomics)
+      ok = 0;
+  }
+  (void)cudaGetLastError();
+  for (int r = 0; r < n; r++) memset(all[r].id, 0, sizeof all[r].id);
+  all[me].ok = ok;
+  NCCLCHECKGOTO(boot_allgather(comm->boot, all, sizeof *all), res, out);
+  g->ll128_lines = 1;
+  for (int r = 0; r < n; r++) g->ll128_lines &= all[r].ok;
+  INFO(LOG_INIT | LOG_P2P, "comm %p rank %d GPU LL128: %s", (void*)comm, comm->rank,
+       g->ll128_lines ? "lines in GPU memory (the same GPU or NVLink)"
+                      : "every step published by the tail (a pair of GPUs without NVLink)");
+out:
+  free(all);
+  return res;
+}
+
 ncclResult_t gpu_connect_ce(struct ncclComm* comm, struct gpu_comm* g) {
   return map_all(comm, g, &g->ce_mem, g->peer_ce, 0, &g->ce_ok);
 }

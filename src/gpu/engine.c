@@ -143,6 +143,7 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
     NCCLCHECK(gpu_connect_p2p(comm, g));
   }
   if (n > 1) NCCLCHECK(gpu_net_connect(comm, g));
+  if (n > 1) NCCLCHECK(gpu_check_ll128(comm, g));
   g->onehop_ok = multi && g->p2p_ok && gpu_net_any(comm) && param_int(PARAM_NET_ONEHOP_MAX) > 0 &&
                  algo_allowed(COLL_ALLREDUCE, ALGO_ONESHOT);
   if (g->onehop_ok) {
@@ -322,6 +323,7 @@ static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struc
   a.sysmem = g->host_fifos || g->net_prev;
   a.send_sys = g->host_fifos || g->net_next;
   a.proto = (int)plan->proto;
+  if (a.proto == DEV_PROTO_LL128 && !g->ll128_lines) a.sysmem = a.send_sys = 1; /* by the tail */
   a.ctl = gpu_ctl(g, t->seq, t->seq, t->stream);
   for (int c = 0; c < a.nchannels && n > 1; c++) {
     a.ch[c].recv_fifo = g->fifo_mem.ptr + (size_t)c * g->fifo_bytes;
@@ -408,6 +410,7 @@ static ncclResult_t launch_tree(struct ncclComm* comm, struct gpu_comm* g, struc
   a.fifo_bytes = dev_fifo_bytes(g->p2p_nslots, g->p2p_slot_bytes);
   a.recv_sys = g->p2p_sysmem;
   a.send_sys = g->host_fifos ? ~0u : g->p2p_net;
+  if (a.proto == DEV_PROTO_LL128 && !g->ll128_lines) a.recv_sys = a.send_sys = ~0u; /* by tail */
   a.steps = g->p2p_steps;
   memcpy(a.send_fifo, g->p2p_send, sizeof a.send_fifo);
   memcpy(a.recv_fifo, g->p2p_recv, sizeof a.recv_fifo);

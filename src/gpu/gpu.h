@@ -61,9 +61,10 @@ struct gpu_comm {
   int onehop_ok; /* one-hop AllReduce allowed: a peer across the network, point-to-point FIFOs
                    to every peer, NCCL_ALGO allows OneShot for allreduce */
   int proto_ll, proto_simple, proto_ll128; /* allowed by NCCL_PROTO */
-  struct gpu_mem ll_mem;                   /* my LL buffer, on my GPU */
-  uint32_t* ll_seq;                        /* device: launches so far, per block */
-  char* peer_ll[DEV_MAX_PEERS];            /* every rank's LL buffer as I address it */
+  int ll128_lines;       /* LL128 may use its lines in GPU memory (connect.c gpu_check_ll128) */
+  struct gpu_mem ll_mem; /* my LL buffer, on my GPU */
+  uint32_t* ll_seq;      /* device: launches so far, per block */
+  char* peer_ll[DEV_MAX_PEERS]; /* every rank's LL buffer as I address it */
   /* Point-to-point (gpu/p2p.c, device/p2p.cu): usable when every rank mapped every peer's FIFOs. */
   int p2p_ok;
   int p2p_nch;    /* channels per peer */
@@ -139,6 +140,7 @@ ncclResult_t gpu_connect_ring(struct ncclComm* comm, struct gpu_comm* g);
 ncclResult_t gpu_connect_ll(struct ncclComm* comm, struct gpu_comm* g);
 ncclResult_t gpu_connect_p2p(struct ncclComm* comm, struct gpu_comm* g);
 ncclResult_t gpu_connect_ce(struct ncclComm* comm, struct gpu_comm* g);
+ncclResult_t gpu_check_ll128(struct ncclComm* comm, struct gpu_comm* g);
 void gpu_disconnect(struct gpu_comm* g);
 
 /* net.c: connections across hosts. gpu_net_is: whether the connection with peer is a NET one;

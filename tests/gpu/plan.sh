@@ -57,6 +57,12 @@ run() { # NAME COMMAND...: the command with the matrix's extra options (PLAN_ARG
   grep -E '^(\[[0-9]+\] )?(PASS|FAIL|SKIP) matrix' "$log" | head -4
   grep -E '^(\[[0-9]+\] )?FAIL' "$log" | grep -v 'FAIL matrix' | head -6
   [ "$st" = 0 ] || { rc=1; tail -n 6 "$log"; }
+  # A client killed at the time limit can leave MPS refusing the next ones: start it afresh.
+  if [ $mps = 1 ] && { [ "$st" = 124 ] || [ "$st" = 137 ]; }; then
+    echo quit | nvidia-cuda-mps-control
+    sleep 2
+    nvidia-cuda-mps-control -d || mps=0
+  fi
   summary+=("$(printf '%-4s %-40s %4d s (exit %d)' "$([ "$st" = 0 ] && echo PASS || echo FAIL)" \
     "$name" $((SECONDS - start)) "$st")")
 }
@@ -70,6 +76,13 @@ for n in ${PLAN_N:-2 4}; do
         env=(NCCL_ALGO="$a" NCCL_PROTO="$proto")
         size=(--large "$LARGE")
         [ "$n" -gt 2 ] || [ "${PLAN_QUICK:-0}" = 1 ] && size=(--quick --large "$LARGE")
+        # One GPU: more than 2 ranks of one process fill it with up to 64 blocks each that wait
+        # for each other and cannot all be resident (the ring hangs so, whatever the protocol);
+        # across hosts a rank has at most MONEL_NET_CHANNELS (8).
+        if [ "$NGPUS" = 1 ] && [ "$n" -gt 2 ] && [ "$path" != net ]; then
+          echo "== $name: left out (one GPU, $n ranks in one process)"
+          continue
+        fi
         case $path in
         same)
           run "$name" env "${env[@]}" "$T" --mode all -n "$n" --share-gpus --colls "$COLLS" \
