@@ -268,7 +268,7 @@ struct dev_p2p_args {
   int nslots, nblocks;
   unsigned sysmem;               /* bit r: my FIFOs for peer r are pinned host memory (read
                                     uncached) */
-  size_t slot_bytes, fifo_bytes; /* one FIFO: DEV_FIFO_HEADER + nslots * slot_bytes */
+  size_t slot_bytes, fifo_bytes; /* one FIFO: dev_fifo_bytes(nslots, slot_bytes) */
   struct dev_ctl ctl;
   struct dev_p2p_block blocks[DEV_P2P_MAX_BLOCKS];
   struct dev_p2p_op ops[DEV_P2P_MAX_OPS];
