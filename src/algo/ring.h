@@ -16,6 +16,7 @@
  * map. */
 #ifndef MONEL_ALGO_RING_H
 #define MONEL_ALGO_RING_H
+#include <stddef.h>
 #include "algo/prim.h"
 
 ALGO_HD static inline int ring_mod(int a, int n) {
@@ -48,6 +49,38 @@ ALGO_HD static inline struct step ring_allreduce_step(int rank, int nranks, int 
     st.verb = VERB_RECV, st.chunk = ring_mod(rank + 2, nranks);
   }
   return st;
+}
+
+/* AllReduce cuts the buffer in blocks of nranks chunks: from an element with rem elements left,
+ * a chunk is rem / nranks rounded up to a multiple of `align` elements, at most max_chunk (one
+ * FIFO slot), and the block is nranks chunks or what is left. Both engines cut alike. */
+struct ring_block {
+  size_t chunk, len; /* elements */
+};
+
+ALGO_HD static inline struct ring_block ring_allreduce_block(size_t rem, int nranks, size_t align,
+                                                             size_t max_chunk) {
+  struct ring_block b;
+  b.chunk = (rem + nranks - 1) / nranks;
+  b.chunk = (b.chunk + align - 1) / align * align;
+  if (b.chunk > max_chunk) b.chunk = max_chunk;
+  b.len = b.chunk * (size_t)nranks < rem ? b.chunk * (size_t)nranks : rem;
+  return b;
+}
+
+/* Chunk c of block b: *first is its first element (from the block's start); returns its length
+ * (0 for a chunk past the end of a short last block). */
+ALGO_HD static inline size_t ring_block_chunk(struct ring_block b, int c, size_t* first) {
+  *first = (size_t)c * b.chunk;
+  if (*first >= b.len) return 0;
+  return b.len - *first < b.chunk ? b.len - *first : b.chunk;
+}
+
+/* AllGather (output) and ReduceScatter (input): where chunk c of a step lies, `off` into the part
+ * of the rank at ring position c, parts of `part` units each. order: position -> rank (NULL:
+ * the identity). */
+ALGO_HD static inline size_t ring_part_offset(const int* order, int c, size_t part, size_t off) {
+  return (size_t)(order ? order[c] : c) * part + off;
 }
 
 #endif

@@ -2,7 +2,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "api/api.h"
-#include "boot/boot.h"
 #include "util/check.h"
 #include "core/comm.h"
 #include "core/group.h"
@@ -21,7 +20,7 @@ NCCL_API(ncclResult_t, ncclGetVersion, int* version) {
 NCCL_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId) {
   NCCLCHECK(api_check_ptr(uniqueId, "uniqueId", "ncclGetUniqueId"));
   version_banner();
-  return boot_id_create(uniqueId);
+  return comm_id_create(uniqueId);
 }
 
 static ncclResult_t init_rank(ncclComm_t* newcomm, int nranks, const ncclUniqueId* id, int rank,
@@ -87,7 +86,7 @@ NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* 
     }
   version_banner();
   ncclUniqueId id;
-  NCCLCHECK(boot_id_create_local(&id, ndev));
+  NCCLCHECK(comm_id_create_local(&id, ndev));
   ncclResult_t res = ncclSuccess;
   NCCLCHECK(group_start());
   for (int i = 0; i < ndev; i++) {

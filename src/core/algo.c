@@ -1,4 +1,4 @@
-/* Algorithm choice: NCCL_ALGO parsing and the cheapest allowed algorithm per task. */
+/* NCCL_ALGO parsing, and NCCL's list syntax that NCCL_PROTO shares (core/plan.c). */
 #include <ctype.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -6,10 +6,6 @@
 #include "core/algo.h"
 #include "util/check.h"
 #include "util/param.h"
-#include "core/tune.h"
-#include "util/dtype.h"
-
-#define ALL_ALGOS ((1u << ALGO_COUNT) - 1)
 
 static const char* const names[ALGO_COUNT] = {"Tree",         "Ring",    "CollnetDirect",
                                               "CollnetChain", "NVLS",    "NVLSTree",
@@ -56,12 +52,23 @@ static int same_word(const char* s, const char* end, const char* word) {
   return strlen(word) == n && strncasecmp(s, word, n) == 0;
 }
 
+/* "A, B, C" for a list of names. */
+static void join_names(const struct algo_names* nm, char* out, size_t len) {
+  out[0] = '\0';
+  for (int i = 0; i < nm->count; i++)
+    snprintf(out + strlen(out), len - strlen(out), "%s%s",
+             i == 0               ? ""
+             : i + 1 == nm->count ? " and "
+                                  : ", ",
+             nm->names[i]);
+}
+
 /* "Ring,Tree" or "^Tree" in [s, end) -> mask. */
-static ncclResult_t parse_list(const char* s, const char* end, unsigned* mask, char* err,
-                               size_t errlen) {
+static ncclResult_t parse_list(const struct algo_names* nm, const char* s, const char* end,
+                               unsigned* mask, char* err, size_t errlen) {
+  unsigned all = (1u << nm->count) - 1, m = 0;
   trim(&s, &end);
   int invert = s < end && *s == '^';
-  unsigned m = 0;
   if (invert) s++;
   while (s < end) {
     const char* comma = memchr(s, ',', (size_t)(end - s));
@@ -69,33 +76,46 @@ static ncclResult_t parse_list(const char* s, const char* end, unsigned* mask, c
     trim(&w, &we);
     if (w < we) {
       int a = 0;
-      while (a < ALGO_COUNT && !same_word(w, we, names[a])) a++;
-      if (a == ALGO_COUNT) {
-        snprintf(err, errlen,
-                 "\"%.*s\" is not an algorithm (the names are Tree, Ring, CollnetDirect, "
-                 "CollnetChain, NVLS, NVLSTree, PAT, OneShot and TwoShot, in any case)",
-                 (int)(we - w), w);
+      while (a < nm->count && !same_word(w, we, nm->names[a])) a++;
+      if (a == nm->count) {
+        char list[160];
+        join_names(nm, list, sizeof list);
+        snprintf(err, errlen, "\"%.*s\" is not %s (the names are %s, in any case)", (int)(we - w),
+                 w, nm->what, list);
         return ncclInvalidUsage;
       }
       m |= 1u << a;
     }
     s = comma ? comma + 1 : end;
   }
-  *mask = invert ? ALL_ALGOS & ~m : m;
+  *mask = invert ? all & ~m : m;
   return ncclSuccess;
 }
 
-ncclResult_t algo_parse(const char* s, unsigned allowed[COLL_COUNT], char* err, size_t errlen) {
-  unsigned def = ALL_ALGOS;
+const char* algo_coll_key(enum coll_kind coll) {
+  for (size_t i = 0; i < NKEYS; i++)
+    if (colls[i].coll == coll) return colls[i].key;
+  return "allreduce";
+}
+
+int algo_coll_is_tunable(enum coll_kind coll) {
+  for (size_t i = 0; i < NKEYS; i++)
+    if (colls[i].coll == coll) return 1;
+  return 0;
+}
+
+ncclResult_t algo_list_parse(const struct algo_names* nm, const char* s,
+                             unsigned allowed[COLL_COUNT], char* err, size_t errlen) {
+  unsigned def = (1u << nm->count) - 1;
   int named[COLL_COUNT] = {0};
   const char* end = s ? s + strlen(s) : s;
-  for (int c = 0; c < COLL_COUNT; c++) allowed[c] = ALL_ALGOS;
+  for (int c = 0; c < COLL_COUNT; c++) allowed[c] = def;
   while (s && s < end) {
     const char* semi = memchr(s, ';', (size_t)(end - s));
     const char* se = semi ? semi : end;
     const char* colon = memchr(s, ':', (size_t)(se - s));
     if (colon == NULL) {
-      NCCLCHECK(parse_list(s, se, &def, err, errlen));
+      NCCLCHECK(parse_list(nm, s, se, &def, err, errlen));
     } else {
       const char *k = s, *ke = colon;
       trim(&k, &ke);
@@ -103,12 +123,12 @@ ncclResult_t algo_parse(const char* s, unsigned allowed[COLL_COUNT], char* err, 
       while (i < NKEYS && !same_word(k, ke, colls[i].key)) i++;
       if (i == NKEYS) {
         snprintf(err, errlen,
-                 "\"%.*s\" is not a collective NCCL_ALGO can name (use allreduce, broadcast, "
+                 "\"%.*s\" is not a collective %s can name (use allreduce, broadcast, "
                  "reduce, allgather or reducescatter)",
-                 (int)(ke - k), k);
+                 (int)(ke - k), k, nm->var);
         return ncclInvalidUsage;
       }
-      NCCLCHECK(parse_list(colon + 1, se, &allowed[colls[i].coll], err, errlen));
+      NCCLCHECK(parse_list(nm, colon + 1, se, &allowed[colls[i].coll], err, errlen));
       named[colls[i].coll] = 1;
     }
     s = semi ? semi + 1 : end;
@@ -118,67 +138,23 @@ ncclResult_t algo_parse(const char* s, unsigned allowed[COLL_COUNT], char* err, 
   return ncclSuccess;
 }
 
+ncclResult_t algo_parse(const char* s, unsigned allowed[COLL_COUNT], char* err, size_t errlen) {
+  static const struct algo_names nm = {"NCCL_ALGO", "an algorithm", names, ALGO_COUNT};
+  return algo_list_parse(&nm, s, allowed, err, errlen);
+}
+
 static struct {
   pthread_once_t once;
   ncclResult_t res;
   unsigned allowed[COLL_COUNT];
   char err[256];
-  unsigned char logged[COLL_COUNT][64]; /* (coll, log2 of bytes) already logged at INFO */
 } cfg = {PTHREAD_ONCE_INIT};
 
 static void load(void) {
   cfg.res = algo_parse(param_str(PARAM_ALGO), cfg.allowed, cfg.err, sizeof cfg.err);
 }
 
-/* "Ring" or "Tree, Ring" for a mask of algorithms. */
-static void mask_words(unsigned m, char* out, size_t len) {
-  out[0] = '\0';
-  for (int a = 0; a < ALGO_COUNT; a++)
-    if (m & (1u << a))
-      snprintf(out + strlen(out), len - strlen(out), "%s%s", out[0] ? ", " : "", names[a]);
-}
-
-static int size_class(size_t bytes) {
-  int k = 0;
-  while (bytes > 1 && k < 63) bytes >>= 1, k++;
-  return k;
-}
-
 int algo_allowed(enum coll_kind coll, enum algo_id a) {
   pthread_once(&cfg.once, load);
   return cfg.res == ncclSuccess && (cfg.allowed[coll] >> a & 1u);
-}
-
-ncclResult_t algo_choose(const struct ncclComm* comm, const struct task* t, enum algo_id* out) {
-  pthread_once(&cfg.once, load);
-  unsigned avail = algo_available(t->coll);
-  *out = ALGO_RING;
-  if (avail == 0) return ncclSuccess;
-  if (cfg.res != ncclSuccess) {
-    WARN("%s #%llu on rank %d: NCCL_ALGO=\"%s\" cannot be used: %s", coll_name(t->coll),
-         (unsigned long long)t->seq, comm->rank, param_str(PARAM_ALGO), cfg.err);
-    return ncclInvalidUsage;
-  }
-  unsigned cand = avail & cfg.allowed[t->coll];
-  if (cand == 0) {
-    char has[64];
-    mask_words(avail, has, sizeof has);
-    WARN("%s #%llu on rank %d: NCCL_ALGO=\"%s\" leaves no algorithm for %s: Monel runs it with "
-         "%s only; allow one of them, or restrict other collectives only (e.g. \"allreduce:tree\")",
-         coll_name(t->coll), (unsigned long long)t->seq, comm->rank, param_str(PARAM_ALGO),
-         coll_name(t->coll), has);
-    return ncclInvalidUsage;
-  }
-  double best = -1;
-  for (int a = 0; a < ALGO_COUNT; a++) {
-    if (!(cand & (1u << a))) continue;
-    double us = tune_algo_us(comm, t, (enum algo_id)a);
-    if (best < 0 || us < best || (us == best && a == ALGO_RING)) best = us, *out = (enum algo_id)a;
-  }
-  size_t bytes = t->count * dtype_size(t->dtype);
-  int k = size_class(bytes);
-  if (LOG_ENABLED(LOG_INFO) && !__atomic_exchange_n(&cfg.logged[t->coll][k], 1, __ATOMIC_RELAXED))
-    INFO(LOG_TUNING, "%s of %zu bytes (sizes 2^%d..2^%d) on %d ranks: %s, estimated %.1f us",
-         coll_name(t->coll), bytes, k, k + 1, comm->nranks, names[*out], best);
-  return ncclSuccess;
 }

@@ -9,6 +9,7 @@
 #include "boot/boot.h"
 #include "util/check.h"
 #include "core/comm.h"
+#include "core/plan_choose.h"
 #include "util/param.h"
 #include "core/watch.h"
 #include "topo/host.h"
@@ -165,6 +166,7 @@ static ncclResult_t connect_peers(struct ncclComm* comm, const ncclUniqueId* id)
   comm->comm_hash = topo_hash(id->internal, sizeof id->internal);
   NCCLCHECK(ring_setup(comm));
   NCCLCHECK(comm->engine->comm_init(comm));
+  plan_log_table(comm); /* NCCL_DEBUG_SUBSYS=TUNING: the table the plan chooses from */
   NCCLCHECK(watch_start(comm));
   double t2 = now_s();
   INFO(LOG_INIT,
@@ -295,4 +297,12 @@ void comm_free(struct ncclComm* comm) {
   pthread_mutex_destroy(&comm->lock);
   comm->magic = 0;
   free(comm);
+}
+
+ncclResult_t comm_id_create(ncclUniqueId* id) {
+  return boot_id_create(id);
+}
+
+ncclResult_t comm_id_create_local(ncclUniqueId* id, int nranks) {
+  return boot_id_create_local(id, nranks);
 }

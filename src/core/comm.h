@@ -7,21 +7,12 @@
 #include "nccl.h"
 #include "core/engine.h"
 #include "core/task.h"
+#include "topo/host.h"
 
 #define COMM_MAGIC      0x4d6f6e656c436f6dULL /* "MonelCom" */
 #define COMM_MAX_REDOPS 64
 
-/* What every rank learns about every other rank at init. */
 struct watch;
-
-struct peer_info {
-  uint64_t host_hash;
-  int pid;
-  int cuda_dev;
-  int rank;
-  char host[64];
-  char engine[8]; /* the engine's name ("cpu", "gpu"): every rank of a comm runs the same */
-};
 
 struct redop_slot {
   int used;
@@ -53,6 +44,13 @@ struct ncclComm {
   int* ring_pos;   /* rank -> ring position */
   const struct engine* engine;
   void* engine_state;
+  struct plan_comm plan; /* what the engine told the plan at comm_init (core/plan.h) */
+  /* The plan's last answer per collective (core/plan.c): repeated operations of one size skip
+   * the cost model. key: the bytes + 1; 0 while there is none. */
+  struct {
+    size_t key;
+    struct plan_op op;
+  } plan_last[COLL_COUNT];
   ncclConfig_t config;
   char comm_name[128];
   ncclUniqueId init_id;
@@ -72,6 +70,10 @@ struct ncclComm {
 ncclResult_t comm_check(struct ncclComm* comm, const char* fn, int allow_pending);
 /* 1 if comm is a live communicator (quiet: no log line). */
 int comm_is_live(struct ncclComm* comm);
+/* A unique id for ncclGetUniqueId (its rendezvous: NCCL_COMM_ID or a root in this process), and
+ * one for the nranks ranks of ncclCommInitAll, whose bootstrap stays inside this process. */
+ncclResult_t comm_id_create(ncclUniqueId* id);
+ncclResult_t comm_id_create_local(ncclUniqueId* id, int nranks);
 /* comm_begin allocates and registers a comm (async_error = ncclInProgress); comm_connect runs
  * the bootstrap and engine setup and stores the result in async_error. comm_create does both:
  * inline for a blocking comm, on a thread for a nonblocking one (returning ncclInProgress). */

@@ -3,12 +3,6 @@
 #include <string.h>
 #include "core/engine.h"
 #include "util/param.h"
-#include "core/version.h"
-
-#ifdef MONEL_HAVE_CUDA
-int gpu_current_device(void);
-int gpu_device_count(void);
-#endif
 
 int engine_gpu_allowed(void) {
 #ifdef MONEL_HAVE_CUDA
@@ -20,7 +14,7 @@ int engine_gpu_allowed(void) {
 
 int engine_default_device(void) {
 #ifdef MONEL_HAVE_CUDA
-  if (engine_gpu_allowed()) return gpu_current_device();
+  if (engine_gpu_allowed()) return gpu_engine.current_device();
 #endif
   return -1;
 }
@@ -29,7 +23,7 @@ int engine_default_device(void) {
  * without a GPU. */
 int engine_gpu_count(void) {
 #ifdef MONEL_HAVE_CUDA
-  if (engine_gpu_allowed()) return gpu_device_count();
+  if (engine_gpu_allowed()) return gpu_engine.device_count();
 #endif
   return 0;
 }

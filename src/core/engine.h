@@ -3,8 +3,10 @@
  * one per comm at init and never looks inside. */
 #ifndef MONEL_CORE_ENGINE_H
 #define MONEL_CORE_ENGINE_H
+#include <stddef.h>
 #include <stdint.h>
 #include "nccl.h"
+#include "core/plan.h"
 
 struct ncclComm;
 struct task;
@@ -30,13 +32,37 @@ struct engine {
    * (waits for the device's counters: for the operation named when a peer dies or a hang is
    * reported). */
   void (*progress)(struct ncclComm* comm, int fresh, uint64_t* issued, uint64_t* done);
+  /* Its capability and cost table (core/plan.h): every (algorithm, protocol) pair it runs, per
+   * collective and path, with latency and bandwidth figures and where they were measured. The
+   * plan (core/plan.c) picks only among these rows. */
+  const struct plan_row* caps;
+  int ncaps;
+  /* Whether this comm can run a row for task t now, and a measured crossover (struct plan_fit);
+   * NULL: every row runs at every size. comm_init fills comm->plan (the path, the limits). */
+  struct plan_fit (*plan_fit)(const struct ncclComm* comm, const struct task* t,
+                              const struct plan_row* row);
   /* Release the engine state; accepts a comm whose comm_init failed or never ran. */
   void (*comm_free)(struct ncclComm* comm);
+  /* The devices of an engine that has some (the CUDA engine; NULL for the CPU engine), asked
+   * before any comm exists: how many the process may use (0: none, no driver), the calling
+   * thread's current one (-1: none), and ncclMemAlloc/ncclMemFree of device memory (*handled
+   * = 0: not the engine's memory, core takes host memory instead). */
+  int (*device_count)(void);
+  int (*current_device)(void);
+  ncclResult_t (*mem_alloc)(void** ptr, size_t size, int* handled);
+  ncclResult_t (*mem_free)(void* ptr, int* handled);
 };
 
 extern const struct engine cpu_engine;
 #ifdef MONEL_HAVE_CUDA
 extern const struct engine gpu_engine;
 #endif
+
+/* core/engine.c: 0 when MONEL_ENGINE=cpu or the build has no CUDA engine (no comm or allocation
+ * uses a GPU); the device a new rank uses by default (-1: none, the CPU engine); the GPUs a rank
+ * of this process may use (for ncclCommInitAll without a device list). */
+int engine_gpu_allowed(void);
+int engine_default_device(void);
+int engine_gpu_count(void);
 
 #endif

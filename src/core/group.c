@@ -4,7 +4,7 @@
 #include "util/check.h"
 #include "core/group.h"
 #include "core/watch.h"
-#include "core/tune.h"
+#include "core/plan_choose.h"
 
 #define GROUP_MAX_COMMS  4096
 #define GROUP_STACK_JOBS 8 /* jobs of a group that group_end keeps on its stack */
@@ -20,12 +20,19 @@ struct group {
 
 static __thread struct group grp;
 
+/* The calling thread's group, for the functions every operation goes through. Not inlined: in a
+ * shared library each use of grp can cost a __tls_get_addr call (the compiler looked it up again
+ * after every call, 9 times per grouped operation); a function takes this pointer once. */
+__attribute__((noinline)) static struct group* group_self(void) {
+  return &grp;
+}
+
 int group_depth(void) {
   return grp.depth;
 }
 
 ncclResult_t group_start(void) {
-  grp.depth++;
+  group_self()->depth++;
   return ncclSuccess;
 }
 
@@ -62,8 +69,10 @@ static void drop_tasks(struct ncclComm* comm) {
   comm->ntasks = 0;
 }
 
-/* Hand tasks to the comm's engine, telling the watch (core/watch.c) what runs. */
+/* Plan the tasks (core/plan.c: every rank refuses alike, before anything runs) and hand them to
+ * the comm's engine, telling the watch (core/watch.c) what runs. */
 static ncclResult_t engine_run(struct ncclComm* comm, struct task* tasks, int ntasks) {
+  NCCLCHECK(plan_tasks(comm, tasks, ntasks));
   NCCLCHECK(watch_issue(comm, tasks, ntasks));
   ncclResult_t res = comm->engine->run(comm, tasks, ntasks);
   if (!comm->engine->enqueue_only) watch_complete(comm);
@@ -71,15 +80,16 @@ static ncclResult_t engine_run(struct ncclComm* comm, struct task* tasks, int nt
 }
 
 ncclResult_t group_enqueue(struct ncclComm* comm, const struct task* task) {
-  if (grp.depth == 0) {
+  struct group* g = group_self();
+  if (g->depth == 0) {
     struct task t = *task;
     ncclResult_t res = engine_run(comm, &t, 1);
     task_release(&t);
     return res;
   }
   ncclResult_t res = add_task(comm, task);
-  if (res == ncclSuccess) res = push(&grp.comms, &grp.ncomms, comm);
-  if (res != ncclSuccess && grp.error == ncclSuccess) grp.error = res;
+  if (res == ncclSuccess) res = push(&g->comms, &g->ncomms, comm);
+  if (res != ncclSuccess && g->error == ncclSuccess) g->error = res;
   return res;
 }
 
@@ -163,29 +173,29 @@ static ncclResult_t run_jobs(struct job* jobs, int n) {
 }
 
 ncclResult_t group_end(void) {
-  if (grp.depth == 0) {
+  struct group* g = group_self();
+  if (g->depth == 0) {
     WARN("ncclGroupEnd called without a matching ncclGroupStart");
     return ncclInvalidUsage;
   }
-  if (--grp.depth > 0) return ncclSuccess;
-  ncclResult_t res = grp.error;
-  grp.error = ncclSuccess;
-  int n = grp.ninits + grp.ncomms;
+  if (--g->depth > 0) return ncclSuccess;
+  ncclResult_t res = g->error;
+  g->error = ncclSuccess;
+  int n = g->ninits + g->ncomms;
   struct job stack_jobs[GROUP_STACK_JOBS];
   struct job* jobs = n <= GROUP_STACK_JOBS ? stack_jobs : calloc(n, sizeof *jobs);
   if (!jobs) res = ncclSystemError;
   if (res == ncclSuccess && n) {
     /* Inits first: a comm created in this group may also have tasks in it. */
-    for (int i = 0; i < grp.ninits; i++)
-      jobs[i] = (struct job){.setup = grp.inits[i], .is_init = 1};
-    if (grp.ninits) res = run_jobs(jobs, grp.ninits);
+    for (int i = 0; i < g->ninits; i++) jobs[i] = (struct job){.setup = g->inits[i], .is_init = 1};
+    if (g->ninits) res = run_jobs(jobs, g->ninits);
     int k = 0;
-    for (int i = 0; i < grp.ncomms; i++)
-      if (grp.comms[i]->ntasks) jobs[k++] = (struct job){.comm = grp.comms[i]};
+    for (int i = 0; i < g->ncomms; i++)
+      if (g->comms[i]->ntasks) jobs[k++] = (struct job){.comm = g->comms[i]};
     if (res == ncclSuccess && k) res = run_jobs(jobs, k);
   }
-  for (int i = 0; i < grp.ncomms; i++) drop_tasks(grp.comms[i]);
-  grp.ncomms = grp.ninits = 0;
+  for (int i = 0; i < g->ncomms; i++) drop_tasks(g->comms[i]);
+  g->ncomms = g->ninits = 0;
   if (jobs != stack_jobs) free(jobs);
   return res;
 }
@@ -203,7 +213,7 @@ ncclResult_t group_simulate_end(float* us) {
   for (int i = 0; i < grp.ncomms; i++) {
     struct ncclComm* c = grp.comms[i];
     double t = 0;
-    for (int k = 0; k < c->ntasks; k++) t += tune_estimate_us(c, &c->tasks[k]);
+    for (int k = 0; k < c->ntasks; k++) t += plan_estimate_us(c, &c->tasks[k]);
     if (t > total) total = t; /* comms of a group run side by side */
     drop_tasks(c);
   }

@@ -4,17 +4,12 @@
 #include <string.h>
 #include "util/check.h"
 #include "core/mem.h"
-#include "core/version.h"
-
-#ifdef MONEL_HAVE_CUDA
-ncclResult_t gpu_mem_alloc(void** ptr, size_t size, int* handled);
-ncclResult_t gpu_mem_free(void* ptr, int* handled);
-#endif
+#include "core/engine.h"
 
 ncclResult_t mem_alloc(void** ptr, size_t size) {
 #ifdef MONEL_HAVE_CUDA
   int handled = 0;
-  ncclResult_t r = engine_gpu_allowed() ? gpu_mem_alloc(ptr, size, &handled) : ncclSuccess;
+  ncclResult_t r = engine_gpu_allowed() ? gpu_engine.mem_alloc(ptr, size, &handled) : ncclSuccess;
   if (handled) return r;
 #endif
   void* p = NULL;
@@ -31,7 +26,7 @@ ncclResult_t mem_alloc(void** ptr, size_t size) {
 ncclResult_t mem_free(void* ptr) {
 #ifdef MONEL_HAVE_CUDA
   int handled = 0;
-  ncclResult_t r = gpu_mem_free(ptr, &handled);
+  ncclResult_t r = gpu_engine.mem_free(ptr, &handled);
   if (handled) return r;
 #endif
   free(ptr);

@@ -4,11 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "boot/boot.h"
+#include "boot/tags.h"
 #include "util/check.h"
 #include "core/comm.h"
 #include "core/group.h"
-
-#define TAG_SPLIT_ID 0x53504c49 /* "SPLI" */
 
 struct member {
   int color, key, rank;
@@ -28,9 +27,9 @@ static ncclResult_t join_new(struct ncclComm* parent, const int* members, int n,
   if (me == 0) {
     NCCLCHECK(parent->boot_local ? boot_id_create_local(&id, n) : boot_id_create_private(&id));
     for (int i = 1; i < n; i++)
-      NCCLCHECK(boot_send(parent->boot, members[i], TAG_SPLIT_ID, &id, sizeof id));
+      NCCLCHECK(boot_send(parent->boot, members[i], BOOT_TAG_SPLIT_ID, &id, sizeof id));
   } else {
-    NCCLCHECK(boot_recv(parent->boot, members[0], TAG_SPLIT_ID, &id, sizeof id));
+    NCCLCHECK(boot_recv(parent->boot, members[0], BOOT_TAG_SPLIT_ID, &id, sizeof id));
   }
   ncclConfig_t cfg = parent->config;
   if (config == NULL) {

@@ -5,7 +5,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include "nccl.h"
-#include "cpu/reduce.h"
+#include "core/plan.h"
+#include "util/red_op.h"
 
 enum coll_kind {
   COLL_ALLREDUCE,
@@ -35,6 +36,8 @@ struct task {
   /* AlltoAllv: this rank's rows of the four matrices, copied at enqueue (4 * nranks elements:
    * sendcounts, sdispls, recvcounts, rdispls), owned by the task; NULL for other ops. */
   size_t* vrows;
+  /* How the engine runs it: filled by core (core/plan.c) for every task before engine->run. */
+  struct plan_op plan;
 };
 
 /* Release what a task owns (accepts a task that owns nothing). Whoever drops or completes a

@@ -1,4 +1,5 @@
-/* Alpha-beta estimates per collective and algorithm:
+/* Alpha-beta estimates per collective and algorithm, from the figures of one row of an engine's
+ * table (core/plan.h; the rows say where their figures were measured):
  *   steps * alpha + bytes_moved_per_rank / bandwidth + pipeline fill.
  * Ring: 2(n-1) steps for AllReduce (n-1 for the others), each link carrying 2(n-1)/n of the
  * buffer. Tree (algo/tree.h): 2h steps for AllReduce (h for Broadcast and Reduce) with
@@ -6,11 +7,8 @@
  * fill with one chunk per step before the bandwidth term applies. One-shot (algo/oneshot.h): one
  * step, (n-1) copies of the buffer per rank. Two-shot (algo/twoshot.h): two steps, the ring's
  * volume, every piece through one copy.
- * The CPU engine's figures were fitted to all_reduce_perf on 2 and 4 processes of a 64-core Xeon
- * host (ring 2.5 us at 8 B and 7.5 ms at 32 MB on 4 ranks; one-shot as fast as the ring at
- * 8 KB, twice as slow at 32 KB); the CUDA engine's are those of NVLink. */
+ * The factors below shape the algorithms; the rows' alpha and bandwidth scale them. */
 #include <math.h>
-#include <string.h>
 #include "algo/tree.h"
 #include "core/algo.h"
 #include "core/tune.h"
@@ -27,20 +25,15 @@
  * on a 16-core Xeon host (ring 24.8 us, two-shot 30.1 us at 128 KB on 4 ranks). */
 #define TWOSHOT_COPY_FACTOR 2.05
 
+static double min_d(double a, double b) {
+  return a < b ? a : b;
+}
+
 struct figures {
   double alpha_us; /* per step */
   double gbps;     /* per rank, GB/s */
   double chunk;    /* bytes a step moves once a pipeline runs */
 };
-
-static struct figures engine_figures(const struct ncclComm* comm) {
-  if (strcmp(comm->engine->name, "gpu") == 0) return (struct figures){1.0, 300.0, 1 << 20};
-  return (struct figures){0.4, 6.7, 1 << 16};
-}
-
-static double min_d(double a, double b) {
-  return a < b ? a : b;
-}
 
 static double ring_us(const struct figures* f, enum coll_kind coll, double n, double bytes) {
   double steps = 0, moved = 0, piece = 0;
@@ -89,25 +82,21 @@ static double twoshot_us(const struct figures* f, double n, double bytes) {
   return 2 * f->alpha_us + TWOSHOT_COPY_FACTOR * 2 * (n - 1) / n * bytes / (f->gbps * 1e3);
 }
 
-double tune_algo_us(const struct ncclComm* comm, const struct task* t, enum algo_id algo) {
-  struct figures f = engine_figures(comm);
-  double n = comm->nranks, bytes = (double)t->count * dtype_size(t->dtype);
-  if (n == 1) return bytes / (f.gbps * 1e3);
-  if (algo == ALGO_TREE && (algo_available(t->coll) & (1u << ALGO_TREE)))
-    return tree_us(&f, t->coll, n, bytes);
-  if (algo == ALGO_ONESHOT && (algo_available(t->coll) & (1u << ALGO_ONESHOT)))
+double tune_row_us(const struct plan_row* row, enum coll_kind coll, int nranks, double bytes) {
+  struct figures f = {row->alpha_us, row->gbps > 0 ? row->gbps : 1, (double)row->pipe_bytes};
+  double n = nranks;
+  if (f.chunk <= 0) f.chunk = 1 << 16;
+  if (nranks <= 1) return bytes / (f.gbps * 1e3);
+  switch (row->algo) {
+  case ALGO_TREE:
+    return tree_us(&f, coll, n, bytes);
+  case ALGO_ONESHOT:
     return oneshot_us(&f, n, bytes);
-  if (algo == ALGO_TWOSHOT && (algo_available(t->coll) & (1u << ALGO_TWOSHOT)))
+  case ALGO_TWOSHOT:
     return twoshot_us(&f, n, bytes);
-  return ring_us(&f, t->coll, n, bytes);
-}
-
-double tune_estimate_us(const struct ncclComm* comm, const struct task* t) {
-  double us = tune_algo_us(comm, t, ALGO_RING);
-  unsigned avail = strcmp(comm->engine->name, "cpu") == 0 ? algo_available(t->coll) : 0;
-  for (int a = 0; a < ALGO_COUNT; a++)
-    if (avail & (1u << a)) us = min_d(us, tune_algo_us(comm, t, (enum algo_id)a));
-  return us;
+  default:
+    return ring_us(&f, coll, n, bytes);
+  }
 }
 
 /* Thread blocks of a GPU kernel (tune_blocks). A block streams its share of the data through a
@@ -154,17 +143,6 @@ struct tune_cta_limits tune_cta_limits(int64_t env_min, int64_t env_max, const n
   if (l.min > l.max) l.min = l.max;
   if (cfg != NULL && cfg->CTAPolicy != NCCL_CONFIG_UNDEF_INT) l.policy = cfg->CTAPolicy;
   return l;
-}
-
-enum tune_path tune_gpu_path(const struct tune_path_in* in) {
-  size_t peers = in->nranks > 1 ? (size_t)in->nranks - 1 : 0;
-  size_t ll_max = in->proto_simple ? in->ll_max : (size_t)-1;
-  if (in->ll_ok && in->proto_ll && in->bytes <= in->ll_cap && in->bytes * peers <= ll_max)
-    return TUNE_PATH_ONESHOT_LL;
-  if (in->allreduce && in->onehop_ok && in->bytes <= in->slot_bytes &&
-      in->bytes * peers <= in->onehop_max)
-    return TUNE_PATH_ONEHOP;
-  return TUNE_PATH_RING;
 }
 
 int tune_ce_wanted(const struct tune_ce_in* in) {

@@ -1,14 +1,13 @@
-/* The cost model: predicted time of an operation from its size, the rank count and the engine's
- * latency/bandwidth figures (alpha-beta). Used by ncclGroupSimulateEnd and algorithm choice. */
+/* The cost model: predicted time of an operation from its size, the rank count and the figures
+ * of a row of the engine's table (alpha-beta), for the plan (core/plan.c); and the GPU engine's
+ * thread-block and copy-engine models. */
 #ifndef MONEL_CORE_TUNE_H
 #define MONEL_CORE_TUNE_H
 #include "core/algo.h"
 #include "core/comm.h"
-/* Predicted microseconds of task on comm with one algorithm (ring for algorithms the
- * collective does not have). */
-double tune_algo_us(const struct ncclComm* comm, const struct task* task, enum algo_id algo);
-/* Predicted microseconds with the cheapest algorithm the comm's engine has. */
-double tune_estimate_us(const struct ncclComm* comm, const struct task* task);
+/* Predicted microseconds of collective coll of `bytes` (the count argument's bytes) on nranks
+ * ranks with the figures of one table row and its algorithm's step count and volume. Pure. */
+double tune_row_us(const struct plan_row* row, enum coll_kind coll, int nranks, double bytes);
 
 /* Thread blocks of one GPU kernel: the fewest that reach the link's bandwidth for `bytes`
  * (tune.c explains the model), within [min, max] (0: no limit below TUNE_MAX_BLOCKS). The
@@ -33,24 +32,6 @@ struct tune_cta_limits {
 };
 struct tune_cta_limits tune_cta_limits(int64_t env_min, int64_t env_max, const ncclConfig_t* cfg,
                                        int64_t nch_min, int64_t nch_max);
-/* The path of a GPU AllReduce, AllGather or ReduceScatter (gpu/engine.c): the one-shot LL kernel
- * while every GPU reaches every other's memory, NCCL_PROTO allows LL and (n-1) x bytes per peer is
- * within ll_max (MONEL_ONESHOT_MAX; no limit when NCCL_PROTO leaves only LL) and bytes within
- * DEV_LL_MAX_BYTES (ll_cap); else, for an AllReduce on a comm with a peer across the network, one
- * hop over the point-to-point FIFOs while (n-1) x bytes is within onehop_max
- * (MONEL_NET_ONEHOP_MAX) and the buffer fits a slot; else the ring. Pure; unit-tested. */
-enum tune_path { TUNE_PATH_RING, TUNE_PATH_ONESHOT_LL, TUNE_PATH_ONEHOP };
-struct tune_path_in {
-  int allreduce; /* the collective is an AllReduce */
-  size_t bytes;  /* of the buffer (AllReduce, the per-rank piece otherwise) */
-  int nranks;
-  int ll_ok, proto_ll, proto_simple; /* LL buffers connected; NCCL_PROTO allows LL, Simple */
-  size_t ll_cap, ll_max;
-  int onehop_ok; /* a network peer, point-to-point FIFOs to all, NCCL_ALGO allows OneShot */
-  size_t slot_bytes, onehop_max;
-};
-enum tune_path tune_gpu_path(const struct tune_path_in* in);
-
 /* Whether one operation takes the GPU copy-engine path (gpu/ce.c), from what every rank knows
  * alike. Pure; unit-tested. */
 enum tune_ce_mode { TUNE_CE_OFF, TUNE_CE_TUNED, TUNE_CE_ALL }; /* TUNED: from min_bytes up */

@@ -17,17 +17,32 @@ struct cpu_comm {
   struct cpu_tree* tree; /* tree.c's connections, NULL until an operation runs on a tree */
   int oneshot_ready;     /* the point-to-point FIFOs to and from every peer exist */
   int lost_rank;         /* a peer found gone, or named by a peer that stopped for it; -1 if none */
-  /* The last algorithm choice (a function of the collective and the bytes): repeated
-   * operations of one size skip the cost model. coll is -1 while there is none. */
-  struct {
-    int coll;
-    size_t bytes;
-    enum algo_id algo;
-  } chosen;
 };
 
-ncclResult_t cpu_connect_pair(struct ncclComm* comm, int send_peer, struct conn* send,
-                              int recv_peer, struct conn* recv);
+/* caps.c: the engine's capability and cost table (core/plan.h). */
+#define CPU_NCAPS 8
+extern const struct plan_row cpu_caps[CPU_NCAPS];
+
+/* A connection to set up with cpu_connect: I receive on it from peer (recv = 1: I create the
+ * FIFO) or send on it to peer. Its descriptor goes on bootstrap tag `tag`, the acknowledgement
+ * on tag + 1 (boot/tags.h). With ready != NULL a link whose *ready is set is skipped, and *ready
+ * is set once it is connected; prefault touches its FIFO's pages then. */
+struct cpu_link {
+  struct conn* c;
+  int peer, recv, tag;
+  unsigned char* ready;
+  int prefault;
+};
+/* Connect links in three phases that cannot deadlock (the bootstrap buffers sends); a phase only
+ * waits for an earlier phase of a peer, which never waits:
+ *   1. for every link I receive on: allocate the FIFO, send its descriptor to the peer;
+ *   2. for every link I send on: receive its descriptor, map the FIFO, acknowledge;
+ *   3. for every link I receive on: wait for the acknowledgement.
+ * Both ends of a link call it at the same operation; each phase walks the links in order. */
+ncclResult_t cpu_connect(struct ncclComm* comm, const struct cpu_link* links, int nlinks);
+/* The bytes received from rank `from` must be what this rank expects (want), or the ranks were
+ * given different counts or datatypes: ncclInvalidUsage and a WARN naming the operation. */
+ncclResult_t cpu_check_len(const struct wait_ctx* w, size_t got, size_t want, int from);
 /* Fill the transport, peer and peer pid of a conn to `peer`; fails if no transport reaches it. */
 ncclResult_t cpu_conn_prepare(struct ncclComm* comm, int peer, struct conn* c);
 ncclResult_t cpu_ring_allreduce(struct ncclComm* comm, const struct task* t);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include "algo/ring.h"
 #include "boot/boot.h"
+#include "boot/tags.h"
 #include "core/algo.h"
 #include "util/check.h"
 #include "core/comm.h"
@@ -14,14 +15,18 @@
 #include "proxy/proxy.h"
 #include "util/dtype.h"
 
-#define TAG_CONN            0x434f4e00 /* + 0: descriptor, + 1: ack */
-#define ONESHOT_EAGER_RANKS 8          /* see run_task */
+#define ONESHOT_EAGER_RANKS 8 /* see run_task */
+
+static int shm_usable(const struct ncclComm* comm, int peer) {
+  return param_int(PARAM_SHM_DISABLE) != 1 &&
+         shm_transport.can_connect(&comm->peers[comm->rank], &comm->peers[peer]);
+}
 
 /* Shared memory within a host unless NCCL_SHM_DISABLE=1; the network otherwise (net_link: TCP or a
  * net plugin) (its progress thread is held by the comm until cpu_comm_free). */
 static const struct transport* pick_transport(const struct ncclComm* comm, int peer) {
   const struct peer_info *me = &comm->peers[comm->rank], *p = &comm->peers[peer];
-  if (param_int(PARAM_SHM_DISABLE) != 1 && shm_transport.can_connect(me, p)) return &shm_transport;
+  if (shm_usable(comm, peer)) return &shm_transport;
   if (net_socket_transport.can_connect(me, p) && proxy_acquire(comm) == ncclSuccess)
     return &net_socket_transport;
   return NULL;
@@ -50,30 +55,46 @@ ncclResult_t cpu_conn_prepare(struct ncclComm* comm, int peer, struct conn* c) {
   return ncclSuccess;
 }
 
-/* Connect me -> send_peer and recv_peer -> me (either may be -1). Every rank of the comm that
- * takes part calls this with matching pairs. */
-ncclResult_t cpu_connect_pair(struct ncclComm* comm, int send_peer, struct conn* send,
-                              int recv_peer, struct conn* recv) {
+/* One phase of cpu_connect (see cpu.h) on one link. */
+static ncclResult_t connect_phase(struct ncclComm* comm, int phase, const struct cpu_link* l) {
   struct cpu_comm* cc = comm->engine_state;
-  char desc[CONN_DESC_BYTES];
-  char ack = 1;
-  if (recv_peer >= 0) {
-    NCCLCHECK(cpu_conn_prepare(comm, recv_peer, recv));
+  char desc[CONN_DESC_BYTES], ack = 1;
+  if (phase == 1 && l->recv) {
+    NCCLCHECK(cpu_conn_prepare(comm, l->peer, l->c));
     memset(desc, 0, sizeof desc);
-    NCCLCHECK(recv->tr->setup(recv, cc->nslots, cc->slot_size, desc));
-    NCCLCHECK(boot_send(comm->boot, recv_peer, TAG_CONN, desc, sizeof desc));
+    NCCLCHECK(l->c->tr->setup(l->c, cc->nslots, cc->slot_size, desc));
+    NCCLCHECK(boot_send(comm->boot, l->peer, l->tag, desc, sizeof desc));
+  } else if (phase == 2 && !l->recv) {
+    NCCLCHECK(cpu_conn_prepare(comm, l->peer, l->c));
+    NCCLCHECK(boot_recv(comm->boot, l->peer, l->tag, desc, sizeof desc));
+    NCCLCHECK(l->c->tr->connect(l->c, desc));
+    NCCLCHECK(boot_send(comm->boot, l->peer, l->tag + 1, &ack, 1));
+  } else if (phase == 3 && l->recv) {
+    NCCLCHECK(boot_recv(comm->boot, l->peer, l->tag + 1, &ack, 1));
+    NCCLCHECK(l->c->tr->connected(l->c));
+  } else {
+    return ncclSuccess;
   }
-  if (send_peer >= 0) {
-    NCCLCHECK(cpu_conn_prepare(comm, send_peer, send));
-    NCCLCHECK(boot_recv(comm->boot, send_peer, TAG_CONN, desc, sizeof desc));
-    NCCLCHECK(send->tr->connect(send, desc));
-    NCCLCHECK(boot_send(comm->boot, send_peer, TAG_CONN + 1, &ack, 1));
-  }
-  if (recv_peer >= 0) {
-    NCCLCHECK(boot_recv(comm->boot, recv_peer, TAG_CONN + 1, &ack, 1));
-    NCCLCHECK(recv->tr->connected(recv));
-  }
+  if (phase == 1) return ncclSuccess;
+  if (l->prefault) fifo_prefault(l->c);
+  if (l->ready) *l->ready = 1;
   return ncclSuccess;
+}
+
+ncclResult_t cpu_connect(struct ncclComm* comm, const struct cpu_link* links, int nlinks) {
+  for (int phase = 1; phase <= 3; phase++)
+    for (int i = 0; i < nlinks; i++)
+      if (links[i].ready == NULL || !*links[i].ready)
+        NCCLCHECK(connect_phase(comm, phase, &links[i]));
+  return ncclSuccess;
+}
+
+ncclResult_t cpu_check_len(const struct wait_ctx* w, size_t got, size_t want, int from) {
+  if (got == want) return ncclSuccess;
+  WARN("%s #%llu on rank %d: received %zu bytes from rank %d where %zu were expected: the ranks "
+       "were not given the same count and datatype",
+       coll_name(w->task->coll), (unsigned long long)w->task->seq, w->comm->rank, got, from, want);
+  return ncclInvalidUsage;
 }
 
 static ncclResult_t ensure_ring(struct ncclComm* comm) {
@@ -82,7 +103,9 @@ static ncclResult_t ensure_ring(struct ncclComm* comm) {
   /* Neighbours by ring position (comm->ring_order), not by rank. */
   int n = comm->nranks, pos = comm->ring_pos[comm->rank];
   int next = comm->ring_order[ring_next(pos, n)], prev = comm->ring_order[ring_prev(pos, n)];
-  NCCLCHECK(cpu_connect_pair(comm, next, &cc->ring_send, prev, &cc->ring_recv));
+  struct cpu_link links[2] = {{&cc->ring_recv, prev, 1, BOOT_TAG_CPU_RING, NULL, 0},
+                              {&cc->ring_send, next, 0, BOOT_TAG_CPU_RING, NULL, 0}};
+  NCCLCHECK(cpu_connect(comm, links, 2));
   cc->ring_ready = 1;
   INFO(LOG_INIT | LOG_SHM,
        "comm %p rank %d ring connected: send to %d via %s, receive from %d, ring position %d",
@@ -103,24 +126,13 @@ static ncclResult_t cpu_comm_init(struct ncclComm* comm) {
   if (nslots < 2) nslots = 2;
   if (nslots > FIFO_MAX_SLOTS) nslots = FIFO_MAX_SLOTS;
   cc->lost_rank = -1;
-  cc->chosen.coll = -1;
+  /* The plan's figures: the network path when any pair of ranks talks over it. */
+  comm->plan.path = PLAN_PATH_SHM;
+  for (int p = 0; p < comm->nranks; p++)
+    if (p != comm->rank && !shm_usable(comm, p)) comm->plan.path = PLAN_PATH_NET;
+  comm->plan.p2p_channels = 1;
   cc->slot_size = (size_t)slot & ~(size_t)63;
   cc->nslots = (int)nslots;
-  return ncclSuccess;
-}
-
-/* algo_choose, remembering its last answer. */
-static ncclResult_t choose(struct ncclComm* comm, const struct task* t, enum algo_id* algo) {
-  struct cpu_comm* cc = comm->engine_state;
-  size_t bytes = t->count * dtype_size(t->dtype);
-  if (cc->chosen.coll == (int)t->coll && cc->chosen.bytes == bytes) {
-    *algo = cc->chosen.algo;
-    return ncclSuccess;
-  }
-  NCCLCHECK(algo_choose(comm, t, algo));
-  cc->chosen.coll = (int)t->coll;
-  cc->chosen.bytes = bytes;
-  cc->chosen.algo = *algo;
   return ncclSuccess;
 }
 
@@ -129,11 +141,12 @@ static ncclResult_t run_task(struct ncclComm* comm, struct task* t) {
   case COLL_ALLREDUCE:
   case COLL_BROADCAST:
   case COLL_REDUCE: {
-    enum algo_id algo;
-    NCCLCHECK(choose(comm, t, &algo));
-    /* Small comms connect the one-shot mesh at their first AllReduce, whatever it runs, so that
-     * the first small one does not pay for the setup. */
-    if (t->coll == COLL_ALLREDUCE && comm->nranks <= ONESHOT_EAGER_RANKS)
+    enum algo_id algo = t->plan.algo; /* core/plan.c */
+    /* Small comms on one host connect the one-shot mesh (shared memory) at their first
+     * AllReduce, whatever it runs, so that the first small one does not pay for the setup;
+     * across hosts it is connected when an operation first runs on it (descriptors). */
+    if (t->coll == COLL_ALLREDUCE && comm->nranks <= ONESHOT_EAGER_RANKS &&
+        comm->plan.path == PLAN_PATH_SHM)
       NCCLCHECK(cpu_oneshot_connect(comm));
     if (algo == ALGO_TREE) return cpu_tree_run(comm, t);
     if (algo == ALGO_ONESHOT) return cpu_oneshot_allreduce(comm, t);
@@ -142,12 +155,9 @@ static ncclResult_t run_task(struct ncclComm* comm, struct task* t) {
     return t->coll == COLL_ALLREDUCE ? cpu_ring_allreduce(comm, t) : cpu_ring_chain(comm, t);
   }
   case COLL_ALLGATHER:
-  case COLL_REDUCESCATTER: {
-    enum algo_id algo;
-    NCCLCHECK(choose(comm, t, &algo)); /* fails if NCCL_ALGO excludes Ring */
-    NCCLCHECK(ensure_ring(comm));
+  case COLL_REDUCESCATTER:
+    NCCLCHECK(ensure_ring(comm)); /* the plan has only the ring for them */
     return cpu_ring_gather_scatter(comm, t);
-  }
   case COLL_ALLTOALL:
   case COLL_ALLTOALLV:
   case COLL_GATHER:
@@ -219,6 +229,20 @@ static void cpu_abort(struct ncclComm* comm) {
   close_all(comm);
 }
 
+/* The plan's fit (core/plan.h): across the network, OneShot and TwoShot connect every pair of
+ * ranks, so beyond MONEL_NET_MESH_MAX ranks they run only when NCCL_ALGO leaves nothing else;
+ * Ring and Tree keep the descriptors per rank flat as hosts are added. */
+static struct plan_fit cpu_plan_fit(const struct ncclComm* comm, const struct task* t,
+                                    const struct plan_row* row) {
+  struct plan_fit f = {1, 0, 0, NULL};
+  (void)t;
+  if (comm->plan.path == PLAN_PATH_NET &&
+      (row->algo == ALGO_ONESHOT || row->algo == ALGO_TWOSHOT) &&
+      comm->nranks > param_int(PARAM_NET_MESH_MAX))
+    f.crossover = 1; /* at 0 bytes: only when forced */
+  return f;
+}
+
 static void cpu_comm_free(struct ncclComm* comm) {
   struct cpu_comm* cc = comm->engine_state;
   if (cc == NULL) return;
@@ -240,6 +264,9 @@ static void cpu_comm_free(struct ncclComm* comm) {
 
 const struct engine cpu_engine = {
     .name = "cpu",
+    .caps = cpu_caps,
+    .ncaps = CPU_NCAPS,
+    .plan_fit = cpu_plan_fit,
     .comm_init = cpu_comm_init,
     .run = cpu_run,
     .abort = cpu_abort,

@@ -12,41 +12,27 @@
 #include <stdlib.h>
 #include <string.h>
 #include "algo/oneshot.h"
-#include "boot/boot.h"
+#include "boot/tags.h"
 #include "util/check.h"
 #include "cpu/cpu.h"
+#include "cpu/reduce.h"
 #include "util/dtype.h"
-
-#define TAG_ONESHOT 0x4f534800 /* + 0: descriptor, + 1: ack */
 
 static ncclResult_t connect_all(struct ncclComm* comm) {
   struct cpu_comm* cc = comm->engine_state;
-  int n = comm->nranks, rank = comm->rank;
-  char desc[CONN_DESC_BYTES], ack = 1;
-  for (int phase = 1; phase <= 3; phase++)
-    for (int s = 1; s < n; s++) {
-      int to = oneshot_send_peer(rank, n, s), from = oneshot_send_peer(rank, n, n - s);
-      struct conn *sc = &cc->p2p_send[to], *rc = &cc->p2p_recv[from];
-      if (phase == 1 && !cc->p2p_recv_ready[from]) {
-        NCCLCHECK(cpu_conn_prepare(comm, from, rc));
-        memset(desc, 0, sizeof desc);
-        NCCLCHECK(rc->tr->setup(rc, cc->nslots, cc->slot_size, desc));
-        NCCLCHECK(boot_send(comm->boot, from, TAG_ONESHOT, desc, sizeof desc));
-      } else if (phase == 2 && !cc->p2p_send_ready[to]) {
-        NCCLCHECK(cpu_conn_prepare(comm, to, sc));
-        NCCLCHECK(boot_recv(comm->boot, to, TAG_ONESHOT, desc, sizeof desc));
-        NCCLCHECK(sc->tr->connect(sc, desc));
-        NCCLCHECK(boot_send(comm->boot, to, TAG_ONESHOT + 1, &ack, 1));
-        fifo_prefault(sc);
-        cc->p2p_send_ready[to] = 1;
-      } else if (phase == 3 && !cc->p2p_recv_ready[from]) {
-        NCCLCHECK(boot_recv(comm->boot, from, TAG_ONESHOT + 1, &ack, 1));
-        NCCLCHECK(rc->tr->connected(rc));
-        fifo_prefault(rc);
-        cc->p2p_recv_ready[from] = 1;
-      }
-    }
-  return ncclSuccess;
+  int n = comm->nranks, rank = comm->rank, nl = 0;
+  struct cpu_link* links = NULL;
+  NCCLCALLOC(links, 2 * (size_t)n);
+  for (int s = 1; s < n; s++) {
+    int to = oneshot_send_peer(rank, n, s), from = oneshot_send_peer(rank, n, n - s);
+    links[nl++] = (struct cpu_link){&cc->p2p_recv[from],       from, 1, BOOT_TAG_CPU_ONESHOT,
+                                    &cc->p2p_recv_ready[from], 1};
+    links[nl++] = (struct cpu_link){&cc->p2p_send[to],       to, 0, BOOT_TAG_CPU_ONESHOT,
+                                    &cc->p2p_send_ready[to], 1};
+  }
+  ncclResult_t res = cpu_connect(comm, links, nl);
+  free(links);
+  return res;
 }
 
 /* One round: `len` bytes of my input at `in` to everyone; the folded result to `out`. When `in`
@@ -79,12 +65,7 @@ static ncclResult_t round_run(struct ncclComm* comm, const struct task* t, const
         int r = oneshot_fold_rank(next + k);
         size_t got = len;
         if (r != rank && !fifo_recv_try(&cc->p2p_recv[r], &src[k], &got)) break;
-        if (got != len) {
-          WARN("%s #%llu on rank %d: received %zu bytes from rank %d where %zu were expected: "
-               "the ranks were not given the same count and datatype",
-               coll_name(t->coll), (unsigned long long)t->seq, rank, got, r, len);
-          return ncclInvalidUsage;
-        }
+        if (got != len) return cpu_check_len(&(struct wait_ctx){comm, t}, got, len, r);
       }
       if (k < take) {
         waiting = &cc->p2p_recv[oneshot_fold_rank(next + k)];

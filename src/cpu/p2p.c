@@ -3,12 +3,8 @@
  * on a single one.
  *
  * Connections: one FIFO per (peer, direction), distinct from the ring's, created the first time
- * a group needs it. Both sides take part in that group. Setup of all the group's connections is
- * done in three phases so that it cannot deadlock (the bootstrap buffers sends):
- *   1. for every peer I receive from: allocate the FIFO, send its descriptor to that peer;
- *   2. for every peer I send to: receive its descriptor, map the FIFO, acknowledge;
- *   3. for every peer I receive from: wait for the acknowledgement.
- * A phase only waits for an earlier phase of a peer, which never waits.
+ * a group needs it. Both sides take part in that group; all the group's connections are set up
+ * together by cpu_connect (three phases that cannot deadlock, see cpu.h).
  *
  * Matching: messages to one peer are sent in the order the group lists them and the peer's
  * receives from me are taken in its order. Each slot carries its size and, in the top bit,
@@ -16,11 +12,10 @@
  * messages move nothing; a message to myself is a copy. */
 #include <stdlib.h>
 #include <string.h>
-#include "boot/boot.h"
+#include "boot/tags.h"
 #include "util/check.h"
 #include "cpu/cpu.h"
 
-#define TAG_P2P   0x50325000 /* + 0: descriptor, + 1: ack */
 #define SLOT_LAST ((uint64_t)1 << 63)
 
 struct msg {
@@ -101,34 +96,21 @@ static ncclResult_t self_copies(struct batch* b) {
 static ncclResult_t connect_peers(struct batch* b) {
   struct ncclComm* comm = b->comm;
   struct cpu_comm* cc = comm->engine_state;
-  int n = comm->nranks, rank = comm->rank;
-  char desc[CONN_DESC_BYTES], ack = 1;
-  for (int phase = 1; phase <= 3; phase++) {
-    for (int d = 1; d < n; d++) {
-      int to = (rank + d) % n, from = (rank - d + n) % n;
-      struct chan *sc = &b->chans[n + to], *rc = &b->chans[from];
-      if (phase == 1 && rc->cur >= 0 && !cc->p2p_recv_ready[from]) {
-        NCCLCHECK(cpu_conn_prepare(comm, from, &cc->p2p_recv[from]));
-        memset(desc, 0, sizeof desc);
-        NCCLCHECK(
-            cc->p2p_recv[from].tr->setup(&cc->p2p_recv[from], cc->nslots, cc->slot_size, desc));
-        NCCLCHECK(boot_send(comm->boot, from, TAG_P2P, desc, sizeof desc));
-      } else if (phase == 2 && sc->cur >= 0 && !cc->p2p_send_ready[to]) {
-        NCCLCHECK(cpu_conn_prepare(comm, to, &cc->p2p_send[to]));
-        NCCLCHECK(boot_recv(comm->boot, to, TAG_P2P, desc, sizeof desc));
-        NCCLCHECK(cc->p2p_send[to].tr->connect(&cc->p2p_send[to], desc));
-        NCCLCHECK(boot_send(comm->boot, to, TAG_P2P + 1, &ack, 1));
-        fifo_prefault(&cc->p2p_send[to]);
-        cc->p2p_send_ready[to] = 1;
-      } else if (phase == 3 && rc->cur >= 0 && !cc->p2p_recv_ready[from]) {
-        NCCLCHECK(boot_recv(comm->boot, from, TAG_P2P + 1, &ack, 1));
-        NCCLCHECK(cc->p2p_recv[from].tr->connected(&cc->p2p_recv[from]));
-        fifo_prefault(&cc->p2p_recv[from]);
-        cc->p2p_recv_ready[from] = 1;
-      }
-    }
+  int n = comm->nranks, rank = comm->rank, nl = 0;
+  struct cpu_link* links = NULL;
+  NCCLCALLOC(links, 2 * (size_t)n);
+  for (int d = 1; d < n; d++) {
+    int to = (rank + d) % n, from = (rank - d + n) % n;
+    if (b->chans[from].cur >= 0)
+      links[nl++] = (struct cpu_link){&cc->p2p_recv[from],       from, 1, BOOT_TAG_CPU_P2P,
+                                      &cc->p2p_recv_ready[from], 1};
+    if (b->chans[n + to].cur >= 0)
+      links[nl++] =
+          (struct cpu_link){&cc->p2p_send[to], to, 0, BOOT_TAG_CPU_P2P, &cc->p2p_send_ready[to], 1};
   }
-  return ncclSuccess;
+  ncclResult_t res = cpu_connect(comm, links, nl);
+  free(links);
+  return res;
 }
 
 static void advance(struct batch* b, struct chan* ch, size_t len) {

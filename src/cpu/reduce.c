@@ -1,4 +1,4 @@
-/* Reduction kernels of the CPU engine (semantics in reduce.h).
+/* Reduction kernels of the CPU engine (the semantics, element by element, in util/red_op.h).
  *
  * red_apply runs in up to three steps, each a plain loop per type that the compiler vectorises:
  * pre (PREMULSUM only, through a small stack buffer), combine (acc with the pre'd input), and
@@ -6,10 +6,16 @@
  * combine loop alone over the whole array. Loops read element i of every input before writing
  * element i of dst, so dst may be the same array as acc or in. */
 #include "cpu/reduce.h"
-#include <math.h>
 #include <stdint.h>
 #include <string.h>
 #include "util/dtype.h"
+#include "util/red_op.h"
+
+/* CMakeLists.txt compiles this file with options that let the compiler vectorise these loops
+ * (GCC's -O2 leaves them scalar, and their speed then hangs on where the loop lands in memory). */
+#ifndef MONEL_REDUCE_VECTORIZE
+#error "cpu/reduce.c needs the compile options that CMakeLists.txt sets for it"
+#endif
 
 typedef void (*combine_fn)(int kind, void* d, const void* a, const void* x, size_t n);
 typedef void (*pre_fn)(void* d, const void* x, size_t n, const unsigned char* scalar);
@@ -21,24 +27,25 @@ struct type_kernels {
   post_fn post;
 };
 
-/* ---- integers: sums and products in the unsigned type U (wraparound), AVG divides in W ---- */
-#define INT_KERNELS(NAME, T, U, W)                                                                 \
+/* The loops of one type T, around the element functions red_*_NAME of util/red_op.h (for the
+ * narrow types T is their bits). */
+#define TYPE_KERNELS(NAME, T)                                                                      \
   static void NAME##_combine(int kind, void* dv, const void* av, const void* xv, size_t n) {       \
     T* d = (T*)dv;                                                                                 \
     const T* a = (const T*)av;                                                                     \
     const T* x = (const T*)xv;                                                                     \
     switch (kind) {                                                                                \
     case RED_SUM:                                                                                  \
-      for (size_t i = 0; i < n; i++) d[i] = (T)(U)((U)a[i] + (U)x[i]);                             \
+      for (size_t i = 0; i < n; i++) d[i] = red_sum_##NAME(a[i], x[i]);                            \
       break;                                                                                       \
     case RED_PROD:                                                                                 \
-      for (size_t i = 0; i < n; i++) d[i] = (T)(U)((U)a[i] * (U)x[i]);                             \
+      for (size_t i = 0; i < n; i++) d[i] = red_prod_##NAME(a[i], x[i]);                           \
       break;                                                                                       \
     case RED_MAX:                                                                                  \
-      for (size_t i = 0; i < n; i++) d[i] = a[i] > x[i] ? a[i] : x[i];                             \
+      for (size_t i = 0; i < n; i++) d[i] = red_max_##NAME(a[i], x[i]);                            \
       break;                                                                                       \
     default:                                                                                       \
-      for (size_t i = 0; i < n; i++) d[i] = a[i] < x[i] ? a[i] : x[i];                             \
+      for (size_t i = 0; i < n; i++) d[i] = red_min_##NAME(a[i], x[i]);                            \
       break;                                                                                       \
     }                                                                                              \
   }                                                                                                \
@@ -47,141 +54,26 @@ struct type_kernels {
     const T* x = (const T*)xv;                                                                     \
     T s;                                                                                           \
     memcpy(&s, scalar, sizeof s);                                                                  \
-    for (size_t i = 0; i < n; i++) d[i] = (T)(U)((U)x[i] * (U)s);                                  \
+    for (size_t i = 0; i < n; i++) d[i] = red_prod_##NAME(x[i], s);                                \
   }                                                                                                \
   static void NAME##_post(void* dv, const void* xv, size_t n, int nranks) {                        \
     T* d = (T*)dv;                                                                                 \
     const T* x = (const T*)xv;                                                                     \
-    W div = (W)nranks;                                                                             \
-    for (size_t i = 0; i < n; i++) d[i] = (T)((W)x[i] / div);                                      \
+    for (size_t i = 0; i < n; i++) d[i] = red_div_##NAME(x[i], nranks);                            \
   }
 
-INT_KERNELS(i8, int8_t, uint8_t, int64_t)
-INT_KERNELS(u8, uint8_t, uint8_t, uint64_t)
-INT_KERNELS(i32, int32_t, uint32_t, int64_t)
-INT_KERNELS(u32, uint32_t, uint32_t, uint64_t)
-INT_KERNELS(i64, int64_t, uint64_t, int64_t)
-INT_KERNELS(u64, uint64_t, uint64_t, uint64_t)
-
-/* ---- NaN-propagating max/min with an order-independent sign of zero ---- */
-static inline float max_f(float a, float b) {
-  if (a != a) return a;
-  if (b != b) return b;
-  if (a != b) return a > b ? a : b;
-  return signbit(a) ? b : a;
-}
-static inline float min_f(float a, float b) {
-  if (a != a) return a;
-  if (b != b) return b;
-  if (a != b) return a < b ? a : b;
-  return signbit(a) ? a : b;
-}
-static inline double max_d(double a, double b) {
-  if (a != a) return a;
-  if (b != b) return b;
-  if (a != b) return a > b ? a : b;
-  return signbit(a) ? b : a;
-}
-static inline double min_d(double a, double b) {
-  if (a != a) return a;
-  if (b != b) return b;
-  if (a != b) return a < b ? a : b;
-  return signbit(a) ? a : b;
-}
-
-/* ---- float and double: computed in the type; AVG divides in double, correctly rounded (for
- * float, a quotient of two floats rounded to double and then to float is rounded once) ---- */
-#define FLOAT_KERNELS(NAME, T, MAXF, MINF)                                                         \
-  static void NAME##_combine(int kind, void* dv, const void* av, const void* xv, size_t n) {       \
-    T* d = (T*)dv;                                                                                 \
-    const T* a = (const T*)av;                                                                     \
-    const T* x = (const T*)xv;                                                                     \
-    switch (kind) {                                                                                \
-    case RED_SUM:                                                                                  \
-      for (size_t i = 0; i < n; i++) d[i] = a[i] + x[i];                                           \
-      break;                                                                                       \
-    case RED_PROD:                                                                                 \
-      for (size_t i = 0; i < n; i++) d[i] = a[i] * x[i];                                           \
-      break;                                                                                       \
-    case RED_MAX:                                                                                  \
-      for (size_t i = 0; i < n; i++) d[i] = MAXF(a[i], x[i]);                                      \
-      break;                                                                                       \
-    default:                                                                                       \
-      for (size_t i = 0; i < n; i++) d[i] = MINF(a[i], x[i]);                                      \
-      break;                                                                                       \
-    }                                                                                              \
-  }                                                                                                \
-  static void NAME##_pre(void* dv, const void* xv, size_t n, const unsigned char* scalar) {        \
-    T* d = (T*)dv;                                                                                 \
-    const T* x = (const T*)xv;                                                                     \
-    T s;                                                                                           \
-    memcpy(&s, scalar, sizeof s);                                                                  \
-    for (size_t i = 0; i < n; i++) d[i] = x[i] * s;                                                \
-  }                                                                                                \
-  static void NAME##_post(void* dv, const void* xv, size_t n, int nranks) {                        \
-    T* d = (T*)dv;                                                                                 \
-    const T* x = (const T*)xv;                                                                     \
-    double div = (double)nranks;                                                                   \
-    for (size_t i = 0; i < n; i++) d[i] = (T)((double)x[i] / div);                                 \
-  }
-
-FLOAT_KERNELS(f32, float, max_f, min_f)
-FLOAT_KERNELS(f64, double, max_d, min_d)
-
-/* x / n rounded to float with round-to-odd: a later round-to-nearest-even to any format of at
- * most 22 significant bits then gives the correctly rounded quotient (no double rounding). */
-static inline float div_to_odd(float x, int n) {
-  double q = (double)x / (double)n;
-  float f = (float)q;
-  if (q == q && (double)f != q) {
-    uint32_t u = dtype_float_bits(f);
-    if (fabs((double)f) > fabs(q)) u--; /* went away from zero: step back (sign-magnitude) */
-    f = dtype_bits_float(u | 1u);
-  }
-  return f;
-}
-
-/* ---- half, bfloat16, fp8: each step in float, rounded back to the type. Sums, products and
- * quotients of values of at most 11 significant bits are rounded once: float carries more than
- * twice their precision plus two bits, so rounding through float equals rounding directly. ---- */
-#define NARROW_KERNELS(NAME, S, TO_F, FROM_F)                                                      \
-  static void NAME##_combine(int kind, void* dv, const void* av, const void* xv, size_t n) {       \
-    S* d = (S*)dv;                                                                                 \
-    const S* a = (const S*)av;                                                                     \
-    const S* x = (const S*)xv;                                                                     \
-    switch (kind) {                                                                                \
-    case RED_SUM:                                                                                  \
-      for (size_t i = 0; i < n; i++) d[i] = FROM_F(TO_F(a[i]) + TO_F(x[i]));                       \
-      break;                                                                                       \
-    case RED_PROD:                                                                                 \
-      for (size_t i = 0; i < n; i++) d[i] = FROM_F(TO_F(a[i]) * TO_F(x[i]));                       \
-      break;                                                                                       \
-    case RED_MAX:                                                                                  \
-      for (size_t i = 0; i < n; i++) d[i] = FROM_F(max_f(TO_F(a[i]), TO_F(x[i])));                 \
-      break;                                                                                       \
-    default:                                                                                       \
-      for (size_t i = 0; i < n; i++) d[i] = FROM_F(min_f(TO_F(a[i]), TO_F(x[i])));                 \
-      break;                                                                                       \
-    }                                                                                              \
-  }                                                                                                \
-  static void NAME##_pre(void* dv, const void* xv, size_t n, const unsigned char* scalar) {        \
-    S* d = (S*)dv;                                                                                 \
-    const S* x = (const S*)xv;                                                                     \
-    S s;                                                                                           \
-    memcpy(&s, scalar, sizeof s);                                                                  \
-    float sf = TO_F(s);                                                                            \
-    for (size_t i = 0; i < n; i++) d[i] = FROM_F(TO_F(x[i]) * sf);                                 \
-  }                                                                                                \
-  static void NAME##_post(void* dv, const void* xv, size_t n, int nranks) {                        \
-    S* d = (S*)dv;                                                                                 \
-    const S* x = (const S*)xv;                                                                     \
-    for (size_t i = 0; i < n; i++) d[i] = FROM_F(div_to_odd(TO_F(x[i]), nranks));                  \
-  }
-
-NARROW_KERNELS(f16, uint16_t, dtype_half_to_float, dtype_float_to_half)
-NARROW_KERNELS(bf16, uint16_t, dtype_bf16_to_float, dtype_float_to_bf16)
-NARROW_KERNELS(e4m3, uint8_t, dtype_e4m3_to_float, dtype_float_to_e4m3_sat)
-NARROW_KERNELS(e5m2, uint8_t, dtype_e5m2_to_float, dtype_float_to_e5m2_sat)
+TYPE_KERNELS(i8, int8_t)
+TYPE_KERNELS(u8, uint8_t)
+TYPE_KERNELS(i32, int32_t)
+TYPE_KERNELS(u32, uint32_t)
+TYPE_KERNELS(i64, int64_t)
+TYPE_KERNELS(u64, uint64_t)
+TYPE_KERNELS(f32, float)
+TYPE_KERNELS(f64, double)
+TYPE_KERNELS(f16, uint16_t)
+TYPE_KERNELS(bf16, uint16_t)
+TYPE_KERNELS(e4m3, uint8_t)
+TYPE_KERNELS(e5m2, uint8_t)
 
 #define KERNELS(NAME)                                                                              \
   { NAME##_combine, NAME##_pre, NAME##_post }

@@ -15,6 +15,7 @@
 #include "algo/ring_reducescatter.h"
 #include "util/check.h"
 #include "cpu/cpu.h"
+#include "cpu/reduce.h"
 #include "util/dtype.h"
 
 struct ring_exec {
@@ -33,14 +34,7 @@ static void copy_bytes(void* dst, const void* src, size_t len) {
 static ncclResult_t recv_slot(struct ring_exec* x, size_t len, const void** rslot) {
   size_t rbytes = 0;
   NCCLCHECK(fifo_recv_slot(x->recv, &x->w, rslot, &rbytes));
-  if (rbytes != len) {
-    WARN("%s #%llu on rank %d: received %zu bytes from rank %d where %zu were expected: the ranks "
-         "were not given the same count and datatype",
-         coll_name(x->w.task->coll), (unsigned long long)x->w.task->seq, x->w.comm->rank, rbytes,
-         x->recv->peer, len);
-    return ncclInvalidUsage;
-  }
-  return ncclSuccess;
+  return cpu_check_len(&x->w, rbytes, len, x->recv->peer);
 }
 
 /* Execute one verb on `len` bytes: input at `in`, output at `out`. */
@@ -49,10 +43,9 @@ static ncclResult_t exec_verb(struct ring_exec* x, enum verb v, const char* in, 
   const void* rslot = NULL;
   void* sslot = NULL;
   size_t n = len / x->esize;
-  int recvs = v != VERB_SEND && v != VERB_COPY && v != VERB_COPY_SEND;
-  int sends = v != VERB_RECV && v != VERB_COPY && v != VERB_RECV_REDUCE_COPY;
-  if (recvs) NCCLCHECK(recv_slot(x, len, &rslot));
-  if (sends) NCCLCHECK(fifo_send_slot(x->send, &x->w, &sslot));
+  int traits = verb_traits(v);
+  if (traits & VERB_RECVS) NCCLCHECK(recv_slot(x, len, &rslot));
+  if (traits & VERB_SENDS) NCCLCHECK(fifo_send_slot(x->send, &x->w, &sslot));
   switch (v) {
   case VERB_SEND:
     if (x->reduces)
@@ -111,18 +104,14 @@ ncclResult_t cpu_ring_allreduce(struct ncclComm* comm, const struct task* t) {
   size_t count = t->count, slot_elems = cc->slot_size / x.esize;
   int nsteps = ring_allreduce_nsteps(n);
   for (size_t base = 0; base < count;) {
-    size_t rem = count - base;
-    size_t chunk = (rem + n - 1) / n;
-    if (chunk > slot_elems) chunk = slot_elems;
-    size_t block = chunk * (size_t)n < rem ? chunk * (size_t)n : rem;
+    struct ring_block b = ring_allreduce_block(count - base, n, 1, slot_elems);
     for (int s = 0; s < nsteps; s++) {
       struct step st = ring_allreduce_step(pos, n, s);
-      size_t first = (size_t)st.chunk * chunk, len = 0;
-      if (first < block) len = (block - first < chunk ? block - first : chunk);
+      size_t first, len = ring_block_chunk(b, st.chunk, &first);
       size_t off = (base + first) * x.esize;
       NCCLCHECK(exec_verb(&x, st.verb, in + off, out + off, len * x.esize));
     }
-    base += block;
+    base += b.len;
   }
   return ncclSuccess;
 }
@@ -158,10 +147,10 @@ ncclResult_t cpu_ring_gather_scatter(struct ncclComm* comm, const struct task* t
     size_t len = part - off < piece ? part - off : piece;
     for (int s = 0; s < nsteps; s++) {
       struct step st = ag ? ring_allgather_step(pos, n, s) : ring_reducescatter_step(pos, n, s);
-      size_t c = (size_t)comm->ring_order[st.chunk]; /* the rank whose piece this chunk is */
       /* AllGather: input is my part, output holds every part; ReduceScatter: the reverse. */
-      const char* pin = ag ? in + off : in + c * part + off;
-      char* pout = ag ? out + c * part + off : out + off;
+      size_t parts = ring_part_offset(comm->ring_order, st.chunk, part, off);
+      const char* pin = ag ? in + off : in + parts;
+      char* pout = ag ? out + parts : out + off;
       NCCLCHECK(exec_verb(&x, st.verb, pin, pout, len));
     }
   }

@@ -5,12 +5,7 @@
  *
  * Connections: one FIFO per (tree, peer, direction), created the first time an operation needs
  * it; every rank runs the same operations in the same order and derives the same links, so both
- * ends of a link take part in its setup. Setup is done in three phases, so that it cannot
- * deadlock (the bootstrap buffers sends):
- *   1. for every link I receive on: allocate the FIFO, send its descriptor to the peer;
- *   2. for every link I send on: receive its descriptor, map the FIFO, acknowledge;
- *   3. for every link I receive on: wait for the acknowledgement.
- * A phase only waits for an earlier phase of a peer, which never waits.
+ * ends of a link take part in its setup (cpu_connect, in three phases that cannot deadlock).
  *
  * The trees are built on the comm's ring positions (tree_node_in_order), so the ranks of a host
  * sit together in them and few links cross between hosts.
@@ -23,12 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include "algo/tree.h"
-#include "boot/boot.h"
+#include "boot/tags.h"
 #include "util/check.h"
 #include "cpu/cpu.h"
+#include "cpu/reduce.h"
 #include "util/dtype.h"
 
-#define TAG_TREE        0x54524500 /* + 2 * tree + 0: descriptor, + 1: ack */
 #define SPLIT_MIN_BYTES 8192
 #define CHUNK_MIN_BYTES 16384
 
@@ -97,39 +92,20 @@ static struct links op_links(const struct tree_node* nd, enum coll_kind coll) {
 /* Create the links this operation needs and does not have yet (see the top of the file). */
 static ncclResult_t connect_links(struct ncclComm* comm, struct cpu_tree* tr,
                                   const struct links l[TREE_COUNT]) {
-  struct cpu_comm* cc = comm->engine_state;
-  char desc[CONN_DESC_BYTES], ack = 1;
-  for (int phase = 1; phase <= 3; phase++) {
-    for (int t = 0; t < TREE_COUNT; t++) {
-      int tag = TAG_TREE + 2 * t;
-      for (int i = 0; phase != 2 && i < l[t].nrecv; i++) {
-        int p = l[t].recv[i];
-        struct conn* c = &tr->recv[t][p];
-        if (tr->recv_ready[t][p]) continue;
-        if (phase == 1) {
-          NCCLCHECK(cpu_conn_prepare(comm, p, c));
-          memset(desc, 0, sizeof desc);
-          NCCLCHECK(c->tr->setup(c, cc->nslots, cc->slot_size, desc));
-          NCCLCHECK(boot_send(comm->boot, p, tag, desc, sizeof desc));
-        } else {
-          NCCLCHECK(boot_recv(comm->boot, p, tag + 1, &ack, 1));
-          NCCLCHECK(c->tr->connected(c));
-          tr->recv_ready[t][p] = 1;
-        }
-      }
-      for (int i = 0; phase == 2 && i < l[t].nsend; i++) {
-        int p = l[t].send[i];
-        struct conn* c = &tr->send[t][p];
-        if (tr->send_ready[t][p]) continue;
-        NCCLCHECK(cpu_conn_prepare(comm, p, c));
-        NCCLCHECK(boot_recv(comm->boot, p, tag, desc, sizeof desc));
-        NCCLCHECK(c->tr->connect(c, desc));
-        NCCLCHECK(boot_send(comm->boot, p, tag + 1, &ack, 1));
-        tr->send_ready[t][p] = 1;
-      }
+  struct cpu_link links[TREE_COUNT * 6];
+  int nl = 0;
+  for (int t = 0; t < TREE_COUNT; t++) {
+    int tag = BOOT_TAG_CPU_TREE + 2 * t;
+    for (int i = 0; i < l[t].nrecv; i++) {
+      int p = l[t].recv[i];
+      links[nl++] = (struct cpu_link){&tr->recv[t][p], p, 1, tag, &tr->recv_ready[t][p], 0};
+    }
+    for (int i = 0; i < l[t].nsend; i++) {
+      int p = l[t].send[i];
+      links[nl++] = (struct cpu_link){&tr->send[t][p], p, 0, tag, &tr->send_ready[t][p], 0};
     }
   }
-  return ncclSuccess;
+  return cpu_connect(comm, links, nl);
 }
 
 static void copy_bytes(void* dst, const void* src, size_t len) {
@@ -154,11 +130,7 @@ static int try_step(struct exec* x, struct stream* s, ncclResult_t* res) {
   size_t n = s->hi - s->next < s->chunk ? s->hi - s->next : s->chunk, len = n * x->esize;
   for (int i = 0; i < s->nrecv; i++)
     if (got[i] != len) {
-      WARN("%s #%llu on rank %d: received %zu bytes from rank %d where %zu were expected: the "
-           "ranks were not given the same count and datatype",
-           coll_name(x->w.task->coll), (unsigned long long)x->w.task->seq, x->w.comm->rank, got[i],
-           s->recv[i]->peer, len);
-      *res = ncclInvalidUsage;
+      *res = cpu_check_len(&x->w, got[i], len, s->recv[i]->peer);
       return 0;
     }
   const char* in = x->in ? x->in + s->next * x->esize : NULL;
@@ -227,16 +199,16 @@ static ncclResult_t progress(struct exec* x, struct stream* s, int ns) {
 static struct stream make_stream(struct cpu_tree* tr, int t, const struct tree_node* nd,
                                  enum verb v, size_t lo, size_t hi, size_t chunk) {
   struct stream s = {v, 0, 0, {NULL, NULL}, {NULL, NULL}, lo, hi, chunk, NULL, 0};
-  int from_children =
-      v == VERB_RECV_REDUCE_SEND || v == VERB_RECV_REDUCE_COPY || v == VERB_RECV_REDUCE_COPY_SEND;
-  int to_children =
-      v == VERB_RECV_REDUCE_COPY_SEND || v == VERB_COPY_SEND || v == VERB_RECV_COPY_SEND;
-  if (from_children)
+  /* In a tree: reduce what the children send; only receive from the parent; store and send
+   * down to the children; send without storing up to the parent (algo/prim.h). */
+  int tr_bits = verb_traits(v), recvs = tr_bits & VERB_RECVS, sends = tr_bits & VERB_SENDS;
+  int reduces = tr_bits & VERB_REDUCES, stores = tr_bits & VERB_STORES;
+  if (recvs && reduces)
     for (int i = 0; i < nd->nchild; i++) s.recv[s.nrecv++] = &tr->recv[t][nd->child[i]];
-  if (v == VERB_RECV_COPY_SEND || v == VERB_RECV) s.recv[s.nrecv++] = &tr->recv[t][nd->parent];
-  if (to_children)
+  if (recvs && !reduces) s.recv[s.nrecv++] = &tr->recv[t][nd->parent];
+  if (sends && stores)
     for (int i = 0; i < nd->nchild; i++) s.send[s.nsend++] = &tr->send[t][nd->child[i]];
-  if (v == VERB_SEND || v == VERB_RECV_REDUCE_SEND) s.send[s.nsend++] = &tr->send[t][nd->parent];
+  if (sends && !stores) s.send[s.nsend++] = &tr->send[t][nd->parent];
   return s;
 }
 

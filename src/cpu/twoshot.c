@@ -14,6 +14,7 @@
 #include "algo/twoshot.h"
 #include "util/check.h"
 #include "cpu/cpu.h"
+#include "cpu/reduce.h"
 #include "util/dtype.h"
 
 struct round {
@@ -23,19 +24,10 @@ struct round {
   const char* mine; /* my piece of the input (a copy when in place) */
 };
 
-/* The received size must be what this rank expects, or the counts differ between ranks. */
-static ncclResult_t check_len(const struct ncclComm* comm, const struct task* t, size_t got,
-                              size_t want, int from) {
-  if (got == want) return ncclSuccess;
-  WARN("%s #%llu on rank %d: received %zu bytes from rank %d where %zu were expected: the ranks "
-       "were not given the same count and datatype",
-       coll_name(t->coll), (unsigned long long)t->seq, comm->rank, got, from, want);
-  return ncclInvalidUsage;
-}
-
 static ncclResult_t round_run(struct ncclComm* comm, const struct task* t, const struct round* r,
                               unsigned char* state) {
   struct cpu_comm* cc = comm->engine_state;
+  const struct wait_ctx w = {comm, t};
   int n = comm->nranks, me = comm->rank, next = 0, todo = 0;
   size_t mlo, mhi;
   twoshot_piece(r->count, n, me, &mlo, &mhi);
@@ -80,7 +72,7 @@ static ncclResult_t round_run(struct ncclComm* comm, const struct task* t, const
         waiting = &cc->p2p_recv[next];
         break;
       }
-      if (next != me) NCCLCHECK(check_len(comm, t, got, mine_bytes, next));
+      if (next != me) NCCLCHECK(cpu_check_len(&w, got, mine_bytes, next));
       red_apply(acc, next == 0 ? NULL : acc, src, mhi - mlo, t->dtype, &t->op,
                 (next == 0 ? RED_FIRST : 0) | (next == n - 1 ? RED_LAST : 0));
       if (next != me) fifo_recv_release(&cc->p2p_recv[next]);
@@ -104,7 +96,7 @@ static ncclResult_t round_run(struct ncclComm* comm, const struct task* t, const
         size_t got, lo, hi;
         twoshot_piece(r->count, n, p, &lo, &hi);
         if (fifo_recv_try(&cc->p2p_recv[p], &src, &got)) {
-          NCCLCHECK(check_len(comm, t, got, (hi - lo) * r->es, p));
+          NCCLCHECK(cpu_check_len(&w, got, (hi - lo) * r->es, p));
           memcpy(r->out + lo * r->es, src, got);
           fifo_recv_release(&cc->p2p_recv[p]);
           state[p] |= RECVD2, moved++;

@@ -61,19 +61,15 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) ring_kernel(struct dev_ring_a
   for (size_t base = lo; base < hi;) {
     size_t rem = hi - base;
     if (a.coll == DEV_ALLREDUCE) {
-      size_t chunk = (rem + n - 1) / n;
-      chunk = (chunk + P - 1) / P * P;
-      if (chunk > slot_elems) chunk = slot_elems;
-      size_t block = chunk * (size_t)n < rem ? chunk * (size_t)n : rem;
+      struct ring_block b = ring_allreduce_block(rem, n, P, slot_elems);
       int nsteps = ring_allreduce_nsteps(n);
       for (int st = 0; st < nsteps; st++) {
         struct step sp = ring_allreduce_step(a.pos, n, st);
-        size_t first = (size_t)sp.chunk * chunk, len = 0;
-        if (first < block) len = block - first < chunk ? block - first : chunk;
+        size_t first, len = ring_block_chunk(b, sp.chunk, &first);
         prim_step<PROTO, T, OP>(&p, sp.verb, in, out, base + first, base + first, len, s, n);
         if (p.aborted) goto out;
       }
-      base += block;
+      base += b.len;
       continue;
     }
     size_t len = rem < slot_elems ? rem : slot_elems;
@@ -86,8 +82,7 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) ring_kernel(struct dev_ring_a
       int nsteps = ring_allgather_nsteps(n);
       for (int st = 0; st < nsteps; st++) {
         struct step sp = ring_allgather_step(a.pos, n, st);
-        int r = order ? order[sp.chunk] : sp.chunk;
-        size_t o = n > 1 ? (size_t)r * a.count + base : base;
+        size_t o = ring_part_offset(order, sp.chunk, a.count, base);
         prim_step<PROTO, T, OP>(&p, sp.verb, in, out, base, o, len, s, n);
         if (p.aborted) goto out;
       }
@@ -95,8 +90,7 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) ring_kernel(struct dev_ring_a
       int nsteps = ring_reducescatter_nsteps(n);
       for (int st = 0; st < nsteps; st++) {
         struct step sp = ring_reducescatter_step(a.pos, n, st);
-        int r = order ? order[sp.chunk] : sp.chunk;
-        size_t i = n > 1 ? (size_t)r * a.count + base : base;
+        size_t i = ring_part_offset(order, sp.chunk, a.count, base);
         prim_step<PROTO, T, OP>(&p, sp.verb, in, out, i, base, len, s, n);
         if (p.aborted) goto out;
       }

@@ -3,7 +3,7 @@
  * captured in a CUDA graph. Compiles as C11 and as CUDA.
  *
  * Ring connections (Simple protocol): one FIFO owned by the receiving rank, on its GPU, per
- * channel (layout in transport/gpu_fifo.h):
+ * channel (layout in device/gpu_fifo.h):
  *   [tail u64][pad][head u64][pad][slot sizes] [slot 0][slot 1]...[slot nslots-1]
  *   tail: steps the sender has posted (written by the sender, remotely; read by the receiver)
  *   head: steps the receiver has released (written by the receiver; read by the sender, remotely)
@@ -29,18 +29,17 @@
 #include <stdint.h>
 #include <cuda_runtime_api.h>
 #include "algo/tree.h"
-#include "transport/gpu_fifo.h"
+#include "device/gpu_fifo.h"
 
-#define DEV_MAX_CHANNELS     64
-#define DEV_DEFAULT_CHANNELS 64 /* without NCCL_MAX_NCHANNELS */
-#define DEV_NTHREADS         512
-#define DEV_FIFO_HEADER      GPU_FIFO_HEADER /* bytes before slot 0 */
-#define DEV_FIFO_TAIL        GPU_FIFO_TAIL
-#define DEV_FIFO_HEAD        GPU_FIFO_HEAD
-#define DEV_FIFO_WANT        GPU_FIFO_WANT
-#define DEV_FIFO_SIZES       GPU_FIFO_SIZES
-#define DEV_FIFO_MAX_SLOTS   GPU_FIFO_MAX_SLOTS
-#define DEV_MAX_PEERS        16
+#define DEV_MAX_CHANNELS   64
+#define DEV_NTHREADS       512
+#define DEV_FIFO_HEADER    GPU_FIFO_HEADER /* bytes before slot 0 */
+#define DEV_FIFO_TAIL      GPU_FIFO_TAIL
+#define DEV_FIFO_HEAD      GPU_FIFO_HEAD
+#define DEV_FIFO_WANT      GPU_FIFO_WANT
+#define DEV_FIFO_SIZES     GPU_FIFO_SIZES
+#define DEV_FIFO_MAX_SLOTS GPU_FIFO_MAX_SLOTS
+#define DEV_MAX_PEERS      16
 /* Counters a connection keeps in device memory between launches: steps sent, steps received,
  * the last head seen from the receiver (a lower bound of it: no remote read at launch start). */
 #define DEV_STEP_WORDS 4
@@ -156,7 +155,7 @@ struct dev_ring_args {
   int nchannels, nslots;
   size_t slot_bytes;
   int dtype;                 /* ncclDataType_t */
-  int op;                    /* RED_* of cpu/reduce.h */
+  int op;                    /* RED_* of util/red_op.h */
   unsigned char scalar[8];   /* PREMULSUM factor in the data type (host scalar) */
   const void* device_scalar; /* PREMULSUM factor read by the kernel, or NULL */
   uint64_t* steps;           /* DEV_STEP_WORDS per channel */

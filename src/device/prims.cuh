@@ -203,12 +203,7 @@ __device__ static __noinline__ void fifo_step(struct fifo_state* cs, const struc
                                               enum verb verb, const T* in, T* out, size_t in_off,
                                               size_t out_off, size_t len, T s, int nranks) {
   const int tid = threadIdx.x;
-  bool do_recv = verb == VERB_RECV || verb == VERB_RECV_REDUCE_SEND ||
-                 verb == VERB_RECV_REDUCE_COPY_SEND || verb == VERB_RECV_COPY_SEND ||
-                 verb == VERB_RECV_REDUCE_COPY;
-  bool do_send = verb == VERB_SEND || verb == VERB_RECV_REDUCE_SEND ||
-                 verb == VERB_RECV_REDUCE_COPY_SEND || verb == VERB_RECV_COPY_SEND ||
-                 verb == VERB_COPY_SEND;
+  bool do_recv = verb_traits(verb) & VERB_RECVS, do_send = verb_traits(verb) & VERB_SENDS;
   char* send_fifo = (char*)rc->send_fifo;
   /* The step I am about to wait for, for the proxy of a network connection. */
   if (tid == 0 && do_recv) st_volatile((uint64_t*)(rc->recv_fifo + DEV_FIFO_WANT), cs->recvd + 1);

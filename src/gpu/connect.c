@@ -11,12 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "boot/boot.h"
+#include "boot/tags.h"
 #include "util/check.h"
 #include "util/param.h"
 #include "gpu/gpu.h"
 #include "os/shm.h"
-
-#define TAG_FIFO 0x47464600 /* "GFF": my FIFO descriptor, sent to the previous rank */
 
 struct mem_desc {
   int pid;
@@ -182,7 +181,7 @@ ncclResult_t gpu_connect_ring(struct ncclComm* comm, struct gpu_comm* g) {
   struct mem_desc mine, theirs;
   if (!g->net_prev) {
     describe(comm, &g->fifo_mem, !same_process(comm, prev), &mine);
-    NCCLCHECK(boot_send(comm->boot, prev, TAG_FIFO, &mine, sizeof mine));
+    NCCLCHECK(boot_send(comm->boot, prev, BOOT_TAG_GPU_FIFO, &mine, sizeof mine));
   }
   if (g->net_next) { /* my kernels fill a mirror; the proxy sends it (gpu/net.c) */
     NCCLCHECK(gpu_host_fifo_alloc(g, g->fifo_bytes * (size_t)g->nchannels_max, &g->ring_mirror));
@@ -194,7 +193,7 @@ ncclResult_t gpu_connect_ring(struct ncclComm* comm, struct gpu_comm* g) {
          g->slot_bytes);
     return ncclSuccess;
   }
-  NCCLCHECK(boot_recv(comm->boot, next, TAG_FIFO, &theirs, sizeof theirs));
+  NCCLCHECK(boot_recv(comm->boot, next, BOOT_TAG_GPU_FIFO, &theirs, sizeof theirs));
   cudaError_t e = map_peer(comm, g, next, &theirs, &g->next_fifo);
   if (e != cudaSuccess) {
     WARN("rank %d cannot map the FIFOs of rank %d (GPU %d, %s): %s", comm->rank, next, theirs.dev,
@@ -256,16 +255,17 @@ ncclResult_t gpu_connect_ll(struct ncclComm* comm, struct gpu_comm* g) {
 }
 
 /* Peers of this host share FIFOs [source][channel] in p2p_mem; a peer over the network gets FIFOs
- * [channel] of its own in my pinned host memory, and a mirror of its FIFOs for me (gpu/net.c). */
+ * [channel < p2p_net_nch] of its own in my pinned host memory, and a mirror of its FIFOs for me
+ * (gpu/net.c); its messages use no other channel (gpu/p2p.c). */
 ncclResult_t gpu_connect_p2p(struct ncclComm* comm, struct gpu_comm* g) {
   int me = comm->rank, nnet = 0;
   size_t fifo = dev_fifo_bytes(g->p2p_nslots, g->p2p_slot_bytes);
-  size_t mine = fifo * (size_t)g->p2p_nch;
+  size_t mine = fifo * (size_t)g->p2p_nch, net = fifo * (size_t)g->p2p_net_nch;
   NCCLCHECK(map_all(comm, g, &g->p2p_mem, g->peer_p2p, 1, &g->p2p_ok));
   for (int r = 0; r < comm->nranks; r++) {
     if (r != me && gpu_net_is(comm, r)) {
-      NCCLCHECK(gpu_host_fifo_alloc(g, mine, &g->p2p_net_recv[r]));
-      NCCLCHECK(gpu_host_fifo_alloc(g, mine, &g->p2p_net_mirror[r]));
+      NCCLCHECK(gpu_host_fifo_alloc(g, net, &g->p2p_net_recv[r]));
+      NCCLCHECK(gpu_host_fifo_alloc(g, net, &g->p2p_net_mirror[r]));
       g->p2p_net |= 1u << r;
       g->p2p_recv[r] = g->p2p_net_recv[r].ptr;
       g->p2p_send[r] = g->p2p_net_mirror[r].ptr;
@@ -278,9 +278,10 @@ ncclResult_t gpu_connect_p2p(struct ncclComm* comm, struct gpu_comm* g) {
     if (g->host_fifos) g->p2p_sysmem |= 1u << r;
   }
   INFO(LOG_INIT | LOG_P2P,
-       "comm %p rank %d GPU point-to-point: %s, %d channels per peer%s, %d peers over the network",
+       "comm %p rank %d GPU point-to-point: %s, %d channels per peer%s, %d peers over the network "
+       "(%d channels each)",
        (void*)comm, comm->rank, g->p2p_ok ? "every peer mapped" : "off (a peer cannot be mapped)",
-       g->p2p_nch, g->host_fifos ? " through pinned host memory" : "", nnet);
+       g->p2p_nch, g->host_fifos ? " through pinned host memory" : "", nnet, g->p2p_net_nch);
   return ncclSuccess;
 }
 

@@ -1,8 +1,9 @@
-/* The device hooks of core/: which GPU the calling thread uses, how many there are, and
- * ncclMemAlloc/ncclMemFree on device memory. With no driver or no GPU every hook says "none" and
- * the library runs its CPU engine. */
+/* The device hooks of the CUDA engine (members of gpu_engine, called by core/): which GPU the
+ * calling thread uses, how many there are, and ncclMemAlloc/ncclMemFree on device memory. With no
+ * driver or no GPU every hook says "none" and the library runs its CPU engine. */
 #include <cuda_runtime_api.h>
 #include "util/check.h"
+#include "gpu/gpu.h"
 
 int gpu_device_count(void) {
   int n = 0;

@@ -1,56 +1,38 @@
-/* The CUDA engine: connects the ring and the one-shot buffers at init (gpu/connect.c), then
- * enqueues one kernel per operation on the user's stream. run() never waits for peers, never
- * allocates device memory and never synchronises, so a group may enqueue for several comms from one
- * thread and a CUDA graph may capture it.
+/* The CUDA engine: connects the ring, the one-shot buffers and the point-to-point FIFOs at init
+ * (gpu/connect.c), then enqueues one kernel per operation on the user's stream. run() never
+ * waits for peers, never allocates device memory and never synchronises, so a group may enqueue
+ * for several comms from one thread and a CUDA graph may capture it.
  *
- * Choice per operation: an AllReduce, AllGather or ReduceScatter whose (n-1) x bytes per peer is
- * at most MONEL_ONESHOT_MAX runs the one-shot LL kernel when every pair of GPUs has peer access
- * and NCCL_PROTO allows LL; everything else runs the ring kernel with the Simple protocol.
- * NCCL_PROTO=LL alone raises the limit to DEV_LL_MAX_BYTES per peer; NCCL_PROTO=Simple (or ^LL)
- * turns the one-shot path off.
+ * Choice per operation: core's plan (core/plan.c, t->plan) from this engine's table
+ * (gpu/caps.c); the engine executes it and never replaces it. The pairs with launch code:
+ * OneShot/LL (device/oneshot.cu, within a host with peer access), OneShot/Simple (the one hop
+ * across hosts, device/onehop.cu), Ring with Simple, LL or LL128 for every ring collective and
+ * Tree with Simple, LL or LL128 for AllReduce, Broadcast and Reduce (device/colls.cuh, over the
+ * point-to-point FIFOs). LL128 uses its lines only where gpu_check_ll128 found them safe;
+ * elsewhere its steps are published by the tail.
  *
  * Across hosts (gpu/net.c) the ring follows topo_ring_order() (one crossing per host), each hop to
- * another host is a network connection driven by the proxy thread, and the one-shot LL path is
- * off; a small AllReduce runs in one hop over the point-to-point FIFOs instead (device/onehop.cu,
- * MONEL_NET_ONEHOP_MAX);
- * nothing changes at enqueue, so CUDA graphs capture the same launches. */
+ * another host is a network connection driven by the proxy thread; the tree's network edges are
+ * point-to-point connections; nothing changes at enqueue, so CUDA graphs capture the same
+ * launches. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sched.h>
 #include <time.h>
 #include "boot/boot.h"
 #include "core/algo.h"
+#include "core/plan_choose.h"
 #include "util/check.h"
 #include "util/param.h"
 #include "core/watch_report.h"
+#include "gpu/caps.h"
 #include "gpu/gpu.h"
 #include "util/dtype.h"
 
 #define NSLOTS 8
 
-/* NCCL_PROTO: a comma list of Simple, LL, LL128 (case-insensitive); a leading ^ excludes them. */
-static void parse_proto(struct gpu_comm* g) {
-  const char* s = param_str(PARAM_PROTO);
-  int neg = s[0] == '^', ll = 0, simple = 0, ll128 = 0, any = 0;
-  if (neg) s++;
-  while (*s) {
-    size_t len = strcspn(s, ",");
-    if (len == 2 && strncasecmp(s, "LL", 2) == 0) ll = 1, any = 1;
-    if (len == 6 && strncasecmp(s, "Simple", 6) == 0) simple = 1, any = 1;
-    if (len == 5 && strncasecmp(s, "LL128", 5) == 0) ll128 = 1, any = 1;
-    s += len;
-    if (*s == ',') s++;
-  }
-  if (!any && !neg) {
-    g->proto_ll = g->proto_simple = g->proto_ll128 = 1;
-  } else if (neg) {
-    g->proto_ll = !ll, g->proto_simple = !simple, g->proto_ll128 = !ll128;
-  } else {
-    g->proto_ll = ll, g->proto_simple = simple, g->proto_ll128 = ll128;
-  }
-}
+static void plan_figures(struct ncclComm* comm, const struct gpu_comm* g);
 
 /* cudaMalloc + cudaMemset to zero, counted in g->dev_bytes. */
 static ncclResult_t dev_zalloc(struct gpu_comm* g, void** p, size_t bytes) {
@@ -60,12 +42,9 @@ static ncclResult_t dev_zalloc(struct gpu_comm* g, void** p, size_t bytes) {
   return ncclSuccess;
 }
 
-static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
-  CUDACHECK(cudaSetDevice(comm->cuda_dev));
-  CUDACHECK(cudaFree(NULL)); /* the context exists before the memory is measured */
-  size_t free0 = 0, free1 = 0, total_b = 0;
-  CUDACHECK(cudaMemGetInfo(&free0, &total_b));
-  int n = comm->nranks;
+/* Sizes of the FIFOs and channels, the protocols allowed, where the FIFOs live, the ring and the
+ * cost model's link speeds. */
+static ncclResult_t choose_sizes(struct ncclComm* comm, struct gpu_comm* g) {
   g->cta = tune_cta_limits(param_int(PARAM_MIN_CTAS), param_int(PARAM_MAX_CTAS), &comm->config,
                            param_int(PARAM_MIN_NCHANNELS), param_int(PARAM_MAX_NCHANNELS));
   int nch = g->cta.max < DEV_MAX_CHANNELS ? g->cta.max : DEV_MAX_CHANNELS; /* FIFOs to allocate */
@@ -79,36 +58,49 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
   g->nslots = NSLOTS;
   g->slot_bytes = ((size_t)buff / NSLOTS) & ~(size_t)127;
   g->fifo_bytes = dev_fifo_bytes(g->nslots, g->slot_bytes);
-  parse_proto(g);
-  if (n > 1) NCCLCHECK(gpu_choose_host_fifos(comm, g));
+  if (comm->nranks > 1) NCCLCHECK(gpu_choose_host_fifos(comm, g));
   NCCLCHECK(gpu_ring_order(comm, g));
   int64_t link = param_int(PARAM_LINK_GBPS), blk = param_int(PARAM_BLOCK_GBPS);
   g->link_gbps = link > 0 ? (double)link : g->host_fifos ? 24.0 : 450.0;
   g->block_gbps = blk > 0 ? (double)blk : 7.0;
+  return ncclSuccess;
+}
+
+/* My ring FIFOs and step counters; with `multi`, the one-shot LL buffer and the point-to-point
+ * FIFOs (one rank alone only sends to itself: no FIFO, p2p_ok). */
+static ncclResult_t alloc_buffers(struct ncclComm* comm, struct gpu_comm* g, int multi) {
+  int n = comm->nranks, nch = g->nchannels_max;
   size_t total = n > 1 ? g->fifo_bytes * (size_t)nch : 256;
   if (g->net_prev && !g->host_fifos) /* only my GPU and the proxy touch it */
     NCCLCHECK(gpu_host_fifo_alloc(g, total, &g->fifo_mem));
   else
     NCCLCHECK(gpu_shared_alloc(comm, g, total, g->host_fifos, &g->fifo_mem));
   NCCLCHECK(dev_zalloc(g, (void**)&g->steps, sizeof(uint64_t) * DEV_STEP_WORDS * DEV_MAX_CHANNELS));
-  int multi = n > 1 && n <= DEV_MAX_PEERS; /* one-shot and point-to-point buffers */
   g->p2p_nch = gpu_p2p_channels(nch);
-  if (multi) {
-    if (!g->host_fifos) NCCLCHECK(gpu_shared_alloc(comm, g, dev_ll_buffer_bytes(n), 0, &g->ll_mem));
-    NCCLCHECK(dev_zalloc(g, (void**)&g->ll_seq, sizeof(uint32_t) * DEV_LL_MAX_BLOCKS));
-    int64_t slot = param_int(PARAM_P2P_CHUNKSIZE), ns = param_int(PARAM_P2P_SLOTS);
-    g->p2p_slot_bytes = slot < 4096         ? 4096
-                        : slot > (16 << 20) ? (16 << 20)
-                                            : (size_t)slot & ~(size_t)127;
-    g->p2p_nslots = ns < 2 ? 2 : ns > 64 ? 64 : (int)ns;
-    size_t nfifo = (size_t)n * g->p2p_nch;
-    size_t fifo = dev_fifo_bytes(g->p2p_nslots, g->p2p_slot_bytes);
-    NCCLCHECK(gpu_shared_alloc(comm, g, nfifo * fifo, g->host_fifos, &g->p2p_mem));
-    NCCLCHECK(dev_zalloc(g, (void**)&g->p2p_steps, nfifo * DEV_STEP_WORDS * sizeof(uint64_t)));
-  } else {
-    /* One rank: messages to itself only, and no FIFO; still a valid (unused) address. */
+  /* A network peer gets the channels the network can feed: each is a connection each way. */
+  int64_t net_nch = param_int(PARAM_NET_P2P_CHANNELS);
+  g->p2p_net_nch = net_nch < 1 ? 1 : net_nch < g->p2p_nch ? (int)net_nch : g->p2p_nch;
+  if (!multi) {
     g->p2p_ok = 1;
+    return ncclSuccess;
   }
+  if (!g->host_fifos) NCCLCHECK(gpu_shared_alloc(comm, g, dev_ll_buffer_bytes(n), 0, &g->ll_mem));
+  NCCLCHECK(dev_zalloc(g, (void**)&g->ll_seq, sizeof(uint32_t) * DEV_LL_MAX_BLOCKS));
+  int64_t slot = param_int(PARAM_P2P_CHUNKSIZE), ns = param_int(PARAM_P2P_SLOTS);
+  g->p2p_slot_bytes = slot < 4096         ? 4096
+                      : slot > (16 << 20) ? (16 << 20)
+                                          : (size_t)slot & ~(size_t)127;
+  g->p2p_nslots = ns < 2 ? 2 : ns > 64 ? 64 : (int)ns;
+  size_t nfifo = (size_t)n * g->p2p_nch;
+  size_t fifo = dev_fifo_bytes(g->p2p_nslots, g->p2p_slot_bytes);
+  NCCLCHECK(gpu_shared_alloc(comm, g, nfifo * fifo, g->host_fifos, &g->p2p_mem));
+  NCCLCHECK(dev_zalloc(g, (void**)&g->p2p_steps, nfifo * DEV_STEP_WORDS * sizeof(uint64_t)));
+  return ncclSuccess;
+}
+
+/* The host's view of the kernels: the abort flag they read, the counters they write, the stream
+ * and events that order launches. */
+static ncclResult_t alloc_control(struct gpu_comm* g) {
   CUDACHECK(cudaHostAlloc((void**)&g->ctl_host, 64, cudaHostAllocMapped | cudaHostAllocPortable));
   memset(g->ctl_host, 0, 64);
   void* abort_dev = NULL;
@@ -120,23 +112,35 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
   CUDACHECK(cudaStreamCreateWithFlags(&g->ctl_stream, cudaStreamNonBlocking));
   CUDACHECK(cudaEventCreateWithFlags(&g->join_ev, cudaEventDisableTiming));
   CUDACHECK(cudaEventCreateWithFlags(&g->order_ev, cudaEventDisableTiming));
-  CUDACHECK(cudaDeviceSynchronize());
-  /* The kernels the comm may run: the ring with every protocol NCCL_PROTO allows, the tree
-   * when NCCL_ALGO names it. */
-  int protos[DEV_PROTO_COUNT] = {g->proto_ll, g->proto_ll128, g->proto_simple};
-  int tree = multi && param_str(PARAM_ALGO)[0] != '\0' &&
-             (algo_allowed(COLL_ALLREDUCE, ALGO_TREE) || algo_allowed(COLL_BROADCAST, ALGO_TREE) ||
-              algo_allowed(COLL_REDUCE, ALGO_TREE));
+  return ncclSuccess;
+}
+
+/* Load the kernels every comm may launch now, so that no launch loads one (graph capture): the
+ * ring with every protocol NCCL_PROTO allows for some collective, the tree (point-to-point
+ * FIFOs: `multi`) when NCCL_ALGO allows it for AllReduce, Broadcast or Reduce. */
+static ncclResult_t preload_kernels(int multi) {
+  int tree =
+      multi && (algo_allowed(COLL_ALLREDUCE, ALGO_TREE) ||
+                algo_allowed(COLL_BROADCAST, ALGO_TREE) || algo_allowed(COLL_REDUCE, ALGO_TREE));
+  int protos[PROTO_COUNT];
+  for (int pr = 0; pr < PROTO_COUNT; pr++) protos[pr] = proto_allowed_any((enum proto_id)pr);
   for (int dt = 0; dt < ncclNumTypes; dt++)
     for (int op = RED_SUM; op <= RED_PREMULSUM; op++) {
-      for (int pr = 0; pr < DEV_PROTO_COUNT; pr++) {
-        if (!protos[pr] && !(pr == DEV_PROTO_SIMPLE && !g->proto_ll && !g->proto_ll128)) continue;
+      for (int pr = 0; pr < PROTO_COUNT; pr++) {
+        if (!protos[pr]) continue;
         CUDACHECK(dev_ring_preload(pr, dt, op));
         if (tree) CUDACHECK(dev_tree_preload(pr, dt, op));
       }
       if (multi) CUDACHECK(dev_oneshot_preload(dt, op));
     }
   CUDACHECK(dev_p2p_preload());
+  return ncclSuccess;
+}
+
+/* Connect the ring, the LL buffers, the point-to-point FIFOs, the network and the copy engine
+ * (collective: every rank in the same order); then the names of my host segments can go. */
+static ncclResult_t connect_peers(struct ncclComm* comm, struct gpu_comm* g, int multi) {
+  int n = comm->nranks;
   if (n > 1) NCCLCHECK(gpu_connect_ring(comm, g));
   if (multi) {
     if (!g->host_fifos) NCCLCHECK(gpu_connect_ll(comm, g));
@@ -164,11 +168,27 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
     gpu_shared_unlink(&g->fifo_mem);
     gpu_shared_unlink(&g->p2p_mem);
   }
+  return ncclSuccess;
+}
+
+static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
+  CUDACHECK(cudaSetDevice(comm->cuda_dev));
+  CUDACHECK(cudaFree(NULL)); /* the context exists before the memory is measured */
+  size_t free0 = 0, free1 = 0, total_b = 0;
+  CUDACHECK(cudaMemGetInfo(&free0, &total_b));
+  int multi = comm->nranks > 1 && comm->nranks <= DEV_MAX_PEERS; /* one-shot and p2p buffers */
+  NCCLCHECK(choose_sizes(comm, g));
+  NCCLCHECK(alloc_buffers(comm, g, multi));
+  NCCLCHECK(alloc_control(g));
+  CUDACHECK(cudaDeviceSynchronize());
+  NCCLCHECK(preload_kernels(multi));
+  NCCLCHECK(connect_peers(comm, g, multi));
   INFO(
       LOG_INIT | LOG_TUNING,
       "comm %p rank %d GPU blocks: %d to %d per kernel, policy %d, model %.0f GB/s link, %.0f GB/s "
       "per block",
       (void*)comm, comm->rank, g->cta.min, g->cta.max, g->cta.policy, g->link_gbps, g->block_gbps);
+  plan_figures(comm, g);
   CUDACHECK(cudaMemGetInfo(&free1, &total_b));
   comm->engine_dev_bytes = g->dev_bytes;
   /* What this comm's init took from the GPU: its buffers and the kernels it loaded (another
@@ -189,25 +209,47 @@ static ncclResult_t gpu_comm_init(struct ncclComm* comm) {
   return res;
 }
 
-/* Blocks of a ring operation moving `bytes` (core/tune.h): the fewest that fill the link, one per
- * MONEL_CHANNEL_BYTES below that, within the comm's limits. Broadcast and Reduce take one per
- * quarter of it: a chain forwards every chunk n - 1 times, so it gains more from parallel chunks
- * (on 4 H200, Broadcast of 128 KB-1 MB ran in 10-12 us with a quarter, 16-17 us without). */
-static int pick_channels(const struct gpu_comm* g, enum coll_kind coll, size_t bytes) {
-  double per = (double)param_int(PARAM_CHANNEL_BYTES);
-  if (coll == COLL_BROADCAST || coll == COLL_REDUCE) per /= 4;
-  if (per < 4096) per = 4096;
-  struct tune_blocks_in in = {(double)bytes,
-                              g->link_gbps,
-                              g->block_gbps,
-                              per,
-                              g->cta.min,
-                              g->nchannels_max,
-                              g->cta.policy == NCCL_CTA_POLICY_EFFICIENCY};
-  return tune_blocks(&in);
+/* What the plan (core/plan.c) needs of this comm: its path and the block model's limits and
+ * figures (ring channels: the fewest blocks that fill the link, one per MONEL_CHANNEL_BYTES below
+ * that, within the comm's limits; core/plan.c channels()). */
+static void plan_figures(struct ncclComm* comm, const struct gpu_comm* g) {
+  struct plan_comm* pc = &comm->plan;
+  pc->path = gpu_net_any(comm) ? PLAN_PATH_NET : g->host_fifos ? PLAN_PATH_SHM : PLAN_PATH_PEER;
+  pc->cta_min = g->cta.min;
+  pc->cta_max = g->cta.max;
+  pc->cta_efficiency = g->cta.policy == NCCL_CTA_POLICY_EFFICIENCY;
+  pc->nchannels_max = g->nchannels_max;
+  pc->p2p_channels = g->p2p_nch;
+  pc->link_gbps = g->link_gbps;
+  pc->block_gbps = g->block_gbps;
+  pc->channel_bytes = (size_t)param_int(PARAM_CHANNEL_BYTES);
 }
 
-static ncclResult_t launched(struct ncclComm* comm, struct task* t, cudaError_t e) {
+_Static_assert(GPU_LL_PART_BYTES == DEV_LL_BLOCK_DATA, "gpu/caps.h: one-shot LL part size");
+_Static_assert(GPU_NCAPS <= 64, "core/plan.c takes at most 64 rows");
+
+/* The tree's point-to-point FIFOs reach every peer (launch_tree). */
+static int tree_fifos(const struct ncclComm* comm, const struct gpu_comm* g) {
+  return comm->nranks == 1 || (g->p2p_ok && comm->nranks <= DEV_MAX_PEERS);
+}
+
+/* The engine's plan_fit (gpu/caps.c has the rules). */
+static struct plan_fit gpu_plan_fit(const struct ncclComm* comm, const struct task* t,
+                                    const struct plan_row* row) {
+  const struct gpu_comm* g = comm->engine_state;
+  struct gpu_fit_in in = {comm->nranks,
+                          g->ll_ok,
+                          DEV_LL_MAX_BYTES,
+                          (size_t)param_int(PARAM_ONESHOT_MAX),
+                          g->onehop_ok,
+                          g->p2p_slot_bytes,
+                          (size_t)param_int(PARAM_NET_ONEHOP_MAX),
+                          tree_fifos(comm, g),
+                          g->ll128_lines};
+  return gpu_fit(&in, t, row);
+}
+
+static ncclResult_t launch_result(struct ncclComm* comm, struct task* t, cudaError_t e) {
   if (e == cudaSuccess) return ncclSuccess;
   WARN("%s #%llu on rank %d: the kernel launch failed: %s", coll_name(t->coll),
        (unsigned long long)t->seq, comm->rank, cudaGetErrorString(e));
@@ -225,11 +267,7 @@ static ncclResult_t launch_oneshot(struct ncclComm* comm, struct gpu_comm* g, st
   a.nranks = comm->nranks;
   a.nblocks = (int)((bytes + DEV_LL_BLOCK_DATA - 1) / DEV_LL_BLOCK_DATA);
   if (a.nblocks < 1) a.nblocks = 1;
-  /* As many blocks as parts, within the comm's limits (a block takes several parts in turn). */
-  a.grid = a.nblocks;
-  if (g->cta.policy == NCCL_CTA_POLICY_EFFICIENCY) a.grid = (a.grid + 1) / 2;
-  if (a.grid < g->cta.min) a.grid = g->cta.min < a.nblocks ? g->cta.min : a.nblocks;
-  if (a.grid > g->cta.max) a.grid = g->cta.max;
+  a.grid = t->plan.nchannels; /* the plan's: as many as parts, within the comm's limits */
   a.coll = t->coll == COLL_ALLGATHER       ? DEV_ALLGATHER
            : t->coll == COLL_REDUCESCATTER ? DEV_REDUCESCATTER
                                            : DEV_ALLREDUCE;
@@ -245,7 +283,7 @@ static ncclResult_t launch_oneshot(struct ncclComm* comm, struct gpu_comm* g, st
   a.seq = g->ll_seq;
   a.ctl = gpu_ctl(g, t->seq, t->seq, t->stream);
   memcpy(a.peer_ll, g->peer_ll, sizeof a.peer_ll);
-  return launched(comm, t, dev_oneshot_launch(&a, t->stream));
+  return launch_result(comm, t, dev_oneshot_launch(&a, t->stream));
 }
 
 /* One-hop AllReduce (device/onehop.cu) over the point-to-point FIFOs' channel 0. */
@@ -269,24 +307,25 @@ static ncclResult_t launch_onehop(struct ncclComm* comm, struct gpu_comm* g, str
   memcpy(a.send_fifo, g->p2p_send, sizeof a.send_fifo);
   memcpy(a.recv_fifo, g->p2p_recv, sizeof a.recv_fifo);
   a.ctl = gpu_ctl(g, t->seq, t->seq, t->stream);
-  return launched(comm, t, dev_onehop_launch(&a, t->stream));
+  return launch_result(comm, t, dev_onehop_launch(&a, t->stream));
 }
 
 static int reduces(enum coll_kind c) {
   return c == COLL_ALLREDUCE || c == COLL_REDUCE || c == COLL_REDUCESCATTER;
 }
 
-static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struct task* t,
-                                const struct plan_op* plan) {
+/* The ring of every collective (device/colls.cuh) with the plan's protocol. LL128 where its lines
+ * are not safe (gpu_check_ll128) publishes its steps by the tail, as through host memory. */
+static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struct task* t) {
   struct dev_ring_args a;
   memset(&a, 0, sizeof a);
-  size_t es = dtype_size(t->dtype), total = t->count * es;
+  size_t es = dtype_size(t->dtype);
   int n = comm->nranks;
   a.in = t->sendbuff;
   a.out = t->recvbuff;
   a.count = t->count;
   a.root = comm->ring_pos[t->root];
-  a.pos = g->ring_pos;
+  a.pos = g->my_ring_pos;
   a.order = g->ring_order_dev;
   a.nranks = n;
   switch (t->coll) {
@@ -300,10 +339,10 @@ static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struc
     a.coll = DEV_REDUCE;
     break;
   case COLL_ALLGATHER:
-    a.coll = DEV_ALLGATHER, total *= (size_t)n;
+    a.coll = DEV_ALLGATHER;
     break;
   default:
-    a.coll = DEV_REDUCESCATTER, total *= (size_t)n;
+    a.coll = DEV_REDUCESCATTER;
     break;
   }
   if (reduces(t->coll)) {
@@ -316,20 +355,71 @@ static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struc
     a.op = RED_SUM;
     a.count = t->count * es;
   }
-  a.nchannels = pick_channels(g, t->coll, total);
+  a.nchannels = t->plan.nchannels; /* core/plan.c */
   a.nslots = g->nslots;
   a.slot_bytes = g->slot_bytes;
   a.steps = g->steps;
   a.sysmem = g->host_fifos || g->net_prev;
   a.send_sys = g->host_fifos || g->net_next;
-  a.proto = (int)plan->proto;
+  a.proto = (int)t->plan.proto;
   if (a.proto == DEV_PROTO_LL128 && !g->ll128_lines) a.sysmem = a.send_sys = 1; /* by the tail */
   a.ctl = gpu_ctl(g, t->seq, t->seq, t->stream);
   for (int c = 0; c < a.nchannels && n > 1; c++) {
     a.ch[c].recv_fifo = g->fifo_mem.ptr + (size_t)c * g->fifo_bytes;
     a.ch[c].send_fifo = g->next_fifo + (size_t)c * g->fifo_bytes;
   }
-  return launched(comm, t, dev_ring_launch(&a, t->stream));
+  return launch_result(comm, t, dev_ring_launch(&a, t->stream));
+}
+
+/* Tree collectives (AllReduce, Broadcast, Reduce; device/colls.cuh) over the point-to-point
+ * FIFOs: the double binary tree of algo/tree.h on the comm's ring positions (the ranks of a host
+ * neighbours), rooted at rank 0 for AllReduce. Channels: the plan's, at most the point-to-point
+ * channels over the trees (each tree of a channel has its own; across hosts the channels a
+ * network peer has, MONEL_NET_P2P_CHANNELS), at most the comm's block limit over 2 x trees. */
+static ncclResult_t launch_tree(struct ncclComm* comm, struct gpu_comm* g, struct task* t) {
+  int n = comm->nranks;
+  struct dev_tree_args a;
+  memset(&a, 0, sizeof a);
+  size_t es = dtype_size(t->dtype);
+  a.in = t->sendbuff;
+  a.out = t->recvbuff;
+  a.count = t->count;
+  a.nranks = n;
+  a.coll = t->coll == COLL_ALLREDUCE   ? DEV_ALLREDUCE
+           : t->coll == COLL_BROADCAST ? DEV_BROADCAST
+                                       : DEV_REDUCE;
+  if (reduces(t->coll)) {
+    a.dtype = (int)t->dtype;
+    a.op = t->op.kind;
+    memcpy(a.scalar, t->op.scalar, sizeof a.scalar);
+    a.device_scalar = t->op.device_scalar;
+  } else { /* moved as bytes */
+    a.dtype = (int)ncclUint8;
+    a.op = RED_SUM;
+    a.count = t->count * es;
+  }
+  int root = t->coll == COLL_ALLREDUCE ? 0 : t->root;
+  for (int k = 0; k < TREE_COUNT; k++)
+    a.node[k] = tree_node_in_order(comm->rank, n, root, k, comm->ring_order, comm->ring_pos);
+  int lim = n == 1 ? 1 : gpu_net_any(comm) ? g->p2p_net_nch : g->p2p_nch;
+  a.ntrees = lim >= 2 ? 2 : 1;
+  int nch = t->plan.nchannels;
+  if (nch > lim / a.ntrees) nch = lim / a.ntrees;
+  if (nch > g->cta.max / (2 * a.ntrees)) nch = g->cta.max / (2 * a.ntrees);
+  a.nchannels = nch < 1 ? 1 : nch;
+  a.proto = (int)t->plan.proto;
+  a.p2p_nch = g->p2p_nch;
+  a.nslots = g->p2p_nslots;
+  a.slot_bytes = g->p2p_slot_bytes;
+  a.fifo_bytes = dev_fifo_bytes(g->p2p_nslots, g->p2p_slot_bytes);
+  a.recv_sys = g->p2p_sysmem;
+  a.send_sys = g->host_fifos ? ~0u : g->p2p_net;
+  if (a.proto == DEV_PROTO_LL128 && !g->ll128_lines) a.recv_sys = a.send_sys = ~0u; /* by tail */
+  a.steps = g->p2p_steps;
+  memcpy(a.send_fifo, g->p2p_send, sizeof a.send_fifo);
+  memcpy(a.recv_fifo, g->p2p_recv, sizeof a.recv_fifo);
+  a.ctl = gpu_ctl(g, t->seq, t->seq, t->stream);
+  return launch_result(comm, t, dev_tree_launch(&a, t->stream));
 }
 
 /* The kernels of a comm share its FIFOs and step counters, so they must run one after the other
@@ -359,95 +449,22 @@ ncclResult_t gpu_order_after_last(struct gpu_comm* g, cudaStream_t s) {
   return ncclSuccess;
 }
 
-/* Tree collectives (AllReduce, Broadcast, Reduce; device/colls.cuh) over the point-to-point
- * FIFOs: the double binary tree of algo/tree.h on the comm's ring positions (the ranks of a host
- * neighbours), rooted at rank 0 for AllReduce. Channels: as for the ring, at most half the
- * point-to-point channels (each tree of a channel has its own), at most the comm's block limit
- * over 2 x trees. */
-static ncclResult_t launch_tree(struct ncclComm* comm, struct gpu_comm* g, struct task* t,
-                                const struct plan_op* plan) {
-  int n = comm->nranks;
-  if (n > 1 && (!g->p2p_ok || n > DEV_MAX_PEERS)) {
-    WARN("%s #%llu on rank %d: the Tree algorithm (NCCL_ALGO) needs the point-to-point FIFOs of "
-         "every peer, which this comm does not have (%d ranks; at most %d, every pair of GPUs "
-         "reachable): allow Ring",
-         coll_name(t->coll), (unsigned long long)t->seq, comm->rank, n, DEV_MAX_PEERS);
-    return ncclInvalidUsage;
-  }
-  struct dev_tree_args a;
-  memset(&a, 0, sizeof a);
-  size_t es = dtype_size(t->dtype);
-  a.in = t->sendbuff;
-  a.out = t->recvbuff;
-  a.count = t->count;
-  a.nranks = n;
-  a.coll = t->coll == COLL_ALLREDUCE   ? DEV_ALLREDUCE
-           : t->coll == COLL_BROADCAST ? DEV_BROADCAST
-                                       : DEV_REDUCE;
-  if (reduces(t->coll)) {
-    a.dtype = (int)t->dtype;
-    a.op = t->op.kind;
-    memcpy(a.scalar, t->op.scalar, sizeof a.scalar);
-    a.device_scalar = t->op.device_scalar;
-  } else { /* moved as bytes */
-    a.dtype = (int)ncclUint8;
-    a.op = RED_SUM;
-    a.count = t->count * es;
-  }
-  int root = t->coll == COLL_ALLREDUCE ? 0 : t->root;
-  for (int k = 0; k < TREE_COUNT; k++)
-    a.node[k] = tree_node_in_order(comm->rank, n, root, k, comm->ring_order, comm->ring_pos);
-  int p2p_nch = n > 1 ? g->p2p_nch : 1;
-  a.ntrees = p2p_nch >= 2 ? 2 : 1;
-  int nch = plan->nchannels > 0 ? plan->nchannels : pick_channels(g, t->coll, t->count * es);
-  if (nch > p2p_nch / a.ntrees) nch = p2p_nch / a.ntrees;
-  if (nch > g->cta.max / (2 * a.ntrees)) nch = g->cta.max / (2 * a.ntrees);
-  a.nchannels = nch < 1 ? 1 : nch;
-  a.proto = (int)plan->proto;
-  a.p2p_nch = g->p2p_nch;
-  a.nslots = g->p2p_nslots;
-  a.slot_bytes = g->p2p_slot_bytes;
-  a.fifo_bytes = dev_fifo_bytes(g->p2p_nslots, g->p2p_slot_bytes);
-  a.recv_sys = g->p2p_sysmem;
-  a.send_sys = g->host_fifos ? ~0u : g->p2p_net;
-  if (a.proto == DEV_PROTO_LL128 && !g->ll128_lines) a.recv_sys = a.send_sys = ~0u; /* by tail */
-  a.steps = g->p2p_steps;
-  memcpy(a.send_fifo, g->p2p_send, sizeof a.send_fifo);
-  memcpy(a.recv_fifo, g->p2p_recv, sizeof a.recv_fifo);
-  a.ctl = gpu_ctl(g, t->seq, t->seq, t->stream);
-  return launched(comm, t, dev_tree_launch(&a, t->stream));
-}
-
-/* Runs the plan of task t (gpu_plan_shim until core fills it): Tree for AllReduce, Broadcast and
- * Reduce; Ring when NCCL_ALGO chose it; otherwise the engine's small-message paths (one-shot LL,
- * one hop) where they apply, else the ring; ring and tree with the plan's protocol. */
+/* The plan's pair (core/plan.c), among those gpu/caps.c says have launch code. */
 static ncclResult_t launch_task(struct ncclComm* comm, struct gpu_comm* g, struct task* t) {
   if (t->count == 0) return ncclSuccess;
-  struct plan_op plan;
-  int forced = 0;
-  NCCLCHECK(gpu_plan_shim(comm, g, t, &plan, &forced));
   NCCLCHECK(gpu_order_after_last(g, t->stream));
-  if (plan.algo == ALGO_TREE &&
+  enum algo_id a = t->plan.algo;
+  enum proto_id p = t->plan.proto;
+  if (a == ALGO_ONESHOT && p == PROTO_LL) return launch_oneshot(comm, g, t);
+  if (a == ALGO_ONESHOT && p == PROTO_SIMPLE) return launch_onehop(comm, g, t);
+  if (a == ALGO_RING) return launch_ring(comm, g, t);
+  if (a == ALGO_TREE &&
       (t->coll == COLL_ALLREDUCE || t->coll == COLL_BROADCAST || t->coll == COLL_REDUCE))
-    return launch_tree(comm, g, t, &plan);
-  if (forced && plan.algo == ALGO_RING) return launch_ring(comm, g, t, &plan);
-  if (t->coll == COLL_ALLREDUCE || t->coll == COLL_ALLGATHER || t->coll == COLL_REDUCESCATTER) {
-    struct tune_path_in in = {t->coll == COLL_ALLREDUCE,
-                              t->count * dtype_size(t->dtype),
-                              comm->nranks,
-                              g->ll_ok,
-                              g->proto_ll,
-                              g->proto_simple,
-                              DEV_LL_MAX_BYTES,
-                              (size_t)param_int(PARAM_ONESHOT_MAX),
-                              g->onehop_ok,
-                              g->p2p_slot_bytes,
-                              (size_t)param_int(PARAM_NET_ONEHOP_MAX)};
-    enum tune_path path = tune_gpu_path(&in);
-    if (path == TUNE_PATH_ONESHOT_LL) return launch_oneshot(comm, g, t);
-    if (path == TUNE_PATH_ONEHOP) return launch_onehop(comm, g, t);
-  }
-  return launch_ring(comm, g, t, &plan);
+    return launch_tree(comm, g, t);
+  WARN(
+      "%s #%llu on rank %d: the plan chose %s/%s, which this build of the GPU engine cannot launch",
+      coll_name(t->coll), (unsigned long long)t->seq, comm->rank, algo_name(a), proto_name(p));
+  return ncclInternalError;
 }
 
 /* Collectives run in the order they were posted, AlltoAll(v), Gather and Scatter among them;
@@ -625,6 +642,9 @@ static void gpu_comm_free(struct ncclComm* comm) {
 
 const struct engine gpu_engine = {
     .name = "gpu",
+    .caps = gpu_caps,
+    .ncaps = GPU_NCAPS,
+    .plan_fit = gpu_plan_fit,
     .enqueue_only = 1,
     .comm_init = gpu_comm_init,
     .run = gpu_run,
@@ -632,4 +652,8 @@ const struct engine gpu_engine = {
     .progress = gpu_progress,
     .check_task = gpu_check_task,
     .comm_free = gpu_comm_free,
+    .device_count = gpu_device_count,
+    .current_device = gpu_current_device,
+    .mem_alloc = gpu_mem_alloc,
+    .mem_free = gpu_mem_free,
 };

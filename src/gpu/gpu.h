@@ -58,17 +58,17 @@ struct gpu_comm {
   uint64_t* steps;         /* device: DEV_STEP_WORDS counters per channel */
   /* One-shot LL AllReduce (dev.h): usable when every rank mapped every peer's buffer. */
   int ll_ok;
-  int onehop_ok; /* one-hop AllReduce allowed: a peer across the network, point-to-point FIFOs
-                   to every peer, NCCL_ALGO allows OneShot for allreduce */
-  int proto_ll, proto_simple, proto_ll128; /* allowed by NCCL_PROTO */
-  int ll128_lines;       /* LL128 may use its lines in GPU memory (connect.c gpu_check_ll128) */
-  struct gpu_mem ll_mem; /* my LL buffer, on my GPU */
-  uint32_t* ll_seq;      /* device: launches so far, per block */
+  int onehop_ok;   /* one-hop AllReduce allowed: a peer across the network, point-to-point FIFOs
+                     to every peer, NCCL_ALGO allows OneShot for allreduce */
+  int ll128_lines; /* LL128 may use its lines in GPU memory (gpu_check_ll128) */
+  struct gpu_mem ll_mem;        /* my LL buffer, on my GPU */
+  uint32_t* ll_seq;             /* device: launches so far, per block */
   char* peer_ll[DEV_MAX_PEERS]; /* every rank's LL buffer as I address it */
   /* Point-to-point (gpu/p2p.c, device/p2p.cu): usable when every rank mapped every peer's FIFOs. */
   int p2p_ok;
-  int p2p_nch;    /* channels per peer */
-  int p2p_nslots; /* FIFO slots per (peer, channel) */
+  int p2p_nch;     /* channels per peer */
+  int p2p_net_nch; /* ... per peer over the network (MONEL_NET_P2P_CHANNELS, <= p2p_nch) */
+  int p2p_nslots;  /* FIFO slots per (peer, channel) */
   size_t p2p_slot_bytes;
   struct gpu_mem p2p_mem;        /* my FIFOs, [source rank][channel] */
   uint64_t* p2p_steps;           /* device: DEV_STEP_WORDS counters per (peer, channel) */
@@ -79,11 +79,11 @@ struct gpu_comm {
   char* p2p_recv[DEV_MAX_PEERS];
   unsigned p2p_sysmem; /* bit r: p2p_recv[r] is pinned host memory */
   /* Across hosts (gpu/net.c): the ring runs over the positions of comm->ring_order. */
-  int ring_pos, ring_next, ring_prev; /* my position; the ranks I send to and receive from */
-  int* ring_order_dev;                /* device: position -> rank; NULL for the identity */
-  int net_next, net_prev;             /* ring hops over the network */
-  unsigned p2p_net;                   /* bit r: point-to-point with peer r over the network */
-  struct gpu_mem ring_mirror;         /* my mirror of the next rank's ring FIFOs (net_next) */
+  int my_ring_pos, ring_next, ring_prev; /* my position; the ranks I send to and receive from */
+  int* ring_order_dev;                   /* device: position -> rank; NULL for the identity */
+  int net_next, net_prev;                /* ring hops over the network */
+  unsigned p2p_net;                      /* bit r: point-to-point with peer r over the network */
+  struct gpu_mem ring_mirror;            /* my mirror of the next rank's ring FIFOs (net_next) */
   struct gpu_mem p2p_net_recv[DEV_MAX_PEERS];   /* my FIFOs [channel] for a network peer */
   struct gpu_mem p2p_net_mirror[DEV_MAX_PEERS]; /* my mirror of its FIFOs [channel] for me */
   struct fifo_net* net;                         /* the proxy's side of them */
@@ -111,7 +111,7 @@ struct gpu_comm {
   unsigned long long ctr_seen[DEV_CTR_WORDS];
   int ctr_copying;
   uint64_t eager_seq; /* atomic */
-  /* check.c: pointers and the stream that passed the checks lately */
+  /* task_check.c: pointers and the stream that passed the checks lately */
 #define GPU_GOOD_PTRS 4
   const void* good_ptrs[GPU_GOOD_PTRS];
   int good_next;
@@ -170,7 +170,13 @@ struct dev_ctl gpu_ctl(struct gpu_comm* g, uint64_t done_seq, uint64_t issued_se
  * (0 also when CUDA cannot tell). */
 void* gpu_driver_fn(const char* name);
 int gpu_capturing(cudaStream_t s);
-/* check.c: the engine's check_task. */
+/* device.c: the engine's device hooks (struct engine's device_count, current_device, mem_alloc,
+ * mem_free). */
+int gpu_device_count(void);
+int gpu_current_device(void);
+ncclResult_t gpu_mem_alloc(void** ptr, size_t size, int* handled);
+ncclResult_t gpu_mem_free(void* ptr, int* handled);
+/* task_check.c: the engine's check_task. */
 ncclResult_t gpu_check_task(struct ncclComm* comm, const struct task* t, const char* fn);
 /* Streams of a batch other than its first: wait for the first (after = 0) or make the first wait
  * for them (after = 1). */
@@ -184,10 +190,6 @@ ncclResult_t gpu_ce_run(struct ncclComm* comm, struct task* const* tasks, int nt
 void gpu_ce_free(struct gpu_comm* g);
 /* Let the comm's streams blocked on copy-engine flags go on (an aborted comm; see ce.c). */
 void gpu_ce_release(struct gpu_comm* g);
-/* gpu_plan_shim.c (temporary, until core fills the plan): the plan of task t; *algo_forced:
- * NCCL_ALGO chose the algorithm. */
-ncclResult_t gpu_plan_shim(struct ncclComm* comm, const struct gpu_comm* g, const struct task* t,
-                           struct plan_op* plan, int* algo_forced);
 /* engine.c: make stream s wait for the comm's previous kernel when that ran on another stream. */
 ncclResult_t gpu_order_after_last(struct gpu_comm* g, cudaStream_t s);
 

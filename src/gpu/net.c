@@ -16,12 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "boot/boot.h"
+#include "boot/tags.h"
 #include "util/check.h"
 #include "util/param.h"
 #include "gpu/gpu.h"
 #include "proxy/proxy.h"
-
-#define TAG_NET 0x474e4500 /* "GNE": my receive handles, sent to the peer that sends to me */
 
 int gpu_net_is(const struct ncclComm* comm, int peer) {
   if (peer == comm->rank) return 0;
@@ -42,9 +41,9 @@ ncclResult_t gpu_ring_order(struct ncclComm* comm, struct gpu_comm* g) {
   int n = comm->nranks, identity = 1;
   const int* order = comm->ring_order;
   for (int p = 0; p < n; p++) identity &= order[p] == p;
-  g->ring_pos = comm->ring_pos[comm->rank];
-  g->ring_next = order[(g->ring_pos + 1) % n];
-  g->ring_prev = order[(g->ring_pos + n - 1) % n];
+  g->my_ring_pos = comm->ring_pos[comm->rank];
+  g->ring_next = order[(g->my_ring_pos + 1) % n];
+  g->ring_prev = order[(g->my_ring_pos + n - 1) % n];
   g->net_next = gpu_net_is(comm, g->ring_next);
   g->net_prev = gpu_net_is(comm, g->ring_prev);
   if (!identity) {
@@ -54,7 +53,7 @@ ncclResult_t gpu_ring_order(struct ncclComm* comm, struct gpu_comm* g) {
     g->dev_bytes += bytes;
   }
   INFO(LOG_INIT | LOG_NET, "comm %p rank %d: ring position %d of %d, next rank %d%s, previous %d%s",
-       (void*)comm, comm->rank, g->ring_pos, n, g->ring_next, g->net_next ? " (network)" : "",
+       (void*)comm, comm->rank, g->my_ring_pos, n, g->ring_next, g->net_next ? " (network)" : "",
        g->ring_prev, g->net_prev ? " (network)" : "");
   return ncclSuccess;
 }
@@ -103,7 +102,7 @@ static ncclResult_t listen_from(struct ncclComm* comm, struct gpu_comm* g, int r
       NCCLCHECK(fifo_net_listen(g->net, (*k)++, &s, handles + (size_t)(*nh)++ * NET_HANDLE_BYTES));
     }
   if (g->p2p_net >> r & 1)
-    for (int c = 0; c < g->p2p_nch; c++) {
+    for (int c = 0; c < g->p2p_net_nch; c++) {
       spec(&s, comm, 0, g->p2p_net_recv[r].hptr, p2p_fifo_bytes(g), c, g->p2p_nslots,
            g->p2p_slot_bytes, r, DEV_MAX_CHANNELS + c, "point-to-point");
       NCCLCHECK(fifo_net_listen(g->net, (*k)++, &s, handles + (size_t)(*nh)++ * NET_HANDLE_BYTES));
@@ -123,7 +122,7 @@ static ncclResult_t connect_to(struct ncclComm* comm, struct gpu_comm* g, int r,
       NCCLCHECK(fifo_net_peer_handle(g->net, (*k)++, &s, handles + (size_t)h++ * NET_HANDLE_BYTES));
     }
   if (g->p2p_net >> r & 1)
-    for (int c = 0; c < g->p2p_nch; c++) {
+    for (int c = 0; c < g->p2p_net_nch; c++) {
       spec(&s, comm, 1, g->p2p_net_mirror[r].hptr, p2p_fifo_bytes(g), c, g->p2p_nslots,
            g->p2p_slot_bytes, r, DEV_MAX_CHANNELS + c, "point-to-point");
       NCCLCHECK(fifo_net_peer_handle(g->net, (*k)++, &s, handles + (size_t)h++ * NET_HANDLE_BYTES));
@@ -134,12 +133,12 @@ static ncclResult_t connect_to(struct ncclComm* comm, struct gpu_comm* g, int r,
 /* Connections I send on to r (== those r receives on from me). */
 static int sends_to(const struct gpu_comm* g, int r) {
   return (g->net_next && r == g->ring_next ? g->nchannels_max : 0) +
-         (g->p2p_net >> r & 1 ? g->p2p_nch : 0);
+         (g->p2p_net >> r & 1 ? g->p2p_net_nch : 0);
 }
 
 static int recvs_from(const struct gpu_comm* g, int r) {
   return (g->net_prev && r == g->ring_prev ? g->nchannels_max : 0) +
-         (g->p2p_net >> r & 1 ? g->p2p_nch : 0);
+         (g->p2p_net >> r & 1 ? g->p2p_net_nch : 0);
 }
 
 /* The proxy found a broken connection: the comm fails, naming the peer and the last operation. */
@@ -162,12 +161,12 @@ static ncclResult_t exchange(struct ncclComm* comm, struct gpu_comm* g, char* bu
     int nh = 0;
     if (recvs_from(g, r) == 0) continue;
     NCCLCHECK(listen_from(comm, g, r, buf, &nh, &k));
-    NCCLCHECK(boot_send(comm->boot, r, TAG_NET, buf, (size_t)nh * NET_HANDLE_BYTES));
+    NCCLCHECK(boot_send(comm->boot, r, BOOT_TAG_GPU_NET, buf, (size_t)nh * NET_HANDLE_BYTES));
   }
   for (int r = 0; r < n; r++) {
     int ns = sends_to(g, r);
     if (ns == 0) continue;
-    NCCLCHECK(boot_recv(comm->boot, r, TAG_NET, buf, (size_t)ns * NET_HANDLE_BYTES));
+    NCCLCHECK(boot_recv(comm->boot, r, BOOT_TAG_GPU_NET, buf, (size_t)ns * NET_HANDLE_BYTES));
     NCCLCHECK(connect_to(comm, g, r, buf, &k));
   }
   return ncclSuccess;

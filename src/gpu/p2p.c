@@ -80,7 +80,10 @@ static ncclResult_t add_msg(void* ctx, const struct task* t, char* buf, size_t b
   struct msgs* m = ctx;
   struct gpu_comm* g = m->g;
   NCCLCHECK(gpu_list_grow((void**)&g->msgs, &g->msg_cap, m->n, sizeof *g->msgs, t));
-  g->msgs[m->n++] = (struct gmsg){buf, bytes, peer, is_send, msg_channels(g, m->nranks, t, bytes)};
+  int nch = msg_channels(g, m->nranks, t, bytes);
+  if (peer < DEV_MAX_PEERS && (g->p2p_net >> peer & 1u) && nch > g->p2p_net_nch)
+    nch = g->p2p_net_nch; /* a network peer: both sides cut the message alike */
+  g->msgs[m->n++] = (struct gmsg){buf, bytes, peer, is_send, nch};
   return ncclSuccess;
 }
 

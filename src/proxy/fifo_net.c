@@ -22,7 +22,7 @@
 #include <string.h>
 #include <time.h>
 #include "util/check.h"
-#include "transport/gpu_fifo.h"
+#include "device/gpu_fifo.h"
 
 /* Testing a receive costs the network a system call (TCP reads its control socket), and a comm
  * keeps one receive connection per channel and peer, most of them idle. A receive connection is
@@ -34,7 +34,7 @@
 #define HOT_PASSES 4096
 #define COLD_EVERY 32
 
-struct conn {
+struct fnet_conn {
   struct fifo_net_spec s;
   int used;
   int have_handle;
@@ -53,11 +53,12 @@ struct fifo_net {
   const struct net* net;
   int dev;
   int nconns;
-  struct conn* conns;
+  struct fnet_conn* conns;
   fifo_net_fail_fn fail;
   void* fail_arg;
   int failed; /* atomic */
   int started;
+  int drained;           /* fifo_net_drain found every step sent: the kernels are over */
   struct fifo_net* next; /* in the started list */
 };
 
@@ -66,11 +67,11 @@ static struct fifo_net* started; /* sets the proxy thread progresses */
 static int nstarted;             /* atomic */
 static uint64_t pass;            /* passes of fifo_net_progress, under lock */
 
-static uint64_t* word(const struct conn* c, size_t off) {
+static uint64_t* word(const struct fnet_conn* c, size_t off) {
   return (uint64_t*)(c->s.fifo + off);
 }
 
-static char* slot(const struct conn* c, uint64_t step) {
+static char* slot(const struct fnet_conn* c, uint64_t step) {
   return c->s.fifo + GPU_FIFO_HEADER + (size_t)(step % (uint64_t)c->s.nslots) * c->s.slot_bytes;
 }
 
@@ -94,7 +95,7 @@ ncclResult_t fifo_net_create(const struct net* net, int dev, int nconns, struct 
 }
 
 static ncclResult_t take(struct fifo_net* f, int i, const struct fifo_net_spec* spec,
-                         struct conn** out) {
+                         struct fnet_conn** out) {
   if (i < 0 || i >= f->nconns || f->conns[i].used || spec->nslots < 1 ||
       spec->nslots > GPU_FIFO_MAX_SLOTS) {
     WARN("network connection %d (%s) is not a valid entry of a set of %d, or has %d slots (1 to "
@@ -102,7 +103,7 @@ static ncclResult_t take(struct fifo_net* f, int i, const struct fifo_net_spec* 
          i, spec->desc, f->nconns, spec->nslots, GPU_FIFO_MAX_SLOTS);
     return ncclInternalError;
   }
-  struct conn* c = &f->conns[i];
+  struct fnet_conn* c = &f->conns[i];
   c->s = *spec;
   c->used = 1;
   *out = c;
@@ -111,7 +112,7 @@ static ncclResult_t take(struct fifo_net* f, int i, const struct fifo_net_spec* 
 
 ncclResult_t fifo_net_listen(struct fifo_net* f, int i, const struct fifo_net_spec* spec,
                              void* handle) {
-  struct conn* c = NULL;
+  struct fnet_conn* c = NULL;
   NCCLCHECK(take(f, i, spec, &c));
   memset(handle, 0, NET_HANDLE_BYTES);
   ncclResult_t res = f->net->listen(f->dev, handle, &c->listen);
@@ -122,7 +123,7 @@ ncclResult_t fifo_net_listen(struct fifo_net* f, int i, const struct fifo_net_sp
 
 ncclResult_t fifo_net_peer_handle(struct fifo_net* f, int i, const struct fifo_net_spec* spec,
                                   const void* handle) {
-  struct conn* c = NULL;
+  struct fnet_conn* c = NULL;
   NCCLCHECK(take(f, i, spec, &c));
   memcpy(c->handle, handle, NET_HANDLE_BYTES);
   c->have_handle = 1;
@@ -139,7 +140,7 @@ static double now_s(void) {
 static ncclResult_t establish_pass(struct fifo_net* f, int* pending) {
   *pending = 0;
   for (int i = 0; i < f->nconns; i++) {
-    struct conn* c = &f->conns[i];
+    struct fnet_conn* c = &f->conns[i];
     if (!c->used || c->comm != NULL) continue;
     ncclResult_t res = c->s.is_send ? f->net->connect(f->dev, c->handle, &c->comm)
                                     : f->net->accept(c->listen, &c->comm);
@@ -156,7 +157,7 @@ static ncclResult_t establish_pass(struct fifo_net* f, int* pending) {
 
 ncclResult_t fifo_net_establish(struct fifo_net* f, int timeout_s) {
   for (int i = 0; i < f->nconns; i++) {
-    struct conn* c = &f->conns[i];
+    struct fnet_conn* c = &f->conns[i];
     if (c->used && c->s.is_send && !c->have_handle) {
       WARN("%s has no handle from its receiver", c->s.desc);
       return ncclInternalError;
@@ -169,7 +170,7 @@ ncclResult_t fifo_net_establish(struct fifo_net* f, int timeout_s) {
     if (pending == 0) break;
     if (now_s() > deadline) {
       for (int i = 0; i < f->nconns; i++) {
-        struct conn* c = &f->conns[i];
+        struct fnet_conn* c = &f->conns[i];
         if (c->used && c->comm == NULL) {
           WARN("%s was not up after %d s (%d connections still waiting): the peer did not %s; "
                "check that it runs and can reach this host (NCCL_SOCKET_IFNAME)",
@@ -182,7 +183,7 @@ ncclResult_t fifo_net_establish(struct fifo_net* f, int timeout_s) {
     sched_yield();
   }
   for (int i = 0; i < f->nconns; i++) {
-    struct conn* c = &f->conns[i];
+    struct fnet_conn* c = &f->conns[i];
     if (!c->used) continue;
     if (c->listen) {
       (void)f->net->close_listen(c->listen);
@@ -214,7 +215,7 @@ int fifo_net_failed(const struct fifo_net* f) {
 }
 
 /* Steps of connection c still to send: 0 for a receive connection. */
-static uint64_t unsent(const struct conn* c) {
+static uint64_t unsent(const struct fnet_conn* c) {
   if (!c->used || !c->s.is_send) return 0;
   uint64_t tail = __atomic_load_n(word(c, GPU_FIFO_TAIL), __ATOMIC_ACQUIRE);
   return tail - __atomic_load_n(word(c, GPU_FIFO_HEAD), __ATOMIC_ACQUIRE);
@@ -232,7 +233,72 @@ ncclResult_t fifo_net_drain(struct fifo_net* f, int timeout_s) {
       sched_yield();
     }
   }
+  f->drained = !fifo_net_failed(f);
   return ncclSuccess;
+}
+
+/* ---- closing (net.h's close contract: no receive posted when a receive comm is closed) ------
+ * A receiver keeps min(nslots, NET_MAX_REQUESTS) receives posted ahead of its kernel (cap), so
+ * once both kernels are over it has exactly cap receives that no step will complete; it posts
+ * them if its proxy had not yet. The sender ends them: after its last step it sends cap empty
+ * messages with the connection's tag. Both sides post first and then wait (at most
+ * CLOSE_DRAIN_S), so two ranks closing at once do not wait on each other. */
+#define CLOSE_DRAIN_S 5.0
+
+static int cap(const struct fnet_conn* c);
+
+/* One step of closing c (*goal: a sender's empty messages still to send, a receiver's
+ * receives posted in all at the end); 1 while it has more to do, 0 when quiet or broken. */
+static int close_step(struct fifo_net* f, struct fnet_conn* c, uint64_t* goal) {
+  while ((c->s.is_send ? *goal > 0 : c->posted < *goal) && c->posted - c->done < (uint64_t)cap(c)) {
+    void* req = NULL;
+    void* data = slot(c, c->posted);
+    size_t size = c->s.slot_bytes;
+    int tag = c->s.tag;
+    ncclResult_t res = c->s.is_send ? f->net->isend(c->comm, data, 0, tag, c->mh, &req)
+                                    : f->net->irecv(c->comm, 1, &data, &size, &tag, &c->mh, &req);
+    if (res != ncclSuccess) return 0;
+    if (req == NULL) break; /* not now */
+    c->req[c->posted % (uint64_t)c->s.nslots] = req;
+    c->posted++;
+    if (c->s.is_send) (*goal)--;
+  }
+  while (c->done < c->posted) {
+    int done = 0;
+    size_t size = 0;
+    void** r = &c->req[c->done % (uint64_t)c->s.nslots];
+    if (f->net->test(*r, &done, &size) != ncclSuccess) return 0;
+    if (!done) return 1;
+    *r = NULL;
+    c->done++;
+  }
+  return c->s.is_send ? *goal > 0 : c->posted < *goal;
+}
+
+/* Ends every connection's posted receives with its peer (bounded: a peer that is gone or late
+ * leaves them to close_recv). */
+static void close_drain(struct fifo_net* f) {
+  uint64_t* fills = calloc((size_t)f->nconns, sizeof *fills);
+  if (fills == NULL) return;
+  for (int i = 0; i < f->nconns; i++) {
+    struct fnet_conn* c = &f->conns[i];
+    if (!c->used || c->comm == NULL || c->ended || c->closed) continue;
+    fills[i] = c->s.is_send ? (uint64_t)cap(c) : c->done + (uint64_t)cap(c);
+  }
+  double deadline = now_s() + CLOSE_DRAIN_S;
+  for (int busy = 1; busy && now_s() < deadline;) {
+    busy = 0;
+    for (int i = 0; i < f->nconns; i++) {
+      struct fnet_conn* c = &f->conns[i];
+      if (!c->used || c->comm == NULL || c->ended || c->closed) continue;
+      if (close_step(f, c, &fills[i]))
+        busy = 1;
+      else
+        c->ended = 1; /* quiet, or broken: nothing more to do here */
+    }
+    if (busy) sched_yield();
+  }
+  free(fills);
 }
 
 void fifo_net_free(struct fifo_net* f) {
@@ -248,8 +314,9 @@ void fifo_net_free(struct fifo_net* f) {
     f->started = 0;
   }
   pthread_mutex_unlock(&lock);
+  if (f->drained && !fifo_net_failed(f)) close_drain(f);
   for (int i = 0; i < f->nconns; i++) {
-    struct conn* c = &f->conns[i];
+    struct fnet_conn* c = &f->conns[i];
     if (c->mh) (void)f->net->dereg_mr(c->comm, c->mh);
     if (c->comm) (void)(c->s.is_send ? f->net->close_send(c->comm) : f->net->close_recv(c->comm));
     if (c->listen) (void)f->net->close_listen(c->listen);
@@ -259,7 +326,7 @@ void fifo_net_free(struct fifo_net* f) {
 }
 
 /* A connection broke: stop the set and tell its owner once. */
-static void broke(struct fifo_net* f, struct conn* c, const char* what, ncclResult_t res) {
+static void broke(struct fifo_net* f, struct fnet_conn* c, const char* what, ncclResult_t res) {
   if (__atomic_exchange_n(&f->failed, 1, __ATOMIC_ACQ_REL)) return;
   char msg[384];
   snprintf(msg, sizeof msg, "%s failed (%s, %s) after %llu of its steps%s", c->s.desc, what,
@@ -269,12 +336,12 @@ static void broke(struct fifo_net* f, struct conn* c, const char* what, ncclResu
   if (f->fail) f->fail(f->fail_arg, c->s.peer, msg);
 }
 
-static int cap(const struct conn* c) {
+static int cap(const struct fnet_conn* c) {
   return c->s.nslots < NET_MAX_REQUESTS ? c->s.nslots : NET_MAX_REQUESTS;
 }
 
 /* Completes the oldest requests in order; *moved when one did. 0 on error (reported). */
-static int complete(struct fifo_net* f, struct conn* c, int* moved) {
+static int complete(struct fifo_net* f, struct fnet_conn* c, int* moved) {
   while (c->done < c->posted) {
     int done = 0;
     size_t size = 0;
@@ -303,7 +370,7 @@ static int complete(struct fifo_net* f, struct conn* c, int* moved) {
   return 1;
 }
 
-static int progress_send(struct fifo_net* f, struct conn* c, int* moved) {
+static int progress_send(struct fifo_net* f, struct fnet_conn* c, int* moved) {
   uint64_t tail = __atomic_load_n(word(c, GPU_FIFO_TAIL), __ATOMIC_ACQUIRE);
   while (c->posted < tail && c->posted - c->done < (uint64_t)cap(c)) {
     uint64_t k = c->posted % (uint64_t)c->s.nslots;
@@ -331,7 +398,7 @@ static int progress_send(struct fifo_net* f, struct conn* c, int* moved) {
  * that will not come is. A network may see the close while posting a receive, after it took the
  * last steps into receives posted before (or while their bytes are still on their way): those
  * are tested on every pass until each completed or one failed. */
-static int progress_recv(struct fifo_net* f, struct conn* c, int* moved) {
+static int progress_recv(struct fifo_net* f, struct fnet_conn* c, int* moved) {
   if (c->closed) {
     if (__atomic_load_n(word(c, GPU_FIFO_WANT), __ATOMIC_ACQUIRE) <= c->done) return 1;
     broke(f, c, "the connection closed while a step was awaited", c->closed);
@@ -376,7 +443,7 @@ int fifo_net_progress(void) {
   for (struct fifo_net* f = started; f; f = f->next) {
     if (__atomic_load_n(&f->failed, __ATOMIC_ACQUIRE)) continue;
     for (int i = 0; i < f->nconns; i++) {
-      struct conn* c = &f->conns[i];
+      struct fnet_conn* c = &f->conns[i];
       if (!c->used || c->comm == NULL) continue;
       int ok = c->s.is_send ? progress_send(f, c, &moved) : progress_recv(f, c, &moved);
       if (!ok) break;

@@ -1,5 +1,5 @@
 /* NET connections of GPU FIFOs: the proxy's side of a FIFO connection whose two ranks talk over
- * the network (transport/net.h). Each side has a FIFO with the layout of transport/gpu_fifo.h in
+ * the network (transport/net.h). Each side has a FIFO with the layout of device/gpu_fifo.h in
  * its own host memory: the receiver the FIFO its kernel reads, the sender a MIRROR of it that its
  * kernel fills as if it were the peer's. The proxy thread then
  *   - sender: sends every step the kernel posted (tail), only the slot's recorded bytes, with

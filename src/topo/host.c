@@ -28,6 +28,7 @@ static size_t append_link(char* buf, size_t o, size_t cap, const char* path) {
 
 uint64_t topo_host_hash(void) {
   const char* id = param_str(PARAM_HOST_ID);
+  if (id[0] == '\0') id = param_str(PARAM_HOSTID); /* NCCL's name for it */
   if (id[0]) return topo_hash(id, strlen(id));
   char buf[1024];
   size_t o = 0;

@@ -14,6 +14,14 @@
  *    call is fatal to that connection (ncclRemoteError when the peer went away).
  *  - Buffers are registered before use (reg_mr with NET_PTR_HOST for host memory).
  *  - At most NET_MAX_REQUESTS requests are in flight per comm.
+ *  - Closing (what every implementation may assume, and what callers keep to): a receive comm
+ *    is closed with no receive posted, unless the connection failed (a call returned an error);
+ *    a send comm is closed once its sends completed, unless the connection failed or the peer
+ *    closed. Since a receive cannot be withdrawn through this interface, callers end their
+ *    receives with the peer (net_link.c: the receiver's goodbye says how many receives it
+ *    posted, and the sender completes each with a message). Monel's own networks still accept
+ *    a close with requests in flight (the requests end with the comm; they log an INFO line
+ *    for a receive comm), as a plugin may not.
  * Who may call: transport/ (the net transport's links) and proxy/. */
 #ifndef MONEL_TRANSPORT_NET_H
 #define MONEL_TRANSPORT_NET_H
@@ -56,6 +64,12 @@ struct net {
   ncclResult_t (*close_send)(void* send_comm);
   ncclResult_t (*close_recv)(void* recv_comm);
   ncclResult_t (*close_listen)(void* listen_comm);
+  /* Optional (NULL: the network never needs it). After receives into memory registered as
+   * NET_PTR_CUDA completed, makes their bytes visible to the GPU before a kernel reads them: a
+   * read through the network device after the data (NCCL's iflush). *request NULL: nothing to
+   * wait for; else tested with test(). Callers call it for CUDA memory only. */
+  ncclResult_t (*iflush)(void* recv_comm, int n, void** data, size_t* sizes, void** mhandles,
+                         void** request);
 };
 
 /* The network this process uses, chosen once: an external plugin (NCCL_NET_PLUGIN, or
@@ -63,6 +77,9 @@ struct net {
  * built-in TCP one. NCCL_NET=NAME picks by name and fails with a sentence if none matches.
  * *dev is the device to use (0 unless the network reports several). */
 ncclResult_t net_get(const struct net** out, int* dev);
+
+/* The built-in UCX implementation (net_ucx*.c): UCP tagged messages, UCX loaded at run time. */
+extern const struct net net_ucx;
 
 /* The built-in TCP implementation (net_tcp.c, net_tcp_io.c). */
 extern const struct net net_tcp;

@@ -17,8 +17,17 @@
  * sender listens for the back connection and connects to the receiver (connect); its first
  * message on the data connection is its own handle, with which the receiver connects back. The
  * proxy thread makes these connections (they must not block: a plugin's connect may need the
- * peer's accept to progress), within MONEL_BOOT_TIMEOUT. */
+ * peer's accept to progress), within MONEL_BOOT_TIMEOUT.
+ *
+ * Closing (net.h's close contract: a receive comm is closed with no receive posted). The
+ * receiver keeps receives posted into free slots ahead of the data. Its BYE carries how many
+ * receives it ever posted on the data connection (R), and it posts none after it. A sender that
+ * got that BYE sends nothing more but BYEs, until it has sent R messages in all: each receive
+ * posted ahead completes with one, and the receiver closes once every receive completed. The
+ * sender's own receive on the back connection is completed by the receiver's BYE, and it posts
+ * none after it. Only a failure (CLOSE, a lost peer) leaves receives posted at close. */
 #include "transport/net_link.h"
+#include "transport/net_ucx.h"
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
@@ -35,68 +44,22 @@
 #include "util/param.h"
 #include "os/socket.h"
 #include "transport/net.h"
+#include "transport/net_link_impl.h"
 #include "transport/transport.h"
 
-#define LINK_MAGIC   0x6d6e6c6bu /* "mnlk" */
-#define FREE_DRAIN_S 5.0         /* longest wait in free() for the peer to answer the goodbye */
-#define TAG_HELLO    0x4d48
-#define TAG_SLOT     0x4d53
-#define TAG_CTL      0x4d43
-#define MSG_OFF      4  /* a slot's message starts at its cell's kind word */
-#define MSG_HDR      12 /* kind + bytes */
-#define PRIV_BYTES   4096
-#define HEAR_BACK_S  2.0 /* see hear_back */
+#define TAG_HELLO   0x4d48
+#define TAG_SLOT    0x4d53
+#define TAG_CTL     0x4d43
+#define MSG_OFF     4   /* a slot's message starts at its cell's kind word */
+#define MSG_HDR     12  /* kind + bytes */
+#define HEAR_BACK_S 2.0 /* see hear_back */
 
 enum msg_kind { MSG_DATA = 1, MSG_CLOSE, MSG_BYE };
 
-struct net_desc {
-  uint32_t magic;
-  uint32_t nslots;
-  uint64_t slot_size;
-  unsigned char handle[NET_HANDLE_BYTES];
-};
-_Static_assert(sizeof(struct net_desc) <= CONN_DESC_BYTES, "net descriptor too large");
-
-/* The link's own buffers, after its FIFO in the same registered memory. */
-struct link_priv {
-  unsigned char hello[NET_HANDLE_BYTES]; /* sender: its back handle; receiver: the sender's */
-  unsigned char out[16];                 /* a CLOSE or BYE to send */
-  unsigned char in[16];                  /* sender: a CLOSE or BYE from the back connection */
-};
-_Static_assert(sizeof(struct link_priv) <= PRIV_BYTES, "link buffers too large");
-
-struct link {
-  struct link* next; /* in the live list */
-  pthread_mutex_t lock;
-  const struct net* net;
-  int dev;
-  int is_send, peer;
-  void *listen, *data, *back; /* network comms */
-  void *data_mr, *back_mr;
-  unsigned char handle[NET_HANDLE_BYTES]; /* the peer's, passed to every connect call */
-  void* mem; /* the local FIFO: ctrl, then slots; then struct link_priv */
-  size_t mem_len;
-  struct fifo_ctrl* ctrl;
-  char* slots;
-  struct link_priv* priv;
-  uint32_t nslots;
-  size_t slot_size;
-  uint32_t posted, moved; /* messages posted / completed on the data connection */
-  uint32_t window;        /* most slot messages in flight */
-  void* req[FIFO_MAX_SLOTS];
-  void *hello_req, *out_req, *in_req;
-  int hello_posted, hello_done, out_kind;
-  int close_sent, bye_sent, bye_done, peer_bye, freeing, dead, up;
-  const char* broken; /* sender: why its data connection failed, while it hears the back one */
-  double broken_at;
-  double deadline;
-  unsigned long long sent, received; /* bytes of completed sends and receives */
-};
-
 static pthread_mutex_t links_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct link* links;
-static const struct net* chosen; /* the network of this process, once a link used it */
-static char transport_name[80] = "net_socket";
+const struct net* net_link_chosen; /* the network of this process, once a link used it */
+char net_link_name[80] = "net_socket";
 
 static void wake_all(uint32_t* addr) {
   syscall(SYS_futex, addr, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
@@ -162,7 +125,7 @@ static int stopped(const struct link* l) {
 }
 
 /* Closes the link's connections (the network frees their pending requests). */
-static void link_shut(struct link* l) {
+void net_link_shut(struct link* l) {
   const struct net* n = l->net;
   void* send = l->is_send ? l->data : l->back;
   void* recv = l->is_send ? l->back : l->data;
@@ -203,17 +166,29 @@ static void peer_said(struct link* l, const unsigned char* buf) {
     if (arg != 0) __atomic_store_n(&l->ctrl->lost, (uint32_t)arg, __ATOMIC_RELEASE);
     mark_closed(l, FIFO_CLOSED_PEER);
   } else if (kind == MSG_BYE) {
+    /* Nothing more will come; the link closes once it is quiet (net_link_quiet), at once unless
+     * receives must still complete or a sender owes the receiver's posted receives their BYEs. */
+    if (l->is_send && !l->peer_bye) l->fill_to = (uint32_t)arg;
     l->peer_bye = 1;
     mark_closed(l, FIFO_CLOSED_GONE);
-    /* Nothing more will come; unless we are saying goodbye too, close our end now so that the
-     * peer's free() sees it at once. */
-    if (!l->freeing) link_shut(l);
   } else {
     WARN("peer rank %d sent a message of unknown kind %u over %s: both ranks must run the same "
          "Monel build",
          l->peer, kind, l->net->name);
     link_lost(l, "unknown message");
   }
+}
+
+/* Sender: messages posted on the data connection (slots, CLOSE, BYE). */
+static uint32_t sent_msgs(const struct link* l) {
+  return l->posted + l->ctl_sent;
+}
+
+/* After a goodbye: no request of this side is posted any more, and a sender has sent a message
+ * for every receive its receiver posted (net.h's close contract). */
+int net_link_quiet(const struct link* l) {
+  if (l->is_send) return l->out_req == NULL && l->moved == l->posted && sent_msgs(l) >= l->fill_to;
+  return l->bye_done && l->moved == l->posted;
 }
 
 /* The CLOSE or BYE this side owes its peer, on connection `comm`. */
@@ -231,15 +206,20 @@ static int say(struct link* l, void* comm, void* mr, int tag) {
                                 l->moved == l->posted);
   if (closed && !l->close_sent)
     l->out_kind = MSG_CLOSE;
-  else if (l->freeing && !l->bye_sent && (closed || flushed))
+  else if ((l->freeing || (!l->is_send && l->peer_bye)) && !l->bye_sent && (closed || flushed))
     l->out_kind = MSG_BYE;
+  else if (l->is_send && l->peer_bye && sent_msgs(l) < l->fill_to)
+    l->out_kind = MSG_BYE; /* completes one of the receives the receiver posted ahead */
   else
     return moved;
-  msg_write(l->priv->out, (uint32_t)l->out_kind,
-            l->out_kind == MSG_CLOSE ? __atomic_load_n(&l->ctrl->lost, __ATOMIC_ACQUIRE) : 0);
+  uint64_t arg = l->out_kind == MSG_CLOSE ? __atomic_load_n(&l->ctrl->lost, __ATOMIC_ACQUIRE)
+                 : l->is_send             ? 0
+                                          : l->posted; /* receiver's BYE: receives it posted */
+  msg_write(l->priv->out, (uint32_t)l->out_kind, arg);
   if (!ok(l, l->net->isend(comm, l->priv->out, MSG_HDR, tag, mr, &l->out_req), "a send failed"))
     return 1;
   if (l->out_req == NULL) return moved; /* not now */
+  l->ctl_sent++;
   if (l->out_kind == MSG_CLOSE) l->close_sent = 1;
   if (l->out_kind == MSG_BYE) l->bye_sent = 1;
   return 1;
@@ -347,6 +327,7 @@ static int send_progress(struct link* l) {
     }
   }
   if (!stopped(l)) moved |= say(l, l->hello_posted ? l->data : NULL, l->data_mr, TAG_SLOT);
+  if (!stopped(l) && !l->freeing && l->peer_bye && net_link_quiet(l)) net_link_shut(l);
   return moved;
 }
 
@@ -450,7 +431,7 @@ static int recv_progress(struct link* l) {
   uint32_t head = __atomic_load_n(&l->ctrl->head, __ATOMIC_ACQUIRE);
   size_t max = MSG_HDR + FIFO_INLINE_BYTES + l->slot_size;
   int tag = TAG_SLOT;
-  while (!l->dead && l->hello_done && l->posted - l->moved < l->window &&
+  while (!l->dead && l->hello_done && !l->bye_sent && l->posted - l->moved < l->window &&
          (l->freeing ||
           (!__atomic_load_n(&l->ctrl->closed, __ATOMIC_ACQUIRE) && l->posted - head < l->nslots))) {
     void* buf = (char*)cell_of(l, l->posted) + MSG_OFF;
@@ -462,16 +443,17 @@ static int recv_progress(struct link* l) {
     moved = 1;
   }
   if (!l->dead) moved |= say(l, l->back, l->back_mr, TAG_CTL);
+  if (!l->dead && !l->freeing && l->peer_bye && net_link_quiet(l)) net_link_shut(l);
   return moved;
 }
 
-static int link_progress(struct link* l) {
+int net_link_step(struct link* l) {
   if (l->dead) return 0;
   int moved = l->is_send ? send_progress(l) : recv_progress(l);
   if (!stopped(l) && !l->up && l->data != NULL && l->back != NULL) {
     l->up = 1;
     INFO(LOG_INIT | LOG_NET, "connection %s peer rank %d is up via %s (device %d)",
-         l->is_send ? "to" : "from", l->peer, transport_name, l->dev);
+         l->is_send ? "to" : "from", l->peer, net_link_name, l->dev);
   }
   if (!stopped(l) && !l->up && sock_time_now() > l->deadline) {
     WARN("could not connect %s peer rank %d through network %s within %d s: it failed or cannot "
@@ -487,7 +469,7 @@ int net_link_progress(void) {
   pthread_mutex_lock(&links_lock);
   for (struct link* l = links; l != NULL; l = l->next) {
     pthread_mutex_lock(&l->lock);
-    moved |= link_progress(l);
+    moved |= net_link_step(l);
     pthread_mutex_unlock(&l->lock);
   }
   pthread_mutex_unlock(&links_lock);
@@ -495,23 +477,25 @@ int net_link_progress(void) {
 }
 
 void net_link_wait(int ms) {
-  const struct net* n = __atomic_load_n(&chosen, __ATOMIC_ACQUIRE);
+  const struct net* n = __atomic_load_n(&net_link_chosen, __ATOMIC_ACQUIRE);
   if (n == &net_tcp) {
     net_tcp_wait(ms);
+  } else if (n == &net_ucx) {
+    net_ucx_wait(ms);
   } else {
     struct timespec ts = {0, 200 * 1000}; /* a plugin gives nothing to wait on: poll it often */
     nanosleep(&ts, NULL);
   }
 }
 
-static void links_add(struct link* l) {
+void net_link_add(struct link* l) {
   pthread_mutex_lock(&links_lock);
   l->next = links;
   links = l;
   pthread_mutex_unlock(&links_lock);
 }
 
-static void links_remove(struct link* l) {
+void net_link_remove(struct link* l) {
   pthread_mutex_lock(&links_lock);
   for (struct link** p = &links; *p != NULL; p = &(*p)->next)
     if (*p == l) {
@@ -527,156 +511,3 @@ void net_link_forget(void) {
   pthread_mutex_init(&links_lock, NULL);
   links = NULL;
 }
-
-static void name_set(void) {
-  snprintf(transport_name, sizeof transport_name, "net_socket/%s", chosen->name);
-}
-
-/* The network of this process; names the transport after it. */
-static ncclResult_t pick_net(const struct net** net, int* dev) {
-  static pthread_once_t once = PTHREAD_ONCE_INIT;
-  NCCLCHECK(net_get(net, dev));
-  __atomic_store_n(&chosen, *net, __ATOMIC_RELEASE);
-  pthread_once(&once, name_set);
-  return ncclSuccess;
-}
-
-static int net_can_connect(const struct peer_info* me, const struct peer_info* peer) {
-  (void)me;
-  (void)peer;
-  return 1;
-}
-
-/* A link with its local FIFO, attached to the conn (c->map is the link). */
-static ncclResult_t link_create(struct conn* c, int is_send, uint32_t nslots, size_t slot_size) {
-  if (nslots < 1 || nslots > FIFO_MAX_SLOTS || slot_size == 0 || slot_size > ((size_t)1 << 30)) {
-    WARN("peer rank %d described a network FIFO of %u slots of %zu bytes: both ranks must run "
-         "the same Monel build",
-         c->peer, nslots, slot_size);
-    return ncclInternalError;
-  }
-  struct link* l = NULL;
-  NCCLCALLOC(l, 1);
-  size_t fifo = fifo_mem_bytes((int)nslots, slot_size);
-  l->mem_len = fifo + PRIV_BYTES;
-  l->mem = mmap(NULL, l->mem_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (l->mem == MAP_FAILED) {
-    WARN("could not allocate the %zu-byte FIFO for peer rank %d: %s", l->mem_len, c->peer,
-         strerror(errno));
-    free(l);
-    return ncclSystemError;
-  }
-  pthread_mutex_init(&l->lock, NULL);
-  l->is_send = is_send;
-  l->peer = c->peer;
-  l->ctrl = l->mem;
-  l->slots = (char*)l->mem + FIFO_CTRL_BYTES;
-  l->priv = (struct link_priv*)((char*)l->mem + fifo);
-  l->nslots = nslots;
-  l->slot_size = slot_size;
-  l->window = nslots < NET_MAX_REQUESTS - 2 ? nslots : NET_MAX_REQUESTS - 2;
-  l->deadline = sock_time_now() + (double)param_int(PARAM_BOOT_TIMEOUT);
-  c->map = l;
-  c->map_len = sizeof *l;
-  c->ctrl = l->ctrl;
-  c->slots = l->slots;
-  c->nslots = (int)nslots;
-  c->slot_size = slot_size;
-  c->pos = 0;
-  c->slot = 0;
-  c->head_seen = 0;
-  c->owner = !is_send;
-  return ncclSuccess;
-}
-
-static ncclResult_t net_setup(struct conn* c, int nslots, size_t slot_size, void* out) {
-  struct net_desc d;
-  const struct net* net = NULL;
-  int dev = 0;
-  memset(&d, 0, sizeof d);
-  NCCLCHECK(pick_net(&net, &dev));
-  NCCLCHECK(link_create(c, 0, (uint32_t)nslots, slot_size));
-  struct link* l = c->map;
-  l->net = net;
-  l->dev = dev;
-  NCCLCHECK(net->listen(dev, d.handle, &l->listen));
-  d.magic = LINK_MAGIC;
-  d.nslots = (uint32_t)nslots;
-  d.slot_size = slot_size;
-  memcpy(out, &d, sizeof d);
-  links_add(l); /* the proxy thread accepts the sender's connection */
-  return ncclSuccess;
-}
-
-static ncclResult_t net_connect(struct conn* c, const void* in) {
-  struct net_desc d;
-  const struct net* net = NULL;
-  int dev = 0;
-  memcpy(&d, in, sizeof d);
-  if (d.magic != LINK_MAGIC) {
-    WARN("peer rank %d sent a descriptor that is not a network one: both ranks must run the "
-         "same Monel build with the same NCCL_SHM_DISABLE",
-         c->peer);
-    return ncclInvalidUsage;
-  }
-  NCCLCHECK(pick_net(&net, &dev));
-  NCCLCHECK(link_create(c, 1, d.nslots, d.slot_size));
-  struct link* l = c->map;
-  l->net = net;
-  l->dev = dev;
-  memcpy(l->handle, d.handle, NET_HANDLE_BYTES);
-  NCCLCHECK(net->listen(dev, l->priv->hello, &l->listen));
-  links_add(l); /* the proxy thread connects */
-  return ncclSuccess;
-}
-
-static ncclResult_t net_connected(struct conn* c) {
-  (void)c; /* the proxy thread finishes the connections */
-  return ncclSuccess;
-}
-
-/* Flush what the executor posted, say goodbye and wait until the peer answers or closes its
- * side. A closed FIFO (an error or an abort) only gets its CLOSE and BYE sent: nobody needs its
- * data. */
-static void link_drain(struct link* l) {
-  double deadline = sock_time_now() + FREE_DRAIN_S;
-  pthread_mutex_lock(&l->lock);
-  l->freeing = 1;
-  for (;;) {
-    link_progress(l);
-    int closed = __atomic_load_n(&l->ctrl->closed, __ATOMIC_ACQUIRE) != 0;
-    if (l->dead || (closed && (l->bye_done || !l->up)) || sock_time_now() > deadline) break;
-    pthread_mutex_unlock(&l->lock);
-    struct timespec ts = {0, 100 * 1000}; /* the proxy thread progresses the link meanwhile */
-    nanosleep(&ts, NULL);
-    pthread_mutex_lock(&l->lock);
-  }
-  pthread_mutex_unlock(&l->lock);
-}
-
-static void net_free(struct conn* c) {
-  if (c == NULL || c->map == NULL) return;
-  struct link* l = c->map;
-  if (l->net != NULL) link_drain(l);
-  links_remove(l);
-  if (l->net != NULL) {
-    INFO(LOG_NET, "connection %s peer rank %d via %s closed: %llu bytes sent, %llu received",
-         l->is_send ? "to" : "from", l->peer, transport_name, l->sent, l->received);
-    link_shut(l);
-  }
-  munmap(l->mem, l->mem_len);
-  pthread_mutex_destroy(&l->lock);
-  free(l);
-  c->map = NULL;
-  c->ctrl = NULL;
-  c->slots = NULL;
-}
-
-const struct transport net_socket_transport = {
-    .name = transport_name,
-    .can_connect = net_can_connect,
-    .setup = net_setup,
-    .connect = net_connect,
-    .connected = net_connected,
-    .free = net_free,
-};

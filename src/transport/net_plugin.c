@@ -15,6 +15,7 @@
  * sender can exceed it). v10 connect gets a config with trafficClass -1; v10+ profiler handles
  * are NULL; the profiler callback does nothing. v11 init runs once with comm id 0: Monel
  * chooses one network per process, and never finalizes it. */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
@@ -28,6 +29,7 @@
 #include "transport/net.h"
 #include "transport/net_handle.h"
 #include "transport/net_plugin_abi.h"
+#include "transport/net_ucx.h"
 
 #define GROUP_MAX 64 /* buffers of one grouped receive the adapter converts */
 
@@ -446,6 +448,41 @@ static struct {
   const struct net* net;
 } chosen;
 
+/* NCCL_NET=UCX without a plugin asked for: the built-in UCX network, or an error naming what
+ * was looked for. */
+static void choose_ucx(void) {
+  if (net_ucx_open() == ncclSuccess) {
+    chosen.net = &net_ucx;
+    INFO(LOG_INIT | LOG_NET, "Using network UCX (NCCL_NET=UCX): transports %s",
+         net_ucx_transports());
+    return;
+  }
+  WARN("NCCL_NET=UCX asked for the UCX network, but %s", net_ucx_why());
+  chosen.res = ncclSystemError;
+}
+
+/* No plugin and no NCCL_NET: UCX when it reaches an RDMA transport, else Socket. UCX is only
+ * loaded when the kernel lists an RDMA device, which UCX's rc, dc and ud transports need. */
+static void choose_default(void) {
+  DIR* d = opendir("/sys/class/infiniband");
+  int rdma_dev = 0;
+  for (struct dirent* e; d != NULL && (e = readdir(d)) != NULL;) rdma_dev |= e->d_name[0] != '.';
+  if (d != NULL) closedir(d);
+  if (!rdma_dev && !param_is_set(PARAM_UCX_LIB)) {
+    INFO(LOG_INIT | LOG_NET, "NET/UCX: not used: no RDMA device (/sys/class/infiniband is empty)");
+  } else if (net_ucx_open() != ncclSuccess) {
+    INFO(LOG_INIT | LOG_NET, "NET/UCX: not used: %s", net_ucx_why());
+  } else if (!net_ucx_rdma()) {
+    INFO(LOG_INIT | LOG_NET, "NET/UCX: not used: UCX reports no RDMA transport (only %s)",
+         net_ucx_transports());
+  } else {
+    chosen.net = &net_ucx;
+    INFO(LOG_INIT | LOG_NET, "Using network UCX: transports %s", net_ucx_transports());
+    return;
+  }
+  INFO(LOG_INIT | LOG_NET, "Using network Socket");
+}
+
 static void choose(void) {
   const char* want = param_str(PARAM_NET);
   const char* spec = param_str(PARAM_NET_PLUGIN);
@@ -454,6 +491,10 @@ static void choose(void) {
   chosen.res = ncclSuccess;
   if (strcasecmp(want, "Socket") == 0) {
     INFO(LOG_INIT | LOG_NET, "NET: NCCL_NET=Socket: using the built-in network, no plugin");
+    return;
+  }
+  if (strcasecmp(want, "UCX") == 0 && !asked) {
+    choose_ucx();
     return;
   }
   char list[1024];
@@ -468,14 +509,18 @@ static void choose(void) {
       }
     }
   }
+  if (strcasecmp(want, "UCX") == 0) { /* no plugin named UCX: the built-in one */
+    choose_ucx();
+    return;
+  }
   if (want[0] != '\0') {
-    WARN("NCCL_NET=%s names no available network (there are: Socket%s): set NCCL_NET to one of "
-         "them, or NCCL_NET_PLUGIN to the plugin that provides %s",
+    WARN("NCCL_NET=%s names no available network (there are: Socket, UCX%s): set NCCL_NET to one "
+         "of them, or NCCL_NET_PLUGIN to the plugin that provides %s",
          want, seen, want);
     chosen.res = ncclInvalidUsage;
     return;
   }
-  INFO(LOG_INIT | LOG_NET, "Using network Socket");
+  choose_default();
 }
 
 ncclResult_t net_get(const struct net** out, int* dev) {

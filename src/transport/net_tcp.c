@@ -409,6 +409,9 @@ static ncclResult_t close_comm(void* comm, enum net_kind kind) {
     WARN("Socket: close was given %p, which is not an open %s", comm, net_kind_name(kind));
     return ncclInvalidArgument;
   }
+  if (kind == NET_KIND_RECV && c->inflight > 0) /* net.h's close contract was not kept */
+    INFO(LOG_NET, "Socket: receive comm closed with %d receives posted; they are cancelled",
+         c->inflight);
   net_tcp_poll_remove(&c->poll);
   net_tcp_comm_stop(c);
   net_handle_free(c->handle);

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "util/check.h"
-#include "core/comm.h"
+#include "topo/host.h"
 #include "os/shm.h"
 #include "transport/transport.h"
 

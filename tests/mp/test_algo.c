@@ -3,8 +3,9 @@
  * every dtype (x every op for the reductions, PreMulSum with both scalar residences) x counts {0,
  * 1, 7, 1023, 64K+3} x in/out of place x every root, plus 1M+3 elements on a few types; checked
  * exactly. The environment is set before the ranks are forked (parameters are read once per
- * process). Then the choice itself: the log names the algorithm that ran, and impossible or
- * malformed NCCL_ALGO values fail with ncclInvalidUsage and a sentence that names the cause. */
+ * process). Then the choice itself: the log names the algorithm that ran and prints the comm's
+ * table, and impossible or malformed NCCL_ALGO and NCCL_PROTO values (LL and LL128 on this
+ * engine) fail with ncclInvalidUsage and a sentence that names the cause. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -250,6 +251,18 @@ TEST(default_small_allreduce_8_avoids_ring) {
   rm_dir(dir);
 }
 
+/* The comm's table, once (rank 0), at NCCL_DEBUG_SUBSYS=TUNING: every pair with its figures. */
+TEST(log_prints_the_table) {
+  char dir[64];
+  run_logged(NULL, 2, 1, dir);
+  CHECK(log_has(dir, "nranks 2 engine cpu path host shared memory", "per-step latency"));
+  CHECK(log_has(dir, "AllReduce", "Ring/Simple 0.40 6.7"));
+  CHECK(log_has(dir, "AllReduce", "TwoShot/Simple"));
+  CHECK(log_has(dir, "AllGather", "Ring/Simple"));
+  CHECK(!log_has(dir, "AllGather", "Tree/"));
+  rm_dir(dir);
+}
+
 /* --- impossible choices ------------------------------------------------------------------- */
 
 struct expect_err {
@@ -318,6 +331,23 @@ TEST(error_nothing_left) {
 TEST(error_only_nvls) {
   CHECK_EQ(run_failing("NVLS", ALLREDUCE, "leaves no algorithm for AllReduce", 0), 0);
 }
+/* The CPU engine runs Simple only: NCCL_PROTO without it is refused, with the reason. */
+static int run_failing_proto(const char* proto, int coll, const char* words) {
+  struct expect_err e = {coll, words, coll != ALLREDUCE}; /* AllReduce then runs */
+  setenv("NCCL_PROTO", proto, 1);
+  return mp_run(3, failing_rank, &e);
+}
+TEST(error_proto_ll_on_cpu) {
+  CHECK_EQ(run_failing_proto("LL", ALLREDUCE, "NCCL_PROTO=\"LL\" leaves no protocol for AllReduce"),
+           0);
+}
+TEST(error_proto_ll128_per_collective_on_cpu) {
+  CHECK_EQ(run_failing_proto("allgather:LL128", 3, "leaves no protocol for AllGather"), 0);
+}
+TEST(error_proto_unknown) {
+  CHECK_EQ(run_failing_proto("Simple,LL64", ALLREDUCE, "\"LL64\" is not a protocol"), 0);
+}
+
 TEST(error_per_collective_tree_for_allgather) {
   CHECK_EQ(run_failing("allgather:tree", 3, "leaves no algorithm for AllGather", 1), 0);
 }

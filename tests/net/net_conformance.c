@@ -7,6 +7,8 @@
  *   NET_CONFORMANCE=plugin NCCL_NET_PLUGIN=... net_conformance net_      the same calls on the
  *                              plugin net_get() loaded (it must not be Socket)
  *   NET_CONFORMANCE=plugin ... net_conformance plugin_   the loader's rules and the v8 limits
+ *   NET_CONFORMANCE=ucx UCX_TLS=tcp net_conformance net_   the same calls on the UCX network
+ *   NET_CONFORMANCE=ucx UCX_TLS=tcp net_conformance ucx_   its choice (NCCL_NET, MONEL_UCX_LIB)
  *
  * Both sides of every connection live in the test process and are driven without blocking
  * from one thread, as the proxy thread drives them. Contents are checked byte for byte. */
@@ -26,12 +28,14 @@
 #include "util/param.h"
 #include "transport/net.h"
 #include "transport/net_tcp.h"
+#include "transport/net_ucx.h"
 #include "harness.h"
 
 #define LIMIT_S 30.0
 
 static const struct net* the_net(void) {
   const char* mode = getenv("NET_CONFORMANCE");
+  if (mode != NULL && strcmp(mode, "ucx") == 0) return &net_ucx;
   if (mode == NULL || strcmp(mode, "plugin") != 0) return &net_tcp;
   const struct net* n = NULL;
   int dev = -1;
@@ -373,7 +377,7 @@ TEST(net_bad_handles) {
   CHECK(n->isend(p.r, buf, 8, 0, NULL, &req) != ncclSuccess && req == NULL);
   CHECK(n->close_recv(p.s) != ncclSuccess);
   pair_close(n, &p);
-  if (n == &net_tcp) { /* a handle that listen() did not fill */
+  if (n == &net_tcp || n == &net_ucx) { /* a handle that listen() did not fill */
     memset(handle, 0xab, sizeof handle);
     CHECK(n->connect(0, handle, &comm) != ncclSuccess && comm == NULL);
   }
@@ -716,4 +720,83 @@ TEST(plugin_v8_limits) {
   CHECK(req == NULL);
   one_message(n, &p, 1, 1000, (size_t)INT_MAX + 4096); /* a receive bound above 2^31-1 is fine */
   pair_close(n, &p);
+}
+
+/* ---- the UCX network's choice (NET_CONFORMANCE=ucx ... net_conformance ucx_) -------------- */
+
+static void expect_ucx_lib(const char* lib, const char* net, const char* want) {
+  if (lib)
+    setenv("MONEL_UCX_LIB", lib, 1);
+  else
+    unsetenv("MONEL_UCX_LIB");
+  printf("MONEL_UCX_LIB=%s ", lib ? lib : "(unset)");
+  expect("none", net, want);
+  unsetenv("MONEL_UCX_LIB");
+}
+
+/* NCCL_NET=UCX forces it (any case), a missing UCX is then ncclSystemError (2); without
+ * NCCL_NET, UCX is taken only with an RDMA transport, so here (UCX over TCP only, or no UCX)
+ * the choice is Socket. */
+TEST(ucx_choice) {
+  expect_ucx_lib(NULL, "UCX", "UCX");
+  expect_ucx_lib(NULL, "ucx", "UCX");
+  expect_ucx_lib("libucp.so.0", "UCX", "UCX");
+  expect_ucx_lib("libucp-absent.so.0", "UCX", "error 2");
+  expect_ucx_lib("libm.so.6", "UCX", "error 2"); /* not UCX: no ucp_* functions */
+  expect_ucx_lib("libucp-absent.so.0", NULL, "Socket");
+  expect_ucx_lib("libucp.so.0", NULL,
+                 net_ucx_open() == ncclSuccess && net_ucx_rdma() ? "UCX" : "Socket");
+  expect_ucx_lib(NULL, "Socket", "Socket");
+}
+
+/* The UCX network's properties follow what UCX found. */
+TEST(ucx_properties) {
+  struct net_props p;
+  CHECK_RES(net_ucx_open(), ncclSuccess);
+  CHECK_RES(net_ucx.get_properties(0, &p), ncclSuccess);
+  printf("%s; RDMA %d; pointers 0x%x\n", p.name, net_ucx_rdma(), p.ptr_support);
+  CHECK(strncmp(p.name, "UCX ", 4) == 0);
+  CHECK(strstr(net_ucx_transports(), "tcp/") != NULL); /* UCX_TLS=tcp */
+  CHECK_EQ(p.ptr_support & NET_PTR_CUDA, 0);           /* no CUDA here */
+  void* mh = (void*)1;
+  struct pair pr;
+  char buf[64];
+  pair_open(&net_ucx, &pr);
+  CHECK(net_ucx.reg_mr(pr.s, buf, sizeof buf, NET_PTR_CUDA, &mh) == ncclInvalidArgument);
+  CHECK(mh == NULL);
+  CHECK_RES(net_ucx.reg_mr(pr.s, buf, sizeof buf, NET_PTR_HOST, &mh), ncclSuccess);
+  CHECK_RES(net_ucx.dereg_mr(pr.s, mh), ncclSuccess);
+  CHECK(net_ucx.dereg_mr(pr.s, mh) == ncclInvalidArgument); /* stale */
+  pair_close(&net_ucx, &pr);
+}
+
+/* iflush reads the end of the last buffer received, through the network, and completes; a
+ * receive of nothing needs none; a buffer outside its registration is refused. (Monel calls it
+ * for CUDA memory only; it works the same on host memory, which is what this machine has.) */
+TEST(ucx_iflush) {
+  struct pair p;
+  size_t len = 100000, got = 0;
+  char *sbuf = filled(7, len), *rbuf = calloc(len, 1);
+  registered_pair(&net_ucx, &p, sbuf, rbuf, len);
+  CHECK(net_ucx.iflush != NULL && net_tcp.iflush == NULL);
+  void* reqs[2] = {NULL, NULL};
+  void* d = rbuf;
+  int tag = 7;
+  CHECK_RES(net_ucx.isend(p.s, sbuf, len, 7, p.smh, &reqs[0]), ncclSuccess);
+  CHECK_RES(net_ucx.irecv(p.r, 1, &d, &len, &tag, &p.rmh, &reqs[1]), ncclSuccess);
+  wait_all(&net_ucx, reqs, 2, NULL);
+  check_bytes(rbuf, 7, len);
+  void* flush = NULL;
+  CHECK_RES(net_ucx.iflush(p.r, 1, &d, &len, &p.rmh, &flush), ncclSuccess);
+  CHECK(flush != NULL);
+  wait_all(&net_ucx, &flush, 1, &got);
+  size_t none = 0;
+  CHECK_RES(net_ucx.iflush(p.r, 1, &d, &none, &p.rmh, &flush), ncclSuccess);
+  CHECK(flush == NULL);
+  void* outside = rbuf + len;
+  size_t one = 1;
+  CHECK(net_ucx.iflush(p.r, 1, &outside, &one, &p.rmh, &flush) == ncclInvalidArgument);
+  pair_close(&net_ucx, &p);
+  free(sbuf);
+  free(rbuf);
 }

@@ -7,8 +7,9 @@
  * the connection is up, isend/irecv queue, test() moves bytes.
  *
  * Report: at closeSend/closeRecv it logs (INFO, through the logger it got) and, when
- * MONEL_TEST_PLUGIN_LOG names a file, appends one line: "send BYTES MSGS" or "recv BYTES MSGS":
- * the bytes and messages of the sends/receives that completed on that comm.
+ * MONEL_TEST_PLUGIN_LOG names a file, appends one line: "send BYTES MSGS POSTED" or "recv BYTES
+ * MSGS POSTED": the bytes and messages of the sends/receives that completed on that comm, and
+ * the requests still in flight at close (net.h's close contract: 0 for a receive comm).
  * Interfaces: NCCL_SOCKET_IFNAME's first prefix picks the IPv4 interface, else the first
  * non-loopback one, else loopback. */
 #include <arpa/inet.h>
@@ -345,8 +346,11 @@ static ncclResult_t tp_test(void* request, int* done, int* sizes) {
 static void report(struct comm* c) {
   const char* path = getenv("MONEL_TEST_PLUGIN_LOG");
   char line[128];
-  int n = snprintf(line, sizeof line, "%s %llu %llu\n", c->is_send ? "send" : "recv", c->bytes,
-                   c->msgs);
+  int posted = 0;
+  for (int i = 0; i < MAX_REQS; i++) posted += c->reqs[i].used;
+  int n = snprintf(line, sizeof line, "%s %llu %llu %d\n", c->is_send ? "send" : "recv", c->bytes,
+                   c->msgs, posted);
+  if (posted > 0) LOG("closing a comm with %d requests in flight", posted);
   LOG("closing a %s comm: %llu bytes in %llu messages", c->is_send ? "send" : "receive", c->bytes,
       c->msgs);
   if (path == NULL || *path == '\0') return;

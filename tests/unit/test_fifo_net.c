@@ -12,6 +12,10 @@
  * receiver still gets every step (the close after the last message is the end of the stream,
  * not a loss). Then a peer is killed mid-stream: the survivor's connections fail with a sentence
  * naming the peer, and its waiting threads leave (no hang).
+ * net.h's close contract: after a clean end, no receive comm is closed with a receive posted
+ * unless the network reported an error on it (the network is wrapped to count them; a peer
+ * that closed first after its last step is such an error). FIFO_NET_UCX=1 runs it all over the
+ * UCX network.
  * Every wait has a deadline. */
 #include <pthread.h>
 #include <sched.h>
@@ -24,7 +28,7 @@
 #include "harness.h"
 #include "proxy/fifo_net.h"
 #include "proxy/proxy.h"
-#include "transport/gpu_fifo.h"
+#include "device/gpu_fifo.h"
 #include "transport/net.h"
 
 #define NCONN    3
@@ -49,6 +53,84 @@ struct play {
   int is_send;
   int result; /* 0 ok, 1 the set failed while waiting, 2 a deadline passed */
 };
+
+/* The network under test, wrapped: receives in flight per receive comm, and how many receive
+ * comms were closed with some still posted. */
+static const struct net* base;
+static struct net counted;
+enum { MAXC = 16, MAXR = 512 };
+static pthread_mutex_t count_lock = PTHREAD_MUTEX_INITIALIZER;
+static void* rcomm[MAXC];
+static int rposted[MAXC];
+static int rfailed[MAXC]; /* a call on the comm returned an error: the contract no longer holds */
+static void *rreq[MAXR], *rreq_comm[MAXR];
+static int posted_at_close;
+
+static int comm_slot(void* comm) {
+  for (int i = 0; i < MAXC; i++)
+    if (rcomm[i] == comm) return i;
+  for (int i = 0; i < MAXC; i++)
+    if (rcomm[i] == NULL) return rcomm[i] = comm, rposted[i] = rfailed[i] = 0, i;
+  CHECK(0);
+  return -1;
+}
+
+static ncclResult_t c_irecv(void* comm, int n, void** data, size_t* sizes, int* tags, void** mh,
+                            void** req) {
+  ncclResult_t res = base->irecv(comm, n, data, sizes, tags, mh, req);
+  if (res != ncclSuccess) {
+    pthread_mutex_lock(&count_lock);
+    rfailed[comm_slot(comm)] = 1;
+    pthread_mutex_unlock(&count_lock);
+  }
+  if (res == ncclSuccess && *req != NULL) {
+    pthread_mutex_lock(&count_lock);
+    rposted[comm_slot(comm)]++;
+    int k = 0;
+    while (k < MAXR && rreq[k] != NULL) k++;
+    CHECK(k < MAXR);
+    rreq[k] = *req;
+    rreq_comm[k] = comm;
+    pthread_mutex_unlock(&count_lock);
+  }
+  return res;
+}
+
+static ncclResult_t c_test(void* req, int* done, size_t* sizes) {
+  ncclResult_t res = base->test(req, done, sizes);
+  if (res != ncclSuccess || *done) {
+    pthread_mutex_lock(&count_lock);
+    for (int k = 0; k < MAXR; k++)
+      if (rreq[k] == req) {
+        rposted[comm_slot(rreq_comm[k])]--;
+        if (res != ncclSuccess) rfailed[comm_slot(rreq_comm[k])] = 1;
+        rreq[k] = NULL;
+      }
+    pthread_mutex_unlock(&count_lock);
+  }
+  return res;
+}
+
+static ncclResult_t c_close_recv(void* comm) {
+  pthread_mutex_lock(&count_lock);
+  int i = comm_slot(comm);
+  if (rposted[i] > 0 && !rfailed[i]) posted_at_close++;
+  rcomm[i] = NULL;
+  for (int k = 0; k < MAXR; k++)
+    if (rreq_comm[k] == comm) rreq[k] = rreq_comm[k] = NULL;
+  pthread_mutex_unlock(&count_lock);
+  return base->close_recv(comm);
+}
+
+static const struct net* the_net(void) {
+  const char* u = getenv("FIFO_NET_UCX");
+  base = u != NULL && strcmp(u, "1") == 0 ? &net_ucx : &net_tcp;
+  counted = *base;
+  counted.irecv = c_irecv;
+  counted.test = c_test;
+  counted.close_recv = c_close_recv;
+  return &counted;
+}
 
 static volatile int fail_calls;
 static char fail_sentence[512];
@@ -159,7 +241,7 @@ static int run_host(const struct side* side, int to_peer, int from_peer) {
   char handles[NCONN][NET_HANDLE_BYTES];
   int peer = 1 - side->host;
   setenv("MONEL_HOST_ID", side->host ? "b" : "a", 1);
-  CHECK_RES(fifo_net_create(&net_tcp, 0, 2 * NCONN, &f), ncclSuccess);
+  CHECK_RES(fifo_net_create(the_net(), 0, 2 * NCONN, &f), ncclSuccess);
   for (int i = 0; i < 2 * NCONN; i++) {
     int k = i % NCONN;
     fifo[i] = calloc(1, fifo_len(k));
@@ -212,7 +294,13 @@ static int run_host(const struct side* side, int to_peer, int from_peer) {
   fifo_net_free(f);
   proxy_release(f);
   for (int i = 0; i < 2 * NCONN; i++) free(fifo[i]);
-  if (!failed) return 0;
+  if (!failed) {
+    if (posted_at_close != 0)
+      fprintf(stderr, "host %d: %d receive comms closed with receives posted\n", side->host,
+              posted_at_close);
+    CHECK_EQ(posted_at_close, 0); /* net.h's close contract */
+    return 0;
+  }
   CHECK_EQ(__atomic_load_n(&fail_calls, __ATOMIC_ACQUIRE), 1);
   CHECK_EQ(fail_peer, peer);
   fprintf(stderr, "host %d saw: %s\n", side->host, fail_sentence);

@@ -1,7 +1,7 @@
 /* core/tune.c's thread-block model (the fewest blocks that fill the link, one per block_bytes
  * below that, half with the efficiency policy, the limits applied last), the CTA limits'
  * precedence (environment over config over NCCL_*_NCHANNELS) and their clamping to 1..64, and
- * the GPU path of small collectives (one-shot LL, one hop across the network, ring). */
+ * the copy-engine path (the GPU path of small collectives is the plan's: test_plan.c). */
 #include "core/tune.h"
 #include "harness.h"
 
@@ -93,49 +93,6 @@ TEST(cta_limits_precedence) {
   cfg.CTAPolicy = NCCL_CTA_POLICY_ZERO;
   l = tune_cta_limits(-1, -1, &cfg, -1, -1);
   CHECK_EQ(l.policy, NCCL_CTA_POLICY_ZERO);
-}
-
-/* Two ranks; LL buffers or a network peer as the cases say; the defaults' limits. */
-static struct tune_path_in path_in(size_t bytes, int ll_ok, int onehop_ok) {
-  struct tune_path_in in = {1,         bytes,   2,         ll_ok,     1,       1,
-                            512 << 10, 3 << 20, onehop_ok, 512 << 10, 32 << 10};
-  return in;
-}
-
-TEST(gpu_path_oneshot_ll_on_nvlink) {
-  struct tune_path_in in = path_in(8, 1, 0);
-  CHECK_EQ(tune_gpu_path(&in), TUNE_PATH_ONESHOT_LL);
-  in.bytes = 512 << 10; /* the LL buffers' capacity */
-  CHECK_EQ(tune_gpu_path(&in), TUNE_PATH_ONESHOT_LL);
-  in.bytes = (512 << 10) + 1;
-  CHECK_EQ(tune_gpu_path(&in), TUNE_PATH_RING);
-  in.bytes = 256 << 10, in.nranks = 16; /* 15 x 256 KB exceeds MONEL_ONESHOT_MAX */
-  CHECK_EQ(tune_gpu_path(&in), TUNE_PATH_RING);
-  in.proto_simple = 0; /* NCCL_PROTO=LL: no limit but the buffers' */
-  CHECK_EQ(tune_gpu_path(&in), TUNE_PATH_ONESHOT_LL);
-  in = path_in(8, 1, 0), in.proto_ll = 0; /* NCCL_PROTO=Simple */
-  CHECK_EQ(tune_gpu_path(&in), TUNE_PATH_RING);
-}
-
-TEST(gpu_path_onehop_across_the_network) {
-  struct tune_path_in in = path_in(8, 0, 1);
-  CHECK_EQ(tune_gpu_path(&in), TUNE_PATH_ONEHOP);
-  in.bytes = 32 << 10;
-  CHECK_EQ(tune_gpu_path(&in), TUNE_PATH_ONEHOP);
-  in.bytes = (32 << 10) + 1;
-  CHECK_EQ(tune_gpu_path(&in), TUNE_PATH_RING);
-  in.bytes = 8 << 10, in.nranks = 5; /* 4 peers x 8 KB */
-  CHECK_EQ(tune_gpu_path(&in), TUNE_PATH_ONEHOP);
-  in.nranks = 6;
-  CHECK_EQ(tune_gpu_path(&in), TUNE_PATH_RING);
-  in = path_in(8, 0, 1), in.slot_bytes = 4, in.onehop_max = 1 << 20; /* must fit a slot */
-  CHECK_EQ(tune_gpu_path(&in), TUNE_PATH_RING);
-  in = path_in(8, 0, 1), in.allreduce = 0; /* AllReduce only */
-  CHECK_EQ(tune_gpu_path(&in), TUNE_PATH_RING);
-  in = path_in(8, 0, 0); /* off (MONEL_NET_ONEHOP_MAX=0, NCCL_ALGO, no network peer) */
-  CHECK_EQ(tune_gpu_path(&in), TUNE_PATH_RING);
-  in = path_in(8, 1, 1); /* LL first where it can run */
-  CHECK_EQ(tune_gpu_path(&in), TUNE_PATH_ONESHOT_LL);
 }
 
 /* The copy-engine path: two ranks staging through 64 KB regions, at most 32 rounds. */

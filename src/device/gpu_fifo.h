@@ -10,8 +10,8 @@
  *   size[s % nslots]: bytes the sender put in the slot of step s, written before tail passes s
  *   (a network sender sends only those bytes).
  * Slots start 256-byte aligned. Who may include: device/, gpu/, proxy/. */
-#ifndef MONEL_TRANSPORT_GPU_FIFO_H
-#define MONEL_TRANSPORT_GPU_FIFO_H
+#ifndef MONEL_DEVICE_GPU_FIFO_H
+#define MONEL_DEVICE_GPU_FIFO_H
 
 #define GPU_FIFO_TAIL      0
 #define GPU_FIFO_HEAD      128

@@ -1,0 +1,222 @@
+/* The watch's connections (watch_impl.h): a TCP connection to the next and from the previous
+ * rank of every comm, the messages on them, and the one thread per process that serves them all.
+ * What the messages mean is watch.c's. */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "boot/boot.h"
+#include "util/check.h"
+#include "util/param.h"
+#include "core/comm.h"
+#include "core/watch_impl.h"
+#include "os/socket.h"
+
+static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct watch* list;
+static pthread_t thread;
+static int running;
+static int* stop_flag; /* the running thread's own: a thread being joined never sees a new one's */
+
+/* ---- sending and receiving ------------------------------------------------------------------ */
+
+int watch_send(struct watch_link* l, int type, int from, const void* body, uint32_t len) {
+  if (l->fd < 0) return -1;
+  struct watch_hdr h = {WATCH_MAGIC, (uint32_t)type, len, (uint32_t)from};
+  double deadline = sock_time_now() + 2.0;
+  enum sock_err err;
+  if (sock_send_all(l->fd, &h, sizeof h, deadline, NULL, &err) != ncclSuccess) return -1;
+  if (len && sock_send_all(l->fd, body, len, deadline, NULL, &err) != ncclSuccess) return -1;
+  return 0;
+}
+
+/* Reads what is there; returns -1 on EOF or error. */
+static int pump(struct watch_link* l) {
+  for (;;) {
+    if (l->cap - l->len < 4096) {
+      size_t cap = l->cap ? 2 * l->cap : 8192;
+      char* b = realloc(l->buf, cap);
+      if (b == NULL) return -1;
+      l->buf = b, l->cap = cap;
+    }
+    ssize_t r = recv(l->fd, l->buf + l->len, l->cap - l->len, MSG_DONTWAIT);
+    if (r > 0) {
+      l->len += (size_t)r;
+      l->seen = sock_time_now();
+      continue;
+    }
+    if (r == 0) return -1;
+    if (errno == EINTR) continue;
+    return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+  }
+}
+
+void watch_link_service(struct watch* w, int dir, double now) {
+  struct watch_link* l = &w->link[dir];
+  if (l->fd < 0) return;
+  int gone = pump(l) < 0;
+  size_t at = 0;
+  while (l->len - at >= sizeof(struct watch_hdr)) {
+    struct watch_hdr h;
+    memcpy(&h, l->buf + at, sizeof h);
+    if (h.magic != WATCH_MAGIC) {
+      gone = 1;
+      break;
+    }
+    if (l->len - at < sizeof h + h.len) break;
+    watch_handle(w, dir, &h, l->buf + at + sizeof h);
+    at += sizeof h + h.len;
+  }
+  memmove(l->buf, l->buf + at, l->len - at);
+  l->len -= at;
+  if (gone) {
+    sock_close(&l->fd);
+    if (!l->bye)
+      watch_found_dead(w, l->peer,
+                       "closed its connection without a goodbye: the process exited or was killed");
+    return;
+  }
+  double limit = (double)param_int(PARAM_PEER_TIMEOUT);
+  if (!l->bye && limit > 0 && now - l->seen > limit) {
+    char why[160];
+    snprintf(why, sizeof why,
+             "sent nothing for %.0f s: its host is unreachable or the process is stopped",
+             now - l->seen);
+    sock_close(&l->fd);
+    watch_found_dead(w, l->peer, why);
+  }
+}
+
+static void* watch_main(void* arg) {
+  int* stop = arg;
+  struct pollfd fds[64];
+  while (!__atomic_load_n(stop, __ATOMIC_ACQUIRE)) {
+    int nfds = 0;
+    pthread_mutex_lock(&list_lock);
+    for (struct watch* w = list; w && nfds < 62; w = w->next)
+      for (int dir = 0; dir < 2; dir++)
+        if (w->link[dir].fd >= 0) fds[nfds++] = (struct pollfd){w->link[dir].fd, POLLIN, 0};
+    pthread_mutex_unlock(&list_lock);
+    (void)poll(fds, (nfds_t)nfds, WATCH_POLL_MS);
+    double now = sock_time_now();
+    pthread_mutex_lock(&list_lock);
+    for (struct watch* w = list; w; w = w->next) watch_service(w, now);
+    pthread_mutex_unlock(&list_lock);
+  }
+  free(stop);
+  return NULL;
+}
+
+static void after_fork_child(void) {
+  pthread_mutex_init(&list_lock, NULL);
+  list = NULL; /* the parent's comms stay with the parent */
+  running = 0;
+  stop_flag = NULL;
+}
+
+static void register_fork_handler(void) {
+  pthread_atfork(NULL, NULL, after_fork_child);
+}
+
+ncclResult_t watch_thread_add(struct watch* w) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, register_fork_handler);
+  ncclResult_t res = ncclSuccess;
+  pthread_mutex_lock(&list_lock);
+  if (!running) {
+    int* stop = calloc(1, sizeof *stop);
+    int err = stop ? pthread_create(&thread, NULL, watch_main, stop) : ENOMEM;
+    if (err != 0) {
+      free(stop);
+      WARN("could not start the thread that watches peers: %s", strerror(err));
+      res = ncclSystemError;
+      goto out;
+    }
+    stop_flag = stop;
+    pthread_setname_np(thread, "monel-watch");
+    running = 1;
+  }
+  w->next = list;
+  list = w;
+out:
+  pthread_mutex_unlock(&list_lock);
+  return res;
+}
+
+void watch_thread_remove(struct watch* w) {
+  pthread_mutex_lock(&list_lock);
+  for (struct watch** p = &list; *p; p = &(*p)->next)
+    if (*p == w) {
+      *p = w->next;
+      break;
+    }
+  int join = list == NULL && running;
+  pthread_t th = thread;
+  if (join) {
+    __atomic_store_n(stop_flag, 1, __ATOMIC_RELEASE);
+    running = 0;
+  }
+  pthread_mutex_unlock(&list_lock);
+  if (join) pthread_join(th, NULL); /* it takes list_lock on its way out */
+}
+
+/* ---- setup ---------------------------------------------------------------------------------- */
+
+struct hello {
+  uint64_t comm_hash;
+  int32_t rank, nranks;
+};
+
+ncclResult_t watch_connect(struct watch* w) {
+  struct ncclComm* comm = w->comm;
+  int n = comm->nranks, me = comm->rank;
+  ncclResult_t res = ncclSuccess;
+  int lfd = -1;
+  union sock_addr* addrs = NULL;
+  char ifname[64];
+  enum sock_err err = SOCK_OK;
+  NCCLCALLOC(addrs, n);
+  NCCLCHECKGOTO(sock_iface_find(&addrs[me], ifname, sizeof ifname), res, out);
+  NCCLCHECKGOTO(sock_listen_open(&addrs[me], &lfd), res, out);
+  NCCLCHECKGOTO(boot_allgather(comm->boot, addrs, sizeof *addrs), res, out);
+  double deadline = sock_time_now() + WATCH_CONNECT_S;
+  int next = (me + 1) % n, prev = (me + n - 1) % n;
+  w->link[OUT].peer = next, w->link[IN].peer = prev;
+  NCCLCHECKGOTO(sock_conn_open(&addrs[next], deadline, &comm->abort_flag, &w->link[OUT].fd, &err),
+                res, out);
+  struct hello hi = {comm->comm_hash, me, n};
+  NCCLCHECKGOTO(sock_send_all(w->link[OUT].fd, &hi, sizeof hi, deadline, NULL, &err), res, out);
+  for (;;) {
+    struct pollfd p = {lfd, POLLIN, 0};
+    int left = (int)((deadline - sock_time_now()) * 1000);
+    if (left <= 0 || poll(&p, 1, left) <= 0) {
+      WARN("rank %d: rank %d did not connect its watch connection within %.0f s", me, prev,
+           WATCH_CONNECT_S);
+      res = ncclRemoteError;
+      goto out;
+    }
+    int fd = -1;
+    union sock_addr from;
+    NCCLCHECKGOTO(sock_conn_accept(lfd, &fd, &from), res, out);
+    struct hello got;
+    if (sock_recv_all(fd, &got, sizeof got, deadline, NULL, &err) == ncclSuccess &&
+        got.comm_hash == comm->comm_hash && got.rank == prev && got.nranks == n) {
+      w->link[IN].fd = fd;
+      break;
+    }
+    sock_close(&fd); /* a stranger: keep listening */
+  }
+  double now = sock_time_now();
+  w->link[IN].seen = w->link[OUT].seen = now;
+out:
+  if (res != ncclSuccess && err != SOCK_OK)
+    WARN("rank %d: could not set up its watch connections to ranks %d and %d: %s", me, (me + 1) % n,
+         (me + n - 1) % n, sock_err_str(err));
+  sock_close(&lfd);
+  free(addrs);
+  return res;
+}

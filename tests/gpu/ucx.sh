@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The GPU engine across hosts over the UCX network (NCCL_NET=UCX), on the GPU machine:
+#   1. which UCX is used: MONEL_UCX_LIB when set; else the CUDA-aware wheel carried in .whl/
+#      (libucx_cu13-*.whl or libucx_cu12-*.whl, installed with pip into /tmp/ucx-site, whose
+#      libucp.so.0 is /tmp/ucx-site/libucx/lib/libucp.so.0; UCX finds its transport modules in
+#      libucx/lib/ucx/ beside it); else the system's libucp.so.0;
+#   2. tests/gpu/run-net with NCCL_NET=UCX (ranks as hosts, --fake-hosts; with one GPU the ranks
+#      share it): the exact-check matrix, the matrix in CUDA graphs, the network forced on one
+#      host; UCX picks its own transports (between processes of one machine: shared memory);
+#   3. the same runs that cross "hosts" with UCX_TLS=tcp,cuda_copy,self: UCX's network path as
+#      between hosts without RDMA;
+#   4. with 2 GPUs or more: PyTorch DDP across two nodes (tests/torch/run-nnodes) over UCX.
+# Every run must log its GPU network connections "over UCX", UCX's start line, and no receive
+# comm closed with receives posted (net.h's close contract).
+# Usage: tests/gpu/ucx.sh BUILD_DIR   (a build with the CUDA engine and UCX's headers; logs in
+# $OUT). The wheel, fetched where pip reaches PyPI, from the repository's root:
+#   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
+#     --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_24_x86_64 \
+#     -d .whl libucx-cu12==1.22.0        # or libucx-cu13 for CUDA 13 drivers
+# Prints PASS/FAIL per part and "PASS tests/gpu/ucx.sh" or "FAIL tests/gpu/ucx.sh".
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+B=$(cd "${1:-build}" && pwd)
+LOG=${OUT:-$(mktemp -d)}
+rc=0
+if [ -z "${MONEL_UCX_LIB:-}" ]; then
+  whl=$(ls .whl/libucx_cu13-*.whl .whl/libucx_cu12-*.whl 2>/dev/null | head -1)
+  if [ -n "$whl" ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+      --target /tmp/ucx-site "$whl" || { echo "FAIL tests/gpu/ucx.sh: could not install $whl"; exit 1; }
+    export MONEL_UCX_LIB=/tmp/ucx-site/libucx/lib/libucp.so.0
+  fi
+fi
+export NCCL_NET=UCX MONEL_UCX_LIB=${MONEL_UCX_LIB:-libucp.so.0}
+echo "== UCX: $MONEL_UCX_LIB"
+[ -x /tmp/ucx-site/libucx/bin/ucx_info ] && /tmp/ucx-site/libucx/bin/ucx_info -v | head -3
+
+# check NAME DIR: every net-*.log of DIR says "over UCX", UCX started, no receive posted at close
+check() {
+  local name=$1 dir=$2 logs over start posted
+  logs=$(ls "$dir"/net-*.log 2>/dev/null | grep -v latency)
+  [ -z "$logs" ] && { echo "FAIL $name: no logs in $dir"; rc=1; return; }
+  over=$(cat $logs | grep -c 'GPU network connections: [0-9]* over UCX')
+  start=$(cat $logs | grep -c 'NET/UCX: UCX [0-9.]* (')
+  posted=$(cat $logs | grep -c 'receive comm.* closed with [0-9]* receives posted')
+  grep -h 'NET/UCX: UCX [0-9.]* (' $logs | sed 's/^.*NET\/UCX: //' | sort | uniq -c | head -3
+  if [ "$over" -gt 0 ] && [ "$start" -gt 0 ] && [ "$posted" = 0 ] &&
+    [ "$(cat $logs | grep -c 'GPU network connections: [0-9]* over' )" = "$over" ]; then
+    echo "PASS $name: $over ranks' GPU network connections over UCX, none closed with a receive posted"
+  else
+    echo "FAIL $name: $over ranks over UCX, $start UCX start lines, $posted receive comms closed with receives posted"
+    rc=1
+  fi
+}
+
+mkdir -p "$LOG/ucx-default" "$LOG/ucx-tcp"
+OUT=$LOG/ucx-default NET_LATENCY=1 tests/gpu/run-net "$B" 2>&1 | tee "$LOG/ucx-default.log" | grep -E '^(PASS|FAIL)' || true
+grep -q '^PASS tests/gpu/run-net' "$LOG/ucx-default.log" || rc=1
+check "run-net over UCX (UCX's own transports)" "$LOG/ucx-default"
+
+OUT=$LOG/ucx-tcp UCX_TLS=tcp,cuda_copy,self NET_ONLY="hosts2-procs hosts2-graph" NET_LATENCY=0 \
+  tests/gpu/run-net "$B" 2>&1 | tee "$LOG/ucx-tcp.log" | grep -E '^(PASS|FAIL)' || true
+grep -q '^PASS tests/gpu/run-net' "$LOG/ucx-tcp.log" || rc=1
+check "run-net over UCX with UCX_TLS=tcp,cuda_copy,self" "$LOG/ucx-tcp"
+
+if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ]; then
+  NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET OUT=$LOG tests/torch/run-nnodes "$B" >"$LOG/ucx-ddp.log" 2>&1
+  st=$?
+  n=$(cat "$LOG"/torch-nnodes-2nodes.log 2>/dev/null | grep -c 'Using network UCX')
+  if [ "$st" = 0 ] && [ "$n" -gt 0 ]; then echo "PASS DDP across two nodes over UCX ($n ranks)"; else
+    echo "FAIL DDP across two nodes over UCX: exit $st, $n ranks used UCX"; rc=1; fi
+else
+  echo "== DDP across two nodes: left out on one GPU (tests/torch/run-nnodes takes a GPU per node)"
+fi
+if [ $rc = 0 ]; then echo "PASS tests/gpu/ucx.sh"; else echo "FAIL tests/gpu/ucx.sh"; fi
+exit $rc
