@@ -8,16 +8,22 @@
 #   hostmem: the same with NCCL_P2P_DISABLE=1 (FIFOs in pinned host memory);
 #   net: one process per rank, every rank its own host (monelrun --fake-hosts): every
 #     connection over the network through the proxy; processes under MPS where it can start.
+# The pairs are forced through core's plan (NCCL_ALGO / NCCL_PROTO, NCCL's grammar):
 # Algorithms: Ring (NCCL_ALGO=Ring), Tree (NCCL_ALGO=allreduce:tree;broadcast:tree;reduce:tree:
-# AllGather and ReduceScatter, which have no tree, run the ring with the same protocol).
-# Protocols: NCCL_PROTO=Simple, LL, LL128.
-# 2 ranks run the full set, more ranks the quick one (--quick: four dtypes, four ops).
+# AllGather and ReduceScatter, which have no tree, keep every algorithm with the same protocol),
+# Default (neither variable set: the plan's own choice, e.g. the tree for a large AllReduce
+# across 4 hosts; net path only). Protocols: NCCL_PROTO=Simple, LL, LL128.
+# Each run logs the plan's choices (NCCL_DEBUG_SUBSYS=TUNING); a run whose log names a pair other
+# than the forced one (the protocol for every collective; Ring for every collective, or Tree for
+# AllReduce, Broadcast and Reduce) fails.
+# 2 ranks run the full set, more ranks the quick one (--quick: four dtypes, four ops); across
+# hosts 4 ranks make inner tree nodes (a parent and two children).
 # Usage: tests/gpu/plan.sh BUILD_DIR. Logs go to $OUT (or a new temporary directory), one per
 # run: plan-PATH-ALGO-PROTO[-graph].log.
 #   PLAN_N="2 4"          rank counts (default "2 4")
 #   PLAN_PATHS="same net" which paths (default "same hostmem net")
 #   PLAN_LARGE=16M+3      the large count
-#   PLAN_PROTOS, PLAN_ALGOS  subsets (default "Simple LL LL128", "Ring Tree")
+#   PLAN_PROTOS, PLAN_ALGOS  subsets (default "Simple LL LL128", "Ring Tree Default")
 #   PLAN_GRAPH=0          no CUDA graph runs
 #   PLAN_QUICK=1          the quick set on 2 ranks too;  PLAN_ARGS  more matrix options
 #   PLAN_RUN_TIMEOUT=300  seconds after which one run is killed
@@ -26,7 +32,7 @@ set -u
 B=$(cd "${1:-build}" && pwd)
 LOG=${OUT:-$(mktemp -d)}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
+export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING
 T=$B/tests/gpu_matrix
 RUN=$B/bin/monelrun
 LARGE=${PLAN_LARGE:-16M+3}
@@ -48,6 +54,27 @@ echo "== $NGPUS GPUs, MPS $([ $mps = 1 ] && echo on || echo off); logs in $LOG/p
 rc=0
 summary=()
 read -r -a EXTRA <<<"${PLAN_ARGS:-}"
+# The plan's choices a log names: "Coll/Algo/Proto" (core/plan.c's TUNING line), sorted, unique.
+chosen() {
+  grep -oE '\b(AllReduce|Broadcast|Reduce|AllGather|ReduceScatter) of [0-9]+ bytes \(sizes [^)]*\) on [0-9]+ ranks: [A-Za-z]+/[A-Za-z0-9]+,' "$1" |
+    sed -E 's/^([A-Za-z]+) of .*ranks: ([A-Za-z]+)\/([A-Za-z0-9]+),$/\1\/\2\/\3/' | sort -u
+}
+# WANT_ALGO WANT_PROTO (set by the loop; empty: any): the choices must be the forced pair.
+check_chosen() { # LOG
+  local bad=0 c coll al pr
+  for c in $(chosen "$1"); do
+    IFS=/ read -r coll al pr <<<"$c"
+    [ -n "$WANT_PROTO" ] && [ "$pr" != "$WANT_PROTO" ] && bad=1
+    [ "$WANT_ALGO" = Ring ] && [ "$al" != Ring ] && bad=1
+    if [ "$WANT_ALGO" = Tree ]; then
+      case $coll in AllReduce | Broadcast | Reduce) [ "$al" != Tree ] && bad=1 ;; esac
+    fi
+  done
+  echo "   plan chose: $(chosen "$1" | tr '\n' ' ')"
+  [ -n "$(chosen "$1")" ] || bad=1
+  [ $bad = 0 ] || echo "FAIL the plan did not run the forced pair ${WANT_ALGO:-}/${WANT_PROTO:-}"
+  return $bad
+}
 run() { # NAME COMMAND...: the command with the matrix's extra options (PLAN_ARGS)
   local name=$1 log=$LOG/plan-$1.log start=$SECONDS st
   shift
@@ -56,6 +83,7 @@ run() { # NAME COMMAND...: the command with the matrix's extra options (PLAN_ARG
   st=$?
   grep -E '^(\[[0-9]+\] )?(PASS|FAIL|SKIP) matrix' "$log" | head -4
   grep -E '^(\[[0-9]+\] )?FAIL' "$log" | grep -v 'FAIL matrix' | head -6
+  [ "$st" = 0 ] && ! check_chosen "$log" && st=99
   [ "$st" = 0 ] || { rc=1; tail -n 6 "$log"; }
   # A client killed at the time limit can leave MPS refusing the next ones: start it afresh.
   if [ $mps = 1 ] && { [ "$st" = 124 ] || [ "$st" = 137 ]; }; then
@@ -67,13 +95,21 @@ run() { # NAME COMMAND...: the command with the matrix's extra options (PLAN_ARG
     "$name" $((SECONDS - start)) "$st")")
 }
 for n in ${PLAN_N:-2 4}; do
-  for algo in ${PLAN_ALGOS:-Ring Tree}; do
+  for algo in ${PLAN_ALGOS:-Ring Tree Default}; do
     a=$algo
     [ "$algo" = Tree ] && a="allreduce:tree;broadcast:tree;reduce:tree"
-    for proto in ${PLAN_PROTOS:-Simple LL LL128}; do
+    protos=${PLAN_PROTOS:-Simple LL LL128}
+    [ "$algo" = Default ] && protos=Default
+    for proto in $protos; do
       for path in ${PLAN_PATHS:-same hostmem net}; do
         name=$path-n$n-$algo-$proto
         env=(NCCL_ALGO="$a" NCCL_PROTO="$proto")
+        WANT_ALGO=$algo WANT_PROTO=$proto
+        if [ "$algo" = Default ]; then
+          [ "$path" = net ] || continue
+          env=(-u NCCL_ALGO -u NCCL_PROTO)
+          WANT_ALGO="" WANT_PROTO=""
+        fi
         size=(--large "$LARGE")
         [ "$n" -gt 2 ] || [ "${PLAN_QUICK:-0}" = 1 ] && size=(--quick --large "$LARGE")
         # One GPU: more than 2 ranks of one process fill it with up to 64 blocks each that wait
