@@ -115,15 +115,19 @@ static ncclResult_t alloc_control(struct gpu_comm* g) {
   return ncclSuccess;
 }
 
-/* Load the kernels every comm may launch now, so that no launch loads one (graph capture): the
- * ring with every protocol NCCL_PROTO allows for some collective, the tree (point-to-point
- * FIFOs: `multi`) when NCCL_ALGO allows it for AllReduce, Broadcast or Reduce. */
-static ncclResult_t preload_kernels(int multi) {
-  int tree =
-      multi && (algo_allowed(COLL_ALLREDUCE, ALGO_TREE) ||
-                algo_allowed(COLL_BROADCAST, ALGO_TREE) || algo_allowed(COLL_REDUCE, ALGO_TREE));
+/* Load the kernels the plan may launch on this comm now, so that no launch loads one (graph
+ * capture): by default the ring with Simple, and the tree with Simple across hosts (the pairs the
+ * plan takes unasked, gpu/caps.c); when NCCL_ALGO or NCCL_PROTO is set, the ring with every
+ * protocol NCCL_PROTO allows for some collective and, with the point-to-point FIFOs (`multi`),
+ * the tree when NCCL_ALGO allows it for AllReduce, Broadcast or Reduce. */
+static ncclResult_t preload_kernels(struct ncclComm* comm, int multi) {
+  int asked = param_str(PARAM_ALGO)[0] != '\0' || param_str(PARAM_PROTO)[0] != '\0';
+  int tree = multi && (asked || gpu_net_any(comm)) &&
+             (algo_allowed(COLL_ALLREDUCE, ALGO_TREE) || algo_allowed(COLL_BROADCAST, ALGO_TREE) ||
+              algo_allowed(COLL_REDUCE, ALGO_TREE));
   int protos[PROTO_COUNT];
-  for (int pr = 0; pr < PROTO_COUNT; pr++) protos[pr] = proto_allowed_any((enum proto_id)pr);
+  for (int pr = 0; pr < PROTO_COUNT; pr++)
+    protos[pr] = pr == PROTO_SIMPLE || (asked && proto_allowed_any((enum proto_id)pr));
   for (int dt = 0; dt < ncclNumTypes; dt++)
     for (int op = RED_SUM; op <= RED_PREMULSUM; op++) {
       for (int pr = 0; pr < PROTO_COUNT; pr++) {
@@ -181,7 +185,7 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
   NCCLCHECK(alloc_buffers(comm, g, multi));
   NCCLCHECK(alloc_control(g));
   CUDACHECK(cudaDeviceSynchronize());
-  NCCLCHECK(preload_kernels(multi));
+  NCCLCHECK(preload_kernels(comm, multi));
   NCCLCHECK(connect_peers(comm, g, multi));
   INFO(
       LOG_INIT | LOG_TUNING,
@@ -227,6 +231,9 @@ static void plan_figures(struct ncclComm* comm, const struct gpu_comm* g) {
 
 _Static_assert(GPU_LL_PART_BYTES == DEV_LL_BLOCK_DATA, "gpu/caps.h: one-shot LL part size");
 _Static_assert(GPU_NCAPS <= 64, "core/plan.c takes at most 64 rows");
+_Static_assert(DEV_PROTO_LL == PROTO_LL && DEV_PROTO_LL128 == PROTO_LL128 &&
+                   DEV_PROTO_SIMPLE == PROTO_SIMPLE,
+               "device/dev.h numbers the protocols as core/plan.h");
 
 /* The tree's point-to-point FIFOs reach every peer (launch_tree). */
 static int tree_fifos(const struct ncclComm* comm, const struct gpu_comm* g) {
