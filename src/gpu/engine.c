@@ -231,8 +231,8 @@ static void plan_figures(struct ncclComm* comm, const struct gpu_comm* g) {
 
 _Static_assert(GPU_LL_PART_BYTES == DEV_LL_BLOCK_DATA, "gpu/caps.h: one-shot LL part size");
 _Static_assert(GPU_NCAPS <= 64, "core/plan.c takes at most 64 rows");
-_Static_assert(DEV_PROTO_LL == PROTO_LL && DEV_PROTO_LL128 == PROTO_LL128 &&
-                   DEV_PROTO_SIMPLE == PROTO_SIMPLE,
+_Static_assert((int)DEV_PROTO_LL == (int)PROTO_LL && (int)DEV_PROTO_LL128 == (int)PROTO_LL128 &&
+                   (int)DEV_PROTO_SIMPLE == (int)PROTO_SIMPLE,
                "device/dev.h numbers the protocols as core/plan.h");
 
 /* The tree's point-to-point FIFOs reach every peer (launch_tree). */
