@@ -28,6 +28,9 @@
 #   PLAN_QUICK=1          the quick set on 2 ranks too;  PLAN_ARGS  more matrix options
 #   PLAN_RUN_TIMEOUT=300  seconds after which one run is killed
 # Prints PASS/FAIL per run and "PASS tests/gpu/plan.sh" or "FAIL tests/gpu/plan.sh".
+# On a machine with one H100 (about 8 minutes with the build):
+#   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90-real &&
+#   cmake --build build -j16 && PLAN_N="2 4" PLAN_RUN_TIMEOUT=90 tests/gpu/plan.sh build
 set -u
 B=$(cd "${1:-build}" && pwd)
 LOG=${OUT:-$(mktemp -d)}
