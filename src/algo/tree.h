@@ -42,6 +42,7 @@
  * the chunks the same way. Pure functions of (rank, nranks, root, tree); C and CUDA. */
 #ifndef MONEL_ALGO_TREE_H
 #define MONEL_ALGO_TREE_H
+#include <stddef.h>
 #include "algo/prim.h"
 
 #define TREE_COUNT 2
@@ -143,6 +144,31 @@ ALGO_HD static inline enum verb tree_down_verb(const struct tree_node* nd, int a
   if (nd->parent < 0 && nd->nchild == 0) return allreduce ? VERB_NONE : VERB_COPY;
   if (nd->parent < 0) return allreduce ? VERB_NONE : VERB_COPY_SEND;
   return nd->nchild ? VERB_RECV_COPY_SEND : VERB_RECV;
+}
+
+/* The schedule's offsets. Part k of nparts of a buffer of count elements, cut at multiples of
+ * align elements: [*lo, *hi) (empty parts at the end when count is small). A tree collective
+ * gives tree t and channel c part t * nchannels + c, on every rank alike. */
+ALGO_HD static inline void tree_part(size_t count, int nparts, int k, size_t align, size_t* lo,
+                                     size_t* hi) {
+  size_t per = (count + (size_t)nparts - 1) / (size_t)nparts;
+  per = (per + align - 1) / align * align;
+  size_t a = (size_t)k * per;
+  *lo = a < count ? a : count;
+  *hi = *lo + per < count ? *lo + per : count;
+}
+
+#define TREE_PIPELINE 8 /* steps a part is cut into, so that the levels work at once */
+
+/* Elements per step of a part of len elements: len / TREE_PIPELINE rounded up to align, at
+ * least min_elems, at most max_elems (what one step of the protocol carries). */
+ALGO_HD static inline size_t tree_chunk(size_t len, size_t min_elems, size_t max_elems,
+                                        size_t align) {
+  size_t c = (len + TREE_PIPELINE - 1) / TREE_PIPELINE;
+  c = (c + align - 1) / align * align;
+  if (c < min_elems) c = min_elems;
+  if (c > max_elems) c = max_elems / align * align;
+  return c ? c : 1;
 }
 
 #endif

@@ -50,6 +50,14 @@ static void load(void) {
       proto_parse(param_str(PARAM_PROTO), cfg.protos, cfg.proto_err, sizeof cfg.proto_err);
 }
 
+int proto_allowed_any(enum proto_id p) {
+  pthread_once(&cfg.once, load);
+  if (cfg.proto_res != ncclSuccess) return 1; /* the plan refuses with the sentence */
+  for (int c = 0; c < COLL_COUNT; c++)
+    if (algo_coll_is_tunable((enum coll_kind)c) && (cfg.protos[c] >> p & 1u)) return 1;
+  return 0;
+}
+
 static int row_applies(const struct plan_row* r, enum coll_kind coll, enum plan_path path) {
   return (r->colls >> coll & 1u) && (r->paths >> path & 1u);
 }

@@ -12,6 +12,10 @@ const char* proto_name(enum proto_id p);
  * per collective. ncclInvalidUsage and a sentence in err on error. */
 ncclResult_t proto_parse(const char* s, unsigned allowed[COLL_COUNT], char* err, size_t errlen);
 
+/* 1 when NCCL_PROTO (parsed once) allows protocol p for some collective (an engine loads its
+ * kernels for the protocols it may be asked to run); 1 also when it does not parse. */
+int proto_allowed_any(enum proto_id p);
+
 /* The decision for one task, without the environment: the rows of an engine's table for the
  * comm's path, masks of allowed algorithms and protocols, and the engine's fit. Pure apart from
  * fit; unit-tested. On refusal returns ncclInvalidUsage and a sentence in err (no WARN). */

@@ -10,10 +10,11 @@
  * The trees are built on the comm's ring positions (tree_node_in_order), so the ranks of a host
  * sit together in them and few links cross between hosts.
  *
- * Splitting: buffers below SPLIT_MIN_BYTES go through tree 0 only (one message per link is
- * cheaper than two); larger ones are cut in two halves. Each half moves in chunks of at most a
- * FIFO slot, small enough that a half makes about PIPELINE_CHUNKS steps (at least
- * CHUNK_MIN_BYTES each), so the levels of the tree work at the same time. */
+ * Splitting (algo/tree.h tree_part, tree_chunk, shared with the GPU engine): buffers below
+ * SPLIT_MIN_BYTES go through tree 0 only (one message per link is cheaper than two); larger ones
+ * are cut in two halves. Each half moves in chunks of at most a FIFO slot, small enough that a
+ * half makes about TREE_PIPELINE steps (at least CHUNK_MIN_BYTES each), so the levels of the tree
+ * work at the same time. */
 #include <stdlib.h>
 #include <string.h>
 #include "algo/tree.h"
@@ -25,7 +26,6 @@
 
 #define SPLIT_MIN_BYTES 8192
 #define CHUNK_MIN_BYTES 16384
-#define PIPELINE_CHUNKS 8
 
 struct cpu_tree {
   struct conn* send[TREE_COUNT]; /* nranks each, by peer */
@@ -212,15 +212,6 @@ static struct stream make_stream(struct cpu_tree* tr, int t, const struct tree_n
   return s;
 }
 
-/* Elements per step for a tree carrying `elems` elements. */
-static size_t chunk_elems(size_t elems, size_t esize, size_t slot_size) {
-  size_t bytes = elems * esize / PIPELINE_CHUNKS;
-  if (bytes < CHUNK_MIN_BYTES) bytes = CHUNK_MIN_BYTES;
-  if (bytes > slot_size) bytes = slot_size;
-  size_t n = bytes / esize;
-  return n ? n : 1;
-}
-
 ncclResult_t cpu_tree_run(struct ncclComm* comm, const struct task* t) {
   struct cpu_comm* cc = comm->engine_state;
   int n = comm->nranks, rank = comm->rank, ar = t->coll == COLL_ALLREDUCE;
@@ -244,13 +235,18 @@ ncclResult_t cpu_tree_run(struct ncclComm* comm, const struct task* t) {
     l[k] = op_links(&nd[k], t->coll);
   }
   NCCLCHECK(connect_links(comm, tr, l));
-  size_t count = t->count, half = count * x.esize < SPLIT_MIN_BYTES ? count : (count + 1) / 2;
+  /* The schedule's offsets (algo/tree.h, as the GPU engine cuts them): a part per tree, one
+   * part below SPLIT_MIN_BYTES; steps of about a TREE_PIPELINE-th of a part. */
+  size_t count = t->count;
+  int nparts = count * x.esize < SPLIT_MIN_BYTES ? 1 : TREE_COUNT;
   struct stream s[2 * TREE_COUNT];
   int ns = 0;
-  for (int k = 0; k < TREE_COUNT; k++) {
-    size_t lo = k == 0 ? 0 : half, hi = k == 0 ? half : count;
+  for (int k = 0; k < nparts; k++) {
+    size_t lo, hi;
+    tree_part(count, nparts, k, 1, &lo, &hi);
     if (lo == hi) continue;
-    size_t chunk = chunk_elems(hi - lo, x.esize, cc->slot_size);
+    size_t min = CHUNK_MIN_BYTES / x.esize, max = cc->slot_size / x.esize;
+    size_t chunk = tree_chunk(hi - lo, min ? min : 1, max ? max : 1, 1);
     enum verb up = tree_up_verb(&nd[k], ar), down = tree_down_verb(&nd[k], ar);
     if (t->coll != COLL_BROADCAST) s[ns++] = make_stream(tr, k, &nd[k], up, lo, hi, chunk);
     if (t->coll != COLL_REDUCE && down != VERB_NONE)

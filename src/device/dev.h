@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cuda_runtime_api.h>
+#include "algo/tree.h"
 #include "device/gpu_fifo.h"
 
 #define DEV_MAX_CHANNELS   64
@@ -49,6 +50,63 @@
 #define DEV_LL_BLOCK_DATA ((size_t)DEV_LL_LINES * 8)
 #define DEV_LL_MAX_BYTES  ((size_t)DEV_LL_MAX_BLOCKS * DEV_LL_BLOCK_DATA) /* 512 KiB per peer */
 #define DEV_LL_NTHREADS   256
+
+/* Protocols of the ring and tree kernels (NCCL's numbering: LL 0, LL128 1, Simple 2). How a step
+ * of a FIFO connection is laid out, waited on and published (device/prims.cuh):
+ *   Simple: raw data in a slot; the receiver waits for the tail, which the sender posts after a
+ *     system fence.
+ *   LL: 16-byte lines { data lo u32, flag u32, data hi u32, flag u32 } (the one-shot kernel's
+ *     format), flag = the step number; the receiver polls the lines: no fence, no tail.
+ *   LL128: 128-byte lines, 120 bytes of data and an 8-byte flag (the step number), each line
+ *     stored by 8 lanes of one warp in one instruction; the receiver polls whole warps' lines.
+ *     Correct only where a warp's 128-byte store reaches the reader whole: GPU memory of the same
+ *     GPU, or of a peer over NVLink; elsewhere (gpu/connect.c gpu_check_ll128) the engine marks
+ *     the connections as host memory, so that the tail publishes LL128's steps.
+ * Every FIFO has three areas of nslots slots: Simple's, LL's and LL128's, so that no line ever
+ * holds another protocol's stale bytes that could look like a flag. A connection in pinned host
+ * memory (NET connections, whose slots the proxy moves, and NCCL_P2P_DISABLE=1) carries every
+ * protocol's lines in the Simple area and publishes every step by the tail after a system fence,
+ * as Simple does: no protocol relies on the order of stores to host memory. */
+enum dev_proto { DEV_PROTO_LL = 0, DEV_PROTO_LL128 = 1, DEV_PROTO_SIMPLE = 2, DEV_PROTO_COUNT = 3 };
+#define DEV_LL_SLOT_MAX    ((size_t)64 << 10)
+#define DEV_LL128_SLOT_MAX ((size_t)128 << 10)
+#define DEV_LL128_LINE     128
+#define DEV_LL128_DATA     120
+
+#ifdef __CUDACC__
+#define DEV_HD __host__ __device__
+#else
+#define DEV_HD
+#endif
+/* Bytes of one slot of the LL and the LL128 area for Simple slots of slot_bytes. */
+DEV_HD static inline size_t dev_ll_slot(size_t slot_bytes) {
+  return slot_bytes < DEV_LL_SLOT_MAX ? slot_bytes : DEV_LL_SLOT_MAX;
+}
+DEV_HD static inline size_t dev_ll128_slot(size_t slot_bytes) {
+  size_t s = slot_bytes < DEV_LL128_SLOT_MAX ? slot_bytes : DEV_LL128_SLOT_MAX;
+  return s / DEV_LL128_LINE * DEV_LL128_LINE;
+}
+/* Bytes of one FIFO: header, then the Simple, LL and LL128 areas. */
+DEV_HD static inline size_t dev_fifo_bytes(int nslots, size_t slot_bytes) {
+  return DEV_FIFO_HEADER +
+         (size_t)nslots * (slot_bytes + dev_ll_slot(slot_bytes) + dev_ll128_slot(slot_bytes));
+}
+/* Data bytes one step of protocol proto carries (the same on both sides of a connection). */
+DEV_HD static inline size_t dev_proto_step_bytes(int proto, size_t slot_bytes) {
+  if (proto == DEV_PROTO_LL) return dev_ll_slot(slot_bytes) / 2;
+  if (proto == DEV_PROTO_LL128) return dev_ll128_slot(slot_bytes) / DEV_LL128_LINE * DEV_LL128_DATA;
+  return slot_bytes;
+}
+/* Offset in a FIFO of the slot of step `step` for protocol proto; sys: a host-memory connection
+ * (every protocol in the Simple area). */
+DEV_HD static inline size_t dev_slot_offset(int proto, int sys, int nslots, size_t slot_bytes,
+                                            uint64_t step) {
+  size_t s = (size_t)(step % (uint64_t)nslots);
+  if (sys || proto == DEV_PROTO_SIMPLE) return DEV_FIFO_HEADER + s * slot_bytes;
+  size_t ll = dev_ll_slot(slot_bytes);
+  if (proto == DEV_PROTO_LL) return DEV_FIFO_HEADER + (size_t)nslots * slot_bytes + s * ll;
+  return DEV_FIFO_HEADER + (size_t)nslots * (slot_bytes + ll) + s * dev_ll128_slot(slot_bytes);
+}
 
 /* Bytes of one rank's one-shot LL buffer for nranks ranks. */
 static inline size_t dev_ll_buffer_bytes(int nranks) {
@@ -102,8 +160,39 @@ struct dev_ring_args {
   const void* device_scalar; /* PREMULSUM factor read by the kernel, or NULL */
   uint64_t* steps;           /* DEV_STEP_WORDS per channel */
   int sysmem;                /* my receive FIFOs are pinned host memory: slots read uncached */
+  int send_sys;              /* the FIFOs I send into are pinned host memory (or my mirror) */
+  int proto;                 /* enum dev_proto */
   struct dev_ctl ctl;
   struct dev_channel ch[DEV_MAX_CHANNELS];
+};
+
+/* One double-binary-tree collective (algo/tree.h): AllReduce, Broadcast or Reduce over the
+ * point-to-point FIFOs (the same FIFOs, step counters and network connections as Send/Recv).
+ * node[t]: my parent and children in tree t (ranks). Blocks: nchannels x ntrees x 2 directions
+ * (up: the reduction towards the root, down: the broadcast from it), block b serving direction
+ * b & 1 of tree (b >> 1) % ntrees on channel (b >> 1) / ntrees, over point-to-point channel
+ * channel * ntrees + tree of each link, so that no two blocks share a connection. Tree t and
+ * channel c carry part t * nchannels + c of the buffer (tree_part), in chunks of tree_chunk
+ * elements. */
+#define DEV_TREE_NTHREADS 256
+struct dev_tree_args {
+  const void* in;
+  void* out;
+  size_t count;
+  int coll;                             /* DEV_ALLREDUCE, DEV_BROADCAST or DEV_REDUCE */
+  int nranks, nchannels, ntrees, proto; /* ntrees: 2, or 1 when there is one point-to-point
+                                          channel per peer (tree 0 then carries everything) */
+  int dtype, op;
+  unsigned char scalar[8];
+  const void* device_scalar;
+  struct tree_node node[TREE_COUNT];
+  int p2p_nch, nslots; /* of the point-to-point FIFOs */
+  size_t slot_bytes, fifo_bytes;
+  unsigned recv_sys, send_sys; /* bit r: the FIFOs with peer r are pinned host memory */
+  uint64_t* steps;             /* DEV_STEP_WORDS per (peer, point-to-point channel) */
+  struct dev_ctl ctl;
+  char* send_fifo[DEV_MAX_PEERS]; /* channel 0 of the FIFOs I fill for peer r (or my mirror) */
+  char* recv_fifo[DEV_MAX_PEERS]; /* channel 0 of my FIFOs that peer r fills */
 };
 
 /* One-shot collectives over the LL buffers: every rank pushes to every peer what that peer needs
@@ -178,7 +267,7 @@ struct dev_p2p_args {
   int nslots, nblocks;
   unsigned sysmem;               /* bit r: my FIFOs for peer r are pinned host memory (read
                                     uncached) */
-  size_t slot_bytes, fifo_bytes; /* one FIFO: DEV_FIFO_HEADER + nslots * slot_bytes */
+  size_t slot_bytes, fifo_bytes; /* one FIFO: dev_fifo_bytes(nslots, slot_bytes) */
   struct dev_ctl ctl;
   struct dev_p2p_block blocks[DEV_P2P_MAX_BLOCKS];
   struct dev_p2p_op ops[DEV_P2P_MAX_OPS];
@@ -212,6 +301,9 @@ extern "C" {
 #endif
 /* Launch a ring collective: one block of DEV_NTHREADS threads per channel on `stream`. */
 cudaError_t dev_ring_launch(const struct dev_ring_args* args, cudaStream_t stream);
+/* Launch a tree collective: 2 x ntrees x nchannels blocks of DEV_TREE_NTHREADS threads. */
+cudaError_t dev_tree_launch(const struct dev_tree_args* args, cudaStream_t stream);
+cudaError_t dev_tree_preload(int proto, int dtype, int op);
 /* Launch a one-shot LL collective: grid blocks of DEV_LL_NTHREADS threads. */
 cudaError_t dev_oneshot_launch(const struct dev_oneshot_args* args, cudaStream_t stream);
 /* Launch a list of point-to-point messages: one block per entry of args->blocks. */
@@ -222,7 +314,7 @@ cudaError_t dev_onehop_launch(const struct dev_onehop_args* args, cudaStream_t s
 cudaError_t dev_onehop_preload(int dtype, int op);
 /* Load the kernels of (dtype, op) (dtype an ncclDataType_t, op a RED_* kind) on the current
  * device, so that no first launch pays for lazy module loading. */
-cudaError_t dev_ring_preload(int dtype, int op);
+cudaError_t dev_ring_preload(int proto, int dtype, int op);
 cudaError_t dev_oneshot_preload(int dtype, int op);
 #ifdef __cplusplus
 }

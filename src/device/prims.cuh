@@ -289,6 +289,385 @@ __device__ static __noinline__ void fifo_step(struct fifo_state* cs, const struc
   __syncthreads();
 }
 
+/* ---- The protocol seam: one step of a schedule over up to two receive and two send
+ * connections, with the protocol (dev.h dev_proto) a template parameter. Ring (one peer each
+ * way) and tree (an inner node receives from two children, or sends to two) kernels are written
+ * once over prim_step; the protocol decides only how a slot is laid out, waited on and
+ * published. */
+#define PRIM_MAX 2
+
+/* One direction of a connection. words: its step counters in device memory (DEV_STEP_WORDS:
+ * [0] steps sent, [1] steps received, [2] head seen), a send connection uses [0] and [2], a
+ * receive connection [1]. sys: pinned host memory (read uncached; every step published by the
+ * tail). */
+struct prim_conn {
+  char* fifo;
+  uint64_t* words;
+  int sys;
+};
+
+/* A block's connections and their counters (in shared memory; thread 0 writes them). */
+struct prim {
+  int nrecv, nsend;
+  struct prim_conn recv[PRIM_MAX], send[PRIM_MAX];
+  uint64_t rstep[PRIM_MAX], sstep[PRIM_MAX], head_seen[PRIM_MAX];
+  int nslots;
+  size_t slot_bytes;
+  const volatile uint32_t* abort;
+  int aborted;
+};
+
+/* Thread 0: the counters from device memory; prim_save writes them back. */
+__device__ static inline void prim_load(struct prim* p) {
+  for (int i = 0; i < p->nrecv; i++) p->rstep[i] = p->recv[i].words[1];
+  for (int i = 0; i < p->nsend; i++) {
+    p->sstep[i] = p->send[i].words[0];
+    p->head_seen[i] = p->send[i].words[2];
+  }
+  p->aborted = 0;
+}
+__device__ static inline void prim_save(const struct prim* p) {
+  for (int i = 0; i < p->nrecv; i++) p->recv[i].words[1] = p->rstep[i];
+  for (int i = 0; i < p->nsend; i++) {
+    p->send[i].words[0] = p->sstep[i];
+    p->send[i].words[2] = p->head_seen[i];
+  }
+}
+
+/* 8 bytes at byte offset at of a buffer of total bytes (zeros past the end), and the store. */
+__device__ static inline uint64_t ld8(const char* p, size_t at, size_t total) {
+  if (at >= total) return 0;
+  size_t nb = total - at < 8 ? total - at : 8;
+  if (nb == 8 && ((uintptr_t)(p + at) & 7) == 0) return *(const uint64_t*)(p + at);
+  uint64_t v = 0;
+  for (size_t k = 0; k < nb; k++) v |= (uint64_t)(unsigned char)p[at + k] << (8 * k);
+  return v;
+}
+__device__ static inline void st8(char* p, size_t at, size_t total, uint64_t v) {
+  if (at >= total) return;
+  size_t nb = total - at < 8 ? total - at : 8;
+  if (nb == 8 && ((uintptr_t)(p + at) & 7) == 0) {
+    *(uint64_t*)(p + at) = v;
+    return;
+  }
+  for (size_t k = 0; k < nb; k++) p[at + k] = (char)(v >> (8 * k));
+}
+
+/* One 8-byte word of a step: the elements of r0 (if nr >= 1), my input x (if has_x) and r1 (if
+ * nr == 2), reduced in that order (the CPU engine's tree order); post divides for AVG. */
+template <typename T, int OP>
+__device__ static inline uint64_t red_word(uint64_t r0, uint64_t r1, uint64_t x, int nr, bool has_x,
+                                           bool post, T s, int nranks) {
+  union {
+    uint64_t u;
+    T e[8 / sizeof(T)];
+  } a, b, c, v;
+  a.u = r0, b.u = x, c.u = r1;
+#pragma unroll
+  for (int k = 0; k < (int)(8 / sizeof(T)); k++) {
+    T e = elem<T, OP>(a.e[k], b.e[k], nr >= 1, has_x, post && nr < 2, s, nranks);
+    if (nr == 2) {
+      e = combine<T, OP>(e, c.e[k]);
+      if (OP == RED_AVG && post) e = red_div(e, nranks);
+    }
+    v.e[k] = e;
+  }
+  return v.u;
+}
+
+/* Simple, two sources or two destinations (a tree's inner node): dst(s) = r0 . x . r1 over n
+ * elements, 16-byte packs where every pointer allows, elements after that. */
+template <typename T, int OP>
+__device__ static void move_multi(const T* r0, const T* r1, bool sys, const T* in, T* out, T* s0,
+                                  T* s1, size_t n, bool post, T s, int nranks) {
+  const int nr = r1 ? 2 : r0 ? 1 : 0;
+  const int tid = threadIdx.x, nt = blockDim.x;
+  uintptr_t bits = (uintptr_t)r0 | (uintptr_t)r1 | (uintptr_t)in | (uintptr_t)out | (uintptr_t)s0 |
+                   (uintptr_t)s1;
+  size_t npk = (bits & 15) == 0 ? n * sizeof(T) / 16 : 0;
+  for (size_t i = tid; i < npk; i += nt) {
+    uint64_t a[2] = {0, 0}, b[2] = {0, 0}, x[2] = {0, 0}, v[2];
+    if (r0) {
+      int4 q = ld_slot((const int4*)r0 + i, sys);
+      memcpy(a, &q, 16);
+    }
+    if (r1) {
+      int4 q = ld_slot((const int4*)r1 + i, sys);
+      memcpy(b, &q, 16);
+    }
+    if (in) memcpy(x, (const int4*)in + i, 16);
+    v[0] = red_word<T, OP>(a[0], b[0], x[0], nr, in != NULL, post, s, nranks);
+    v[1] = red_word<T, OP>(a[1], b[1], x[1], nr, in != NULL, post, s, nranks);
+    int4 q;
+    memcpy(&q, v, 16);
+    if (out) ((int4*)out)[i] = q;
+    if (s0) ((int4*)s0)[i] = q;
+    if (s1) ((int4*)s1)[i] = q;
+  }
+  for (size_t i = npk * 16 / sizeof(T) + tid; i < n; i += nt) {
+    T a = r0 ? ld_fifo(r0 + i, sys) : T(), b = r1 ? ld_fifo(r1 + i, sys) : T(),
+      x = in ? in[i] : T();
+    T v = elem<T, OP>(a, x, nr >= 1, in != NULL, post && nr < 2, s, nranks);
+    if (nr == 2) {
+      v = combine<T, OP>(v, b);
+      if (OP == RED_AVG && post) v = red_div(v, nranks);
+    }
+    if (out) out[i] = v;
+    if (s0) s0[i] = v;
+    if (s1) s1[i] = v;
+  }
+}
+
+/* LL: wait for line p to carry flag (peer memory), or read it once (host memory, whose step the
+ * tail already published). */
+__device__ static inline uint64_t ll_read(const char* p, uint32_t flag, bool sys,
+                                          const volatile uint32_t* abort, int* aborted) {
+  uint32_t lo, f1, hi, f2;
+  unsigned spins = 0;
+  for (;;) {
+    if (sys)
+      asm volatile("ld.global.cv.v4.u32 {%0, %1, %2, %3}, [%4];"
+                   : "=r"(lo), "=r"(f1), "=r"(hi), "=r"(f2)
+                   : "l"(p)
+                   : "memory");
+    else
+      asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                   : "=r"(lo), "=r"(f1), "=r"(hi), "=r"(f2)
+                   : "l"(p)
+                   : "memory");
+    if (sys || (f1 == flag && f2 == flag)) break;
+    if (wait_aborted(abort, &spins)) {
+      *aborted = 1;
+      break;
+    }
+  }
+  return (uint64_t)lo | (uint64_t)hi << 32;
+}
+__device__ static inline void ll_write(char* p, uint64_t v, uint32_t flag) {
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"((uint32_t)v),
+               "r"(flag), "r"((uint32_t)(v >> 32)), "r"(flag)
+               : "memory");
+}
+
+/* LL: every thread takes lines tid, tid + nt, ...: 8 bytes of the chunk each. */
+template <typename T, int OP>
+__device__ static void move_ll(struct prim* p, int nr, int ns, char* const* rs, char* const* ss,
+                               const T* in, T* out, size_t n, bool post, T s, int nranks) {
+  const size_t total = n * sizeof(T), nlines = (total + 7) / 8;
+  uint32_t rflag[PRIM_MAX], sflag[PRIM_MAX];
+  for (int i = 0; i < nr; i++) rflag[i] = (uint32_t)(p->rstep[i] + 1);
+  for (int i = 0; i < ns; i++) sflag[i] = (uint32_t)(p->sstep[i] + 1);
+  int aborted = 0;
+  for (size_t l = threadIdx.x; l < nlines; l += blockDim.x) {
+    uint64_t r[PRIM_MAX] = {0, 0};
+    for (int i = 0; i < nr; i++)
+      r[i] = ll_read(rs[i] + l * DEV_LL_LINE, rflag[i], p->recv[i].sys != 0, p->abort, &aborted);
+    if (aborted) break;
+    uint64_t x = in ? ld8((const char*)in, l * 8, total) : 0;
+    uint64_t v = red_word<T, OP>(r[0], r[1], x, nr, in != NULL, post, s, nranks);
+    if (out) st8((char*)out, l * 8, total, v);
+    for (int i = 0; i < ns; i++) ll_write(ss[i] + l * DEV_LL_LINE, v, sflag[i]);
+  }
+  if (aborted) p->aborted = 1;
+}
+
+/* LL128: warp w takes 4 lines at a time (8 lanes a line, 16 bytes a lane; lane 7 of a line holds
+ * its last 8 data bytes and the flag), every lane of the warp storing in the same instruction, so
+ * that a line is written whole. A receiving warp polls until every flag of its 4 lines matches. */
+template <typename T, int OP>
+__device__ static void move_ll128(struct prim* p, int nr, int ns, char* const* rs, char* const* ss,
+                                  const T* in, T* out, size_t n, bool post, T s, int nranks) {
+  const size_t total = n * sizeof(T);
+  const size_t nlines = (total + DEV_LL128_DATA - 1) / DEV_LL128_DATA;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  const int j = lane & 7, grp = lane >> 3;
+  uint64_t rflag[PRIM_MAX], sflag[PRIM_MAX];
+  for (int i = 0; i < nr; i++) rflag[i] = p->rstep[i] + 1;
+  for (int i = 0; i < ns; i++) sflag[i] = p->sstep[i] + 1;
+  int aborted = 0;
+  for (size_t base = (size_t)warp * 4; base < nlines; base += (size_t)nwarps * 4) {
+    const size_t line = base + grp;
+    const bool active = line < nlines;
+    const size_t at = line * DEV_LL128_DATA + 16 * (size_t)j;
+    const size_t off = line * DEV_LL128_LINE + 16 * (size_t)j;
+    uint64_t r[PRIM_MAX][2] = {{0, 0}, {0, 0}};
+    for (int i = 0; i < nr; i++) {
+      const bool sys = p->recv[i].sys != 0;
+      unsigned spins = 0;
+      for (;;) {
+        uint64_t a = 0, b = 0;
+        if (active) {
+          if (sys)
+            asm volatile("ld.global.cv.v2.u64 {%0, %1}, [%2];"
+                         : "=l"(a), "=l"(b)
+                         : "l"(rs[i] + off)
+                         : "memory");
+          else
+            asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];"
+                         : "=l"(a), "=l"(b)
+                         : "l"(rs[i] + off)
+                         : "memory");
+        }
+        r[i][0] = a, r[i][1] = b;
+        bool ok = sys || !active || j != 7 || b == rflag[i];
+        if (__all_sync(0xffffffffu, ok)) break;
+        if (__any_sync(0xffffffffu, wait_aborted(p->abort, &spins))) {
+          aborted = 1;
+          break;
+        }
+      }
+      if (aborted) break;
+    }
+    if (aborted) break;
+    if (!active) continue;
+    uint64_t x0 = 0, x1 = 0;
+    if (in) {
+      x0 = ld8((const char*)in, at, total);
+      if (j != 7) x1 = ld8((const char*)in, at + 8, total);
+    }
+    uint64_t v0 = red_word<T, OP>(r[0][0], r[1][0], x0, nr, in != NULL, post, s, nranks);
+    uint64_t v1 = red_word<T, OP>(r[0][1], r[1][1], x1, nr, in != NULL, post, s, nranks);
+    if (out) {
+      st8((char*)out, at, total, v0);
+      if (j != 7) st8((char*)out, at + 8, total, v1);
+    }
+    for (int i = 0; i < ns; i++) {
+      uint64_t w1 = j == 7 ? sflag[i] : v1;
+      asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(ss[i] + off), "l"(v0), "l"(w1)
+                   : "memory");
+    }
+  }
+  if (aborted) p->aborted = 1;
+}
+
+/* Which connections a verb uses, what it reads and writes. */
+__device__ static inline bool verb_recvs(enum verb v) {
+  return v == VERB_RECV || v == VERB_RECV_REDUCE_SEND || v == VERB_RECV_REDUCE_COPY_SEND ||
+         v == VERB_RECV_COPY_SEND || v == VERB_RECV_REDUCE_COPY;
+}
+__device__ static inline bool verb_sends(enum verb v) {
+  return v == VERB_SEND || v == VERB_RECV_REDUCE_SEND || v == VERB_RECV_REDUCE_COPY_SEND ||
+         v == VERB_RECV_COPY_SEND || v == VERB_COPY_SEND;
+}
+
+/* One step of a schedule: verb on len elements at in + in_off / out + out_off, receiving from
+ * every receive connection and sending to every send connection of p as the verb says.
+ * Thread 0 says which step it wants (for a network proxy), waits for a free slot on every send
+ * connection (head) and, where the tail publishes the step (Simple, or host memory), for the
+ * data; the block moves the chunk (LL and LL128 poll the lines' flags themselves); then thread 0
+ * publishes: the tail where it is the publication (after a system fence), the head to every
+ * sender. Not inlined: one copy per kernel instantiation keeps the build short. */
+template <int PROTO, typename T, int OP>
+__device__ static __noinline__ void prim_step(struct prim* p, enum verb verb, const T* in, T* out,
+                                              size_t in_off, size_t out_off, size_t len, T s,
+                                              int nranks) {
+  const int tid = threadIdx.x;
+  const int nr = verb_recvs(verb) ? p->nrecv : 0, ns = verb_sends(verb) ? p->nsend : 0;
+  if (tid == 0) {
+    unsigned spins = 0;
+    for (int i = 0; i < nr; i++)
+      st_volatile((uint64_t*)(p->recv[i].fifo + DEV_FIFO_WANT), p->rstep[i] + 1);
+    for (int i = 0; i < nr && !p->aborted; i++) {
+      if (PROTO != DEV_PROTO_SIMPLE && !p->recv[i].sys) continue;
+      const uint64_t* tail = (const uint64_t*)(p->recv[i].fifo + DEV_FIFO_TAIL);
+      while (ld_volatile(tail) < p->rstep[i] + 1)
+        if (wait_aborted(p->abort, &spins)) {
+          p->aborted = 1;
+          break;
+        }
+    }
+    if (nr) __threadfence_system();
+    for (int i = 0; i < ns && !p->aborted; i++) {
+      const uint64_t* head = (const uint64_t*)(p->send[i].fifo + DEV_FIFO_HEAD);
+      while (p->sstep[i] + 1 > p->head_seen[i] + (uint64_t)p->nslots) {
+        p->head_seen[i] = ld_volatile(head);
+        if (wait_aborted(p->abort, &spins)) {
+          p->aborted = 1;
+          break;
+        }
+      }
+    }
+  }
+  __syncthreads();
+  if (p->aborted) return;
+  char* rs[PRIM_MAX] = {NULL, NULL};
+  char* ss[PRIM_MAX] = {NULL, NULL};
+  for (int i = 0; i < nr; i++)
+    rs[i] = p->recv[i].fifo +
+            dev_slot_offset(PROTO, p->recv[i].sys, p->nslots, p->slot_bytes, p->rstep[i]);
+  for (int i = 0; i < ns; i++)
+    ss[i] = p->send[i].fifo +
+            dev_slot_offset(PROTO, p->send[i].sys, p->nslots, p->slot_bytes, p->sstep[i]);
+  const T* xin = NULL;
+  T* xout = NULL;
+  bool post = false;
+  switch (verb) {
+  case VERB_SEND:
+  case VERB_RECV_REDUCE_SEND:
+    xin = in + in_off;
+    break;
+  case VERB_RECV_REDUCE_COPY_SEND:
+  case VERB_COPY:
+  case VERB_RECV_REDUCE_COPY:
+    xin = in + in_off, xout = out + out_off, post = true;
+    break;
+  case VERB_RECV_COPY_SEND:
+  case VERB_RECV:
+    xout = out + out_off;
+    break;
+  case VERB_COPY_SEND:
+    xin = in + in_off, xout = out + out_off;
+    break;
+  default:
+    break;
+  }
+  /* In place copies need no store (only collectives that do not reduce copy without post). */
+  if (xin != NULL && xin == xout && !post) xout = NULL;
+  if (PROTO == DEV_PROTO_SIMPLE || (nr == 0 && ns == 0)) {
+    /* Slots read uncached where any source is host memory. */
+    const bool sys = (nr > 0 && p->recv[0].sys) || (nr > 1 && p->recv[1].sys);
+    if (nr <= 1 && ns <= 1) {
+      if (xin != NULL || xout != NULL || nr || ns)
+        move<T, OP>((const T*)rs[0], xin, xout, (T*)ss[0], len, post, s, nranks, sys);
+    } else {
+      move_multi<T, OP>((const T*)rs[0], (const T*)rs[1], sys, xin, xout, (T*)ss[0], (T*)ss[1], len,
+                        post, s, nranks);
+    }
+  } else if (PROTO == DEV_PROTO_LL) {
+    move_ll<T, OP>(p, nr, ns, rs, ss, xin, xout, len, post, s, nranks);
+  } else {
+    move_ll128<T, OP>(p, nr, ns, rs, ss, xin, xout, len, post, s, nranks);
+  }
+  /* Steps published by the tail: the slot's byte count (for a network proxy), then a system
+   * fence, which orders the slot and the count before the tail. */
+  bool tails = false;
+  for (int i = 0; i < ns; i++) tails |= PROTO == DEV_PROTO_SIMPLE || p->send[i].sys;
+  if (tails) {
+    size_t bytes = PROTO == DEV_PROTO_SIMPLE ? len * sizeof(T)
+                   : PROTO == DEV_PROTO_LL
+                       ? (len * sizeof(T) + 7) / 8 * DEV_LL_LINE
+                       : (len * sizeof(T) + DEV_LL128_DATA - 1) / DEV_LL128_DATA * DEV_LL128_LINE;
+    if (tid == 0)
+      for (int i = 0; i < ns; i++)
+        st_volatile(
+            (uint64_t*)(p->send[i].fifo + DEV_FIFO_SIZES + 8 * (p->sstep[i] % (uint64_t)p->nslots)),
+            (uint64_t)bytes);
+    __threadfence_system();
+  }
+  __syncthreads();
+  if (tid == 0 && !p->aborted) {
+    for (int i = 0; i < ns; i++) {
+      ++p->sstep[i];
+      if (PROTO == DEV_PROTO_SIMPLE || p->send[i].sys)
+        st_volatile((uint64_t*)(p->send[i].fifo + DEV_FIFO_TAIL), p->sstep[i]);
+    }
+    if (nr) __threadfence();
+    for (int i = 0; i < nr; i++)
+      st_volatile((uint64_t*)(p->recv[i].fifo + DEV_FIFO_HEAD), ++p->rstep[i]);
+  }
+  __syncthreads();
+}
+
 /* The PREMULSUM factor of a launch: from device memory if given, else the host immediate. */
 template <typename T>
 __device__ static inline T load_scalar(const void* device_scalar, const unsigned char* host) {

@@ -1,14 +1,21 @@
 /* The CUDA engine's capability and cost table (core/plan.h) and its fit.
  *
- * Rows for every pair the engine is meant to run: the one-shot LL kernel (device/oneshot.cu)
- * within a host with peer access, the one-hop AllReduce across hosts (device/onehop.cu,
- * OneShot/Simple over the point-to-point FIFOs), the ring with Simple for every collective, and
- * for AllReduce the ring and the tree with Simple, LL and LL128 (LL128 only over peer memory,
- * where 128-byte stores of a warp arrive whole, as NCCL restricts it). gpu_fit says which of them
- * have launch code in this build (has_kernel): the others are refused with that sentence when
- * NCCL_ALGO / NCCL_PROTO leave only them, and never chosen by the cost model. The copy engine
- * (gpu/ce.c, tune_ce_wanted) and the point-to-point FIFOs are chosen by the engine outside this
- * table: NCCL_ALGO and NCCL_PROTO do not name them.
+ * Rows for every pair the engine runs: the one-shot LL kernel (device/oneshot.cu) within a host
+ * with peer access, the one-hop AllReduce across hosts (device/onehop.cu, OneShot/Simple over
+ * the point-to-point FIFOs), the ring with Simple, LL and LL128 for every ring collective, and
+ * the double binary tree with Simple, LL and LL128 for AllReduce, Broadcast and Reduce
+ * (device/colls.cuh, over the point-to-point FIFOs). LL128 uses its 128-byte lines only where
+ * gpu_check_ll128 found every pair of GPUs the same GPU or NVLink-connected; elsewhere (host
+ * memory, the network, PCIe) its steps are published by the tail, correct but with no gain over
+ * Simple, so there it runs only when asked for.
+ *
+ * The default choice (NCCL_ALGO / NCCL_PROTO unset) takes only pairs whose figures were
+ * measured: one-shot LL, the one hop, the ring with Simple, and across hosts the tree with
+ * Simple for AllReduce. The other pairs' figures are estimates: gpu_fit marks them as taken only
+ * when NCCL_ALGO / NCCL_PROTO leave nothing else (plan_fit crossover with 0 bytes), so that an
+ * estimate never replaces a measured path. The copy engine (gpu/ce.c, tune_ce_wanted) and the
+ * point-to-point FIFOs are chosen by the engine outside this table: NCCL_ALGO and NCCL_PROTO do
+ * not name them.
  *
  * Figures (per-step latency us, per-rank bandwidth GB/s) and where they come from: */
 #include "gpu/caps.h"
@@ -18,6 +25,7 @@
 #define AR    (1u << COLL_ALLREDUCE)
 #define AR_RS (AR | 1u << COLL_ALLGATHER | 1u << COLL_REDUCESCATTER)
 #define ALL   (AR_RS | 1u << COLL_BROADCAST | 1u << COLL_REDUCE)
+#define TREE  (AR | 1u << COLL_BROADCAST | 1u << COLL_REDUCE)
 #define PEER  (1u << PLAN_PATH_PEER)
 #define SHM   (1u << PLAN_PATH_SHM)
 #define NET   (1u << PLAN_PATH_NET)
@@ -31,7 +39,21 @@
  * steps, 9.07 GB/s at 128 MB; the one hop: 30.0-38.9 us at 8 B on 2 hosts (H100, MPS). */
 #define NET_RING   "2 H200 as 2 hosts over TCP (PERFORMANCE.md): 45.7 us at 8 B, 9.07 GB/s"
 #define NET_ONEHOP "1 H100, 2 ranks as 2 hosts under MPS: 30.0-38.9 us at 8 B (estimate of GB/s)"
-#define EST        "estimate, not measured"
+/* docs/PERFORMANCE.md, "Tree and protocols across hosts: n ranks as n hosts on one H100"
+ * (AllReduce, medians of 5 rounds, Simple). The tree's time has a large fixed part across hosts:
+ * 2 MB took 1.13 ms on 2 hosts, 2.05 ms on 4, 2.7 ms on 8 (2h network trips of the whole
+ * pipeline, h = 1, 2, 3), so its latency figure is 500 us per step, not the 24 us of an 8-byte
+ * trip (47.5 us in 2 steps on 2 hosts). Its bandwidth figure is in the model's units (an inner
+ * node moves 1.5 x 2 x the buffer, core/tune.c): against the ring's 9.1, 30 puts the crossover
+ * near 97 MB on 2 hosts, 29 MB on 4 and 30 MB on 8. Measured: the tree is 1.52x the ring's bus
+ * bandwidth at 128 MB on 2 hosts (11.55 / 7.62 GB/s), 1.12x on 4 (4.60 / 4.11) and 1.07x on 8
+ * (2.11 / 1.97); 16 MB: 1.03x, 1.12x, 0.97x; 2 MB and below it loses (0.36x on 2 hosts at 2 MB),
+ * except 32 KB on 8 hosts (337 us against the ring's 444), which this model leaves to the ring.
+ * Measured with 8 point-to-point channels per network peer, before MONEL_NET_P2P_CHANNELS (2). */
+#define NET_TREE                                                                                   \
+  "1 H100, n ranks as n hosts under MPS (PERFORMANCE.md): tree 11.55 GB/s against ring 7.62 at "   \
+  "128 MB on 2 hosts, 4.60/4.11 on 4, 2.11/1.97 on 8; 2 MB: 1.13 ms on 2 hosts"
+#define EST "estimate, not measured (taken only when NCCL_ALGO/NCCL_PROTO ask)"
 
 const struct plan_row gpu_caps[GPU_NCAPS] = {
     /* In table order: a row with a measured crossover (one-shot, one hop) comes first. */
@@ -43,28 +65,41 @@ const struct plan_row gpu_caps[GPU_NCAPS] = {
     {ALL, ALGO_RING, PROTO_SIMPLE, SHM, 3.0, 24, PLAN_CH_BLOCKS, 0, MB,
      EST " (24 GB/s: the block model's host-memory link, MONEL_LINK_GBPS)"},
     {ALL, ALGO_RING, PROTO_SIMPLE, NET, 20, 9.1, PLAN_CH_BLOCKS, 0, MB, NET_RING},
-    /* AllReduce: ring and tree with LL (half the bandwidth: 8 data bytes per 16-byte line) and
-     * LL128 (120 of 128 bytes), lower latency per step (no fence between data and flag). */
-    {AR, ALGO_RING, PROTO_LL, PEER, 1.0, 170, PLAN_CH_BLOCKS, 0, MB, EST},
-    {AR, ALGO_RING, PROTO_LL128, PEER, 1.5, 320, PLAN_CH_BLOCKS, 0, MB, EST},
-    {AR, ALGO_RING, PROTO_LL, SHM, 2.0, 12, PLAN_CH_BLOCKS, 0, MB, EST},
-    {AR, ALGO_RING, PROTO_LL, NET, 10, 4.5, PLAN_CH_BLOCKS, 0, MB, EST},
-    {AR, ALGO_TREE, PROTO_SIMPLE, PEER, 2.0, 340, PLAN_CH_BLOCKS, 0, MB, EST},
-    {AR, ALGO_TREE, PROTO_LL, PEER, 1.0, 170, PLAN_CH_BLOCKS, 0, MB, EST},
-    {AR, ALGO_TREE, PROTO_LL128, PEER, 1.5, 320, PLAN_CH_BLOCKS, 0, MB, EST},
-    {AR, ALGO_TREE, PROTO_SIMPLE, SHM, 3.0, 24, PLAN_CH_BLOCKS, 0, MB, EST},
-    {AR, ALGO_TREE, PROTO_LL, SHM, 2.0, 12, PLAN_CH_BLOCKS, 0, MB, EST},
-    {AR, ALGO_TREE, PROTO_SIMPLE, NET, 20, 9.1, PLAN_CH_BLOCKS, 0, MB, EST},
-    {AR, ALGO_TREE, PROTO_LL, NET, 10, 4.5, PLAN_CH_BLOCKS, 0, MB, EST},
-    /* No LL128 through host memory or the network: the order of its 128-byte stores is not
-     * ensured there. */
+    /* Tree, Simple, across hosts: measured for AllReduce (gpu_fit leaves Broadcast and Reduce
+     * to the ring unless asked). */
+    {TREE, ALGO_TREE, PROTO_SIMPLE, NET, 500, 30, PLAN_CH_BLOCKS, 0, MB, NET_TREE},
+    /* The ring with LL (half the bandwidth: 8 data bytes per 16-byte line) and LL128 (120 of 128
+     * bytes), lower latency per step where their lines are used (no fence between data and
+     * flag); by the tail (host memory, network) as Simple's. */
+    {ALL, ALGO_RING, PROTO_LL, PEER, 1.0, 170, PLAN_CH_BLOCKS, 0, MB, EST},
+    {ALL, ALGO_RING, PROTO_LL128, PEER, 1.5, 320, PLAN_CH_BLOCKS, 0, MB, EST},
+    {ALL, ALGO_RING, PROTO_LL, SHM, 2.0, 12, PLAN_CH_BLOCKS, 0, MB, EST},
+    {ALL, ALGO_RING, PROTO_LL, NET, 20, 4.5, PLAN_CH_BLOCKS, 0, MB, EST},
+    {ALL, ALGO_RING, PROTO_LL128, SHM | NET, 20, 8.5, PLAN_CH_BLOCKS, 0, MB, EST " (by the tail)"},
+    /* The tree elsewhere and with the other protocols. */
+    {TREE, ALGO_TREE, PROTO_SIMPLE, PEER, 2.0, 340, PLAN_CH_BLOCKS, 0, MB, EST},
+    {TREE, ALGO_TREE, PROTO_LL, PEER, 1.0, 170, PLAN_CH_BLOCKS, 0, MB, EST},
+    {TREE, ALGO_TREE, PROTO_LL128, PEER, 1.5, 320, PLAN_CH_BLOCKS, 0, MB, EST},
+    {TREE, ALGO_TREE, PROTO_SIMPLE, SHM, 3.0, 24, PLAN_CH_BLOCKS, 0, MB, EST},
+    {TREE, ALGO_TREE, PROTO_LL, SHM, 2.0, 12, PLAN_CH_BLOCKS, 0, MB, EST},
+    {TREE, ALGO_TREE, PROTO_LL, NET, 500, 15, PLAN_CH_BLOCKS, 0, MB, EST},
+    {TREE, ALGO_TREE, PROTO_LL128, SHM | NET, 500, 28, PLAN_CH_BLOCKS, 0, MB, EST " (by the tail)"},
 };
 
-/* The pairs whose launch code exists (engine.c launch_task). The device layer adds its pairs
- * here as their kernels land. */
+/* The pairs whose launch code exists (engine.c launch_task): OneShot with LL (one-shot) and
+ * Simple (one hop), the ring with every protocol, the tree with every protocol for AllReduce,
+ * Broadcast and Reduce (the rows' collectives). */
 static int has_kernel(enum algo_id a, enum proto_id p) {
-  return (a == ALGO_RING && p == PROTO_SIMPLE) || (a == ALGO_ONESHOT && p == PROTO_LL) ||
-         (a == ALGO_ONESHOT && p == PROTO_SIMPLE);
+  (void)p;
+  return a == ALGO_RING || a == ALGO_TREE || a == ALGO_ONESHOT;
+}
+
+/* Figures measured for this row and collective (the default choice may take it). */
+static int measured(const struct plan_row* row, enum coll_kind coll) {
+  if (row->algo == ALGO_ONESHOT) return 1;
+  if (row->algo == ALGO_RING && row->proto == PROTO_SIMPLE) return 1;
+  return row->algo == ALGO_TREE && row->proto == PROTO_SIMPLE && row->paths == NET &&
+         coll == COLL_ALLREDUCE;
 }
 
 static size_t per_peer(size_t total, int nranks) {
@@ -77,6 +112,12 @@ struct plan_fit gpu_fit(const struct gpu_fit_in* in, const struct task* t,
   size_t bytes = t->count * dtype_size(t->dtype);
   if (!has_kernel(row->algo, row->proto)) {
     f.runs = 0, f.why = "has no kernel in this build yet";
+  } else if (row->algo == ALGO_TREE && !in->tree_ok) {
+    f.runs = 0, f.why = "needs point-to-point FIFOs to every peer (at most 16 ranks, all mapped)";
+  } else if (row->algo == ALGO_RING || row->algo == ALGO_TREE) {
+    /* Estimated rows, and LL128 by the tail where its lines are not safe: only when asked. */
+    if (!measured(row, t->coll) || (row->proto == PROTO_LL128 && !in->ll128_lines))
+      f.crossover = 1, f.crossover_bytes = 0;
   } else if (row->algo == ALGO_ONESHOT && row->proto == PROTO_LL) {
     f.crossover = 1, f.crossover_bytes = per_peer(in->oneshot_max, in->nranks);
     if (!in->ll_ok)

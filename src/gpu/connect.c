@@ -259,7 +259,7 @@ ncclResult_t gpu_connect_ll(struct ncclComm* comm, struct gpu_comm* g) {
  * (gpu/net.c); its messages use no other channel (gpu/p2p.c). */
 ncclResult_t gpu_connect_p2p(struct ncclComm* comm, struct gpu_comm* g) {
   int me = comm->rank, nnet = 0;
-  size_t fifo = DEV_FIFO_HEADER + (size_t)g->p2p_nslots * g->p2p_slot_bytes;
+  size_t fifo = dev_fifo_bytes(g->p2p_nslots, g->p2p_slot_bytes);
   size_t mine = fifo * (size_t)g->p2p_nch, net = fifo * (size_t)g->p2p_net_nch;
   NCCLCHECK(map_all(comm, g, &g->p2p_mem, g->peer_p2p, 1, &g->p2p_ok));
   for (int r = 0; r < comm->nranks; r++) {
@@ -283,6 +283,45 @@ ncclResult_t gpu_connect_p2p(struct ncclComm* comm, struct gpu_comm* g) {
        (void*)comm, comm->rank, g->p2p_ok ? "every peer mapped" : "off (a peer cannot be mapped)",
        g->p2p_nch, g->host_fifos ? " through pinned host memory" : "", nnet, g->p2p_net_nch);
   return ncclSuccess;
+}
+
+/* LL128's lines are safe where a warp's 128-byte store reaches the reader whole: the same GPU,
+ * or a peer GPU over NVLink, taken here as a pair with native atomics (cudaDevP2PAttr
+ * NativeAtomicSupported, which PCIe peers lack). Every rank checks its peers on this host
+ * (network peers and host-memory FIFOs publish every step by the tail anyway) and the verdicts
+ * are combined, so both ends of a connection lay LL128 out alike (collective). */
+ncclResult_t gpu_check_ll128(struct ncclComm* comm, struct gpu_comm* g) {
+  struct bus {
+    char id[32];
+    int ok;
+  }* all = NULL;
+  int n = comm->nranks, me = comm->rank, ok = 1;
+  ncclResult_t res = ncclSuccess;
+  g->ll128_lines = 0;
+  NCCLCALLOC(all, n);
+  if (cudaDeviceGetPCIBusId(all[me].id, sizeof all[me].id, comm->cuda_dev) != cudaSuccess) ok = 0;
+  NCCLCHECKGOTO(boot_allgather(comm->boot, all, sizeof *all), res, out);
+  for (int r = 0; r < n && ok; r++) {
+    if (r == me || gpu_net_is(comm, r) || strcmp(all[r].id, all[me].id) == 0) continue;
+    int dev = -1, atomics = 0;
+    if (cudaDeviceGetByPCIBusId(&dev, all[r].id) != cudaSuccess ||
+        cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, comm->cuda_dev,
+                                  dev) != cudaSuccess ||
+        !atomics)
+      ok = 0;
+  }
+  (void)cudaGetLastError();
+  for (int r = 0; r < n; r++) memset(all[r].id, 0, sizeof all[r].id);
+  all[me].ok = ok;
+  NCCLCHECKGOTO(boot_allgather(comm->boot, all, sizeof *all), res, out);
+  g->ll128_lines = 1;
+  for (int r = 0; r < n; r++) g->ll128_lines &= all[r].ok;
+  INFO(LOG_INIT | LOG_P2P, "comm %p rank %d GPU LL128: %s", (void*)comm, comm->rank,
+       g->ll128_lines ? "lines in GPU memory (the same GPU or NVLink)"
+                      : "every step published by the tail (a pair of GPUs without NVLink)");
+out:
+  free(all);
+  return res;
 }
 
 ncclResult_t gpu_connect_ce(struct ncclComm* comm, struct gpu_comm* g) {

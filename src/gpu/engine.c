@@ -1,21 +1,20 @@
-/* The CUDA engine: connects the ring and the one-shot buffers at init (gpu/connect.c), then
- * enqueues one kernel per operation on the user's stream. run() never waits for peers, never
- * allocates device memory and never synchronises, so a group may enqueue for several comms from one
- * thread and a CUDA graph may capture it.
+/* The CUDA engine: connects the ring, the one-shot buffers and the point-to-point FIFOs at init
+ * (gpu/connect.c), then enqueues one kernel per operation on the user's stream. run() never
+ * waits for peers, never allocates device memory and never synchronises, so a group may enqueue
+ * for several comms from one thread and a CUDA graph may capture it.
  *
- * Choice per operation: core's plan (core/plan.c, t->plan) from this engine's table (gpu/caps.c):
- * an AllReduce, AllGather or ReduceScatter whose (n-1) x bytes per peer is at most
- * MONEL_ONESHOT_MAX runs the one-shot LL kernel when every pair of GPUs has peer access and
- * NCCL_ALGO / NCCL_PROTO allow OneShot and LL; everything else runs the ring kernel with the
- * Simple protocol. NCCL_PROTO=LL alone raises the limit to DEV_LL_MAX_BYTES per peer;
- * NCCL_PROTO=Simple (or ^LL) turns the one-shot path off. A pair the plan asks for that has no
- * launch code is refused by the plan, never replaced.
+ * Choice per operation: core's plan (core/plan.c, t->plan) from this engine's table
+ * (gpu/caps.c); the engine executes it and never replaces it. The pairs with launch code:
+ * OneShot/LL (device/oneshot.cu, within a host with peer access), OneShot/Simple (the one hop
+ * across hosts, device/onehop.cu), Ring with Simple, LL or LL128 for every ring collective and
+ * Tree with Simple, LL or LL128 for AllReduce, Broadcast and Reduce (device/colls.cuh, over the
+ * point-to-point FIFOs). LL128 uses its lines only where gpu_check_ll128 found them safe;
+ * elsewhere its steps are published by the tail.
  *
  * Across hosts (gpu/net.c) the ring follows topo_ring_order() (one crossing per host), each hop to
- * another host is a network connection driven by the proxy thread, and the one-shot LL path is
- * off; a small AllReduce runs in one hop over the point-to-point FIFOs instead (device/onehop.cu,
- * MONEL_NET_ONEHOP_MAX);
- * nothing changes at enqueue, so CUDA graphs capture the same launches. */
+ * another host is a network connection driven by the proxy thread; the tree's network edges are
+ * point-to-point connections; nothing changes at enqueue, so CUDA graphs capture the same
+ * launches. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +58,7 @@ static ncclResult_t choose_sizes(struct ncclComm* comm, struct gpu_comm* g) {
   g->nchannels_max = nch;
   g->nslots = NSLOTS;
   g->slot_bytes = ((size_t)buff / NSLOTS) & ~(size_t)127;
-  g->fifo_bytes = DEV_FIFO_HEADER + (size_t)g->nslots * g->slot_bytes;
+  g->fifo_bytes = dev_fifo_bytes(g->nslots, g->slot_bytes);
   if (comm->nranks > 1) NCCLCHECK(gpu_choose_host_fifos(comm, g));
   NCCLCHECK(gpu_ring_order(comm, g));
   int64_t link = param_int(PARAM_LINK_GBPS), blk = param_int(PARAM_BLOCK_GBPS);
@@ -94,7 +93,7 @@ static ncclResult_t alloc_buffers(struct ncclComm* comm, struct gpu_comm* g, int
                                           : (size_t)slot & ~(size_t)127;
   g->p2p_nslots = ns < 2 ? 2 : ns > 64 ? 64 : (int)ns;
   size_t nfifo = (size_t)n * g->p2p_nch;
-  size_t fifo = DEV_FIFO_HEADER + (size_t)g->p2p_nslots * g->p2p_slot_bytes;
+  size_t fifo = dev_fifo_bytes(g->p2p_nslots, g->p2p_slot_bytes);
   NCCLCHECK(gpu_shared_alloc(comm, g, nfifo * fifo, g->host_fifos, &g->p2p_mem));
   NCCLCHECK(dev_zalloc(g, (void**)&g->p2p_steps, nfifo * DEV_STEP_WORDS * sizeof(uint64_t)));
   return ncclSuccess;
@@ -117,11 +116,26 @@ static ncclResult_t alloc_control(struct gpu_comm* g) {
   return ncclSuccess;
 }
 
-/* Load the kernels every comm may launch now, so that no launch loads one (graph capture). */
-static ncclResult_t preload_kernels(int multi) {
+/* Load the kernels the plan may launch on this comm now, so that no launch loads one (graph
+ * capture): by default the ring with Simple, and the tree with Simple across hosts (the pairs the
+ * plan takes unasked, gpu/caps.c); when NCCL_ALGO or NCCL_PROTO is set, the ring with every
+ * protocol NCCL_PROTO allows for some collective and, with the point-to-point FIFOs (`multi`),
+ * the tree when NCCL_ALGO allows it for AllReduce, Broadcast or Reduce. */
+static ncclResult_t preload_kernels(struct ncclComm* comm, int multi) {
+  int asked = param_str(PARAM_ALGO)[0] != '\0' || param_str(PARAM_PROTO)[0] != '\0';
+  int tree = multi && (asked || gpu_net_any(comm)) &&
+             (algo_allowed(COLL_ALLREDUCE, ALGO_TREE) || algo_allowed(COLL_BROADCAST, ALGO_TREE) ||
+              algo_allowed(COLL_REDUCE, ALGO_TREE));
+  int protos[PROTO_COUNT];
+  for (int pr = 0; pr < PROTO_COUNT; pr++)
+    protos[pr] = pr == PROTO_SIMPLE || (asked && proto_allowed_any((enum proto_id)pr));
   for (int dt = 0; dt < ncclNumTypes; dt++)
     for (int op = RED_SUM; op <= RED_PREMULSUM; op++) {
-      CUDACHECK(dev_ring_preload(dt, op));
+      for (int pr = 0; pr < PROTO_COUNT; pr++) {
+        if (!protos[pr]) continue;
+        CUDACHECK(dev_ring_preload(pr, dt, op));
+        if (tree) CUDACHECK(dev_tree_preload(pr, dt, op));
+      }
       if (multi) CUDACHECK(dev_oneshot_preload(dt, op));
     }
   CUDACHECK(dev_p2p_preload());
@@ -138,6 +152,7 @@ static ncclResult_t connect_peers(struct ncclComm* comm, struct gpu_comm* g, int
     NCCLCHECK(gpu_connect_p2p(comm, g));
   }
   if (n > 1) NCCLCHECK(gpu_net_connect(comm, g));
+  if (n > 1) NCCLCHECK(gpu_check_ll128(comm, g));
   g->onehop_ok = multi && g->p2p_ok && gpu_net_any(comm) && param_int(PARAM_NET_ONEHOP_MAX) > 0 &&
                  algo_allowed(COLL_ALLREDUCE, ALGO_ONESHOT);
   if (g->onehop_ok) {
@@ -171,7 +186,7 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
   NCCLCHECK(alloc_buffers(comm, g, multi));
   NCCLCHECK(alloc_control(g));
   CUDACHECK(cudaDeviceSynchronize());
-  NCCLCHECK(preload_kernels(multi));
+  NCCLCHECK(preload_kernels(comm, multi));
   NCCLCHECK(connect_peers(comm, g, multi));
   INFO(
       LOG_INIT | LOG_TUNING,
@@ -217,6 +232,14 @@ static void plan_figures(struct ncclComm* comm, const struct gpu_comm* g) {
 
 _Static_assert(GPU_LL_PART_BYTES == DEV_LL_BLOCK_DATA, "gpu/caps.h: one-shot LL part size");
 _Static_assert(GPU_NCAPS <= 64, "core/plan.c takes at most 64 rows");
+_Static_assert((int)DEV_PROTO_LL == (int)PROTO_LL && (int)DEV_PROTO_LL128 == (int)PROTO_LL128 &&
+                   (int)DEV_PROTO_SIMPLE == (int)PROTO_SIMPLE,
+               "device/dev.h numbers the protocols as core/plan.h");
+
+/* The tree's point-to-point FIFOs reach every peer (launch_tree). */
+static int tree_fifos(const struct ncclComm* comm, const struct gpu_comm* g) {
+  return comm->nranks == 1 || (g->p2p_ok && comm->nranks <= DEV_MAX_PEERS);
+}
 
 /* The engine's plan_fit (gpu/caps.c has the rules). */
 static struct plan_fit gpu_plan_fit(const struct ncclComm* comm, const struct task* t,
@@ -228,7 +251,9 @@ static struct plan_fit gpu_plan_fit(const struct ncclComm* comm, const struct ta
                           (size_t)param_int(PARAM_ONESHOT_MAX),
                           g->onehop_ok,
                           g->p2p_slot_bytes,
-                          (size_t)param_int(PARAM_NET_ONEHOP_MAX)};
+                          (size_t)param_int(PARAM_NET_ONEHOP_MAX),
+                          tree_fifos(comm, g),
+                          g->ll128_lines};
   return gpu_fit(&in, t, row);
 }
 
@@ -297,6 +322,8 @@ static int reduces(enum coll_kind c) {
   return c == COLL_ALLREDUCE || c == COLL_REDUCE || c == COLL_REDUCESCATTER;
 }
 
+/* The ring of every collective (device/colls.cuh) with the plan's protocol. LL128 where its lines
+ * are not safe (gpu_check_ll128) publishes its steps by the tail, as through host memory. */
 static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struct task* t) {
   struct dev_ring_args a;
   memset(&a, 0, sizeof a);
@@ -341,12 +368,66 @@ static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struc
   a.slot_bytes = g->slot_bytes;
   a.steps = g->steps;
   a.sysmem = g->host_fifos || g->net_prev;
+  a.send_sys = g->host_fifos || g->net_next;
+  a.proto = (int)t->plan.proto;
+  if (a.proto == DEV_PROTO_LL128 && !g->ll128_lines) a.sysmem = a.send_sys = 1; /* by the tail */
   a.ctl = gpu_ctl(g, t->seq, t->seq, t->stream);
   for (int c = 0; c < a.nchannels && n > 1; c++) {
     a.ch[c].recv_fifo = g->fifo_mem.ptr + (size_t)c * g->fifo_bytes;
     a.ch[c].send_fifo = g->next_fifo + (size_t)c * g->fifo_bytes;
   }
   return launch_result(comm, t, dev_ring_launch(&a, t->stream));
+}
+
+/* Tree collectives (AllReduce, Broadcast, Reduce; device/colls.cuh) over the point-to-point
+ * FIFOs: the double binary tree of algo/tree.h on the comm's ring positions (the ranks of a host
+ * neighbours), rooted at rank 0 for AllReduce. Channels: the plan's, at most the point-to-point
+ * channels over the trees (each tree of a channel has its own; across hosts the channels a
+ * network peer has, MONEL_NET_P2P_CHANNELS), at most the comm's block limit over 2 x trees. */
+static ncclResult_t launch_tree(struct ncclComm* comm, struct gpu_comm* g, struct task* t) {
+  int n = comm->nranks;
+  struct dev_tree_args a;
+  memset(&a, 0, sizeof a);
+  size_t es = dtype_size(t->dtype);
+  a.in = t->sendbuff;
+  a.out = t->recvbuff;
+  a.count = t->count;
+  a.nranks = n;
+  a.coll = t->coll == COLL_ALLREDUCE   ? DEV_ALLREDUCE
+           : t->coll == COLL_BROADCAST ? DEV_BROADCAST
+                                       : DEV_REDUCE;
+  if (reduces(t->coll)) {
+    a.dtype = (int)t->dtype;
+    a.op = t->op.kind;
+    memcpy(a.scalar, t->op.scalar, sizeof a.scalar);
+    a.device_scalar = t->op.device_scalar;
+  } else { /* moved as bytes */
+    a.dtype = (int)ncclUint8;
+    a.op = RED_SUM;
+    a.count = t->count * es;
+  }
+  int root = t->coll == COLL_ALLREDUCE ? 0 : t->root;
+  for (int k = 0; k < TREE_COUNT; k++)
+    a.node[k] = tree_node_in_order(comm->rank, n, root, k, comm->ring_order, comm->ring_pos);
+  int lim = n == 1 ? 1 : gpu_net_any(comm) ? g->p2p_net_nch : g->p2p_nch;
+  a.ntrees = lim >= 2 ? 2 : 1;
+  int nch = t->plan.nchannels;
+  if (nch > lim / a.ntrees) nch = lim / a.ntrees;
+  if (nch > g->cta.max / (2 * a.ntrees)) nch = g->cta.max / (2 * a.ntrees);
+  a.nchannels = nch < 1 ? 1 : nch;
+  a.proto = (int)t->plan.proto;
+  a.p2p_nch = g->p2p_nch;
+  a.nslots = g->p2p_nslots;
+  a.slot_bytes = g->p2p_slot_bytes;
+  a.fifo_bytes = dev_fifo_bytes(g->p2p_nslots, g->p2p_slot_bytes);
+  a.recv_sys = g->p2p_sysmem;
+  a.send_sys = g->host_fifos ? ~0u : g->p2p_net;
+  if (a.proto == DEV_PROTO_LL128 && !g->ll128_lines) a.recv_sys = a.send_sys = ~0u; /* by tail */
+  a.steps = g->p2p_steps;
+  memcpy(a.send_fifo, g->p2p_send, sizeof a.send_fifo);
+  memcpy(a.recv_fifo, g->p2p_recv, sizeof a.recv_fifo);
+  a.ctl = gpu_ctl(g, t->seq, t->seq, t->stream);
+  return launch_result(comm, t, dev_tree_launch(&a, t->stream));
 }
 
 /* The kernels of a comm share its FIFOs and step counters, so they must run one after the other
@@ -384,7 +465,10 @@ static ncclResult_t launch_task(struct ncclComm* comm, struct gpu_comm* g, struc
   enum proto_id p = t->plan.proto;
   if (a == ALGO_ONESHOT && p == PROTO_LL) return launch_oneshot(comm, g, t);
   if (a == ALGO_ONESHOT && p == PROTO_SIMPLE) return launch_onehop(comm, g, t);
-  if (a == ALGO_RING && p == PROTO_SIMPLE) return launch_ring(comm, g, t);
+  if (a == ALGO_RING) return launch_ring(comm, g, t);
+  if (a == ALGO_TREE &&
+      (t->coll == COLL_ALLREDUCE || t->coll == COLL_BROADCAST || t->coll == COLL_REDUCE))
+    return launch_tree(comm, g, t);
   WARN(
       "%s #%llu on rank %d: the plan chose %s/%s, which this build of the GPU engine cannot launch",
       coll_name(t->coll), (unsigned long long)t->seq, comm->rank, algo_name(a), proto_name(p));

@@ -3,6 +3,7 @@
 #define MONEL_GPU_GPU_H
 #include <cuda_runtime_api.h>
 #include "core/comm.h"
+#include "core/plan.h"
 #include "core/tune.h"
 #include "device/dev.h"
 #include "os/shm.h"
@@ -57,8 +58,9 @@ struct gpu_comm {
   uint64_t* steps;         /* device: DEV_STEP_WORDS counters per channel */
   /* One-shot LL AllReduce (dev.h): usable when every rank mapped every peer's buffer. */
   int ll_ok;
-  int onehop_ok; /* one-hop AllReduce allowed: a peer across the network, point-to-point FIFOs
-                   to every peer, NCCL_ALGO allows OneShot for allreduce */
+  int onehop_ok;   /* one-hop AllReduce allowed: a peer across the network, point-to-point FIFOs
+                     to every peer, NCCL_ALGO allows OneShot for allreduce */
+  int ll128_lines; /* LL128 may use its lines in GPU memory (gpu_check_ll128) */
   struct gpu_mem ll_mem;        /* my LL buffer, on my GPU */
   uint32_t* ll_seq;             /* device: launches so far, per block */
   char* peer_ll[DEV_MAX_PEERS]; /* every rank's LL buffer as I address it */
@@ -138,6 +140,7 @@ ncclResult_t gpu_connect_ring(struct ncclComm* comm, struct gpu_comm* g);
 ncclResult_t gpu_connect_ll(struct ncclComm* comm, struct gpu_comm* g);
 ncclResult_t gpu_connect_p2p(struct ncclComm* comm, struct gpu_comm* g);
 ncclResult_t gpu_connect_ce(struct ncclComm* comm, struct gpu_comm* g);
+ncclResult_t gpu_check_ll128(struct ncclComm* comm, struct gpu_comm* g);
 void gpu_disconnect(struct gpu_comm* g);
 
 /* net.c: connections across hosts. gpu_net_is: whether the connection with peer is a NET one;

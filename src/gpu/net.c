@@ -87,7 +87,7 @@ static void spec(struct fifo_net_spec* s, const struct ncclComm* comm, int is_se
 }
 
 static size_t p2p_fifo_bytes(const struct gpu_comm* g) {
-  return DEV_FIFO_HEADER + (size_t)g->p2p_nslots * g->p2p_slot_bytes;
+  return dev_fifo_bytes(g->p2p_nslots, g->p2p_slot_bytes);
 }
 
 /* Listens for every connection I receive on from peer r; handles[] gets their handles in the

@@ -179,7 +179,7 @@ static void args_init(struct gpu_comm* g, struct ncclComm* comm, struct dev_p2p_
   a->nch = g->p2p_nch;
   a->nslots = g->p2p_nslots;
   a->slot_bytes = g->p2p_slot_bytes;
-  a->fifo_bytes = DEV_FIFO_HEADER + (size_t)g->p2p_nslots * g->p2p_slot_bytes;
+  a->fifo_bytes = dev_fifo_bytes(g->p2p_nslots, g->p2p_slot_bytes);
   a->sysmem = g->p2p_sysmem;
   a->steps = g->p2p_steps;
   memcpy(a->send_fifo, g->p2p_send, sizeof a->send_fifo);

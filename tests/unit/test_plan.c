@@ -88,7 +88,8 @@ static struct plan_comm gpu_pc(enum plan_path path) {
 /* Defaults: MONEL_ONESHOT_MAX 3 MB, LL buffers 512 KB, MONEL_NET_ONEHOP_MAX 32 KB, 512 KB
  * slots. */
 static void gpu_state(int nranks, int ll_ok, int onehop_ok) {
-  struct gpu_fit_in s = {nranks, ll_ok, 512 << 10, 3 << 20, onehop_ok, 512 << 10, 32 << 10};
+  struct gpu_fit_in s = {nranks,    ll_ok,    512 << 10,    3 << 20, onehop_ok,
+                         512 << 10, 32 << 10, nranks <= 16, ll_ok};
   fit_state = s;
 }
 
@@ -154,8 +155,10 @@ TEST(gpu_oneshot_ll_on_nvlink) {
   CHECK_PAIR(gpu(PLAN_PATH_PEER, 16, COLL_ALLREDUCE, 256 << 10, "", ""), ALGO_RING, PROTO_SIMPLE);
   CHECK_PAIR(gpu(PLAN_PATH_PEER, 16, COLL_ALLREDUCE, 209715, "", ""), ALGO_ONESHOT, PROTO_LL);
   CHECK_PAIR(gpu(PLAN_PATH_PEER, 16, COLL_ALLREDUCE, 209716, "", ""), ALGO_RING, PROTO_SIMPLE);
-  /* NCCL_PROTO=LL: no limit but the buffers' */
-  CHECK_PAIR(gpu(PLAN_PATH_PEER, 16, COLL_ALLREDUCE, 256 << 10, "", "LL"), ALGO_ONESHOT, PROTO_LL);
+  /* NCCL_ALGO=OneShot NCCL_PROTO=LL: no limit but the buffers' (NCCL_PROTO=LL alone also
+   * allows the ring and the tree with LL) */
+  CHECK_PAIR(gpu(PLAN_PATH_PEER, 16, COLL_ALLREDUCE, 256 << 10, "allreduce:oneshot", "LL"),
+             ALGO_ONESHOT, PROTO_LL);
   /* NCCL_PROTO=Simple, ^LL, NCCL_ALGO=Ring: the ring */
   gpu_state(2, 1, 0);
   CHECK_PAIR(gpu(PLAN_PATH_PEER, 2, COLL_ALLREDUCE, 8, "", "Simple"), ALGO_RING, PROTO_SIMPLE);
@@ -189,31 +192,73 @@ TEST(gpu_onehop_across_the_network) {
   CHECK(strstr(c.err, "OneShot/Simple must fit one point-to-point slot") != NULL);
 }
 
-/* Today NCCL_ALGO=Tree would have run a ring and NCCL_PROTO=LL128 a ring with Simple: the plan
- * refuses what the engine has no kernel for, naming it. */
-TEST(gpu_refuses_pairs_without_a_kernel) {
+/* Tree and the LL / LL128 rings run when NCCL_ALGO / NCCL_PROTO ask for them; their estimated
+ * figures never replace a measured path by default; the plan refuses what cannot run here. */
+TEST(gpu_forced_tree_and_protocols) {
   gpu_state(4, 1, 0);
-  struct choice c = gpu(PLAN_PATH_PEER, 4, COLL_ALLREDUCE, 1 << 20, "Tree", "");
-  CHECK_RES(c.res, ncclInvalidUsage);
-  CHECK(strstr(c.err, "AllReduce of 1048576 bytes cannot run on the gpu engine as "
-                      "NCCL_ALGO=\"Tree\": Tree/Simple has no kernel in this build yet") != NULL);
-  c = gpu(PLAN_PATH_PEER, 4, COLL_ALLREDUCE, 1 << 20, "", "LL128");
-  CHECK_RES(c.res, ncclInvalidUsage);
-  CHECK(strstr(c.err, "Ring/LL128 has no kernel") != NULL);
-  c = gpu(PLAN_PATH_PEER, 4, COLL_BROADCAST, 1 << 20, "Tree", "");
-  CHECK_RES(c.res, ncclInvalidUsage);
-  CHECK(strstr(c.err, "NCCL_ALGO=\"Tree\" leaves no algorithm for Broadcast: Monel's gpu engine "
-                      "runs it with Ring only") != NULL);
-  /* LL128 is not declared through host memory or the network */
+  for (int path = 0; path < PLAN_PATH_COUNT; path++) {
+    enum plan_path pt = (enum plan_path)path;
+    const enum coll_kind tree_colls[] = {COLL_ALLREDUCE, COLL_BROADCAST, COLL_REDUCE};
+    for (int i = 0; i < 3; i++) {
+      CHECK_PAIR(gpu(pt, 4, tree_colls[i], 1 << 20, "Tree", "Simple"), ALGO_TREE, PROTO_SIMPLE);
+      CHECK_PAIR(gpu(pt, 4, tree_colls[i], 1 << 20, "Tree", "LL"), ALGO_TREE, PROTO_LL);
+      CHECK_PAIR(gpu(pt, 4, tree_colls[i], 1 << 20, "Tree", "LL128"), ALGO_TREE, PROTO_LL128);
+    }
+    for (int c = 0; c < COLL_COUNT; c++) {
+      if (!algo_coll_is_tunable((enum coll_kind)c)) continue;
+      CHECK_PAIR(gpu(pt, 4, (enum coll_kind)c, 3 << 20, "Ring", "LL"), ALGO_RING, PROTO_LL);
+      CHECK_PAIR(gpu(pt, 4, (enum coll_kind)c, 3 << 20, "Ring", "LL128"), ALGO_RING, PROTO_LL128);
+    }
+  }
+  /* Unset: the measured paths on one host (ring, Simple, beyond the one-shot) */
+  CHECK_PAIR(gpu(PLAN_PATH_PEER, 4, COLL_ALLREDUCE, 1 << 20, "", ""), ALGO_RING, PROTO_SIMPLE);
+  CHECK_PAIR(gpu(PLAN_PATH_PEER, 8, COLL_ALLREDUCE, 64 << 20, "", ""), ALGO_RING, PROTO_SIMPLE);
+  CHECK_PAIR(gpu(PLAN_PATH_SHM, 8, COLL_BROADCAST, 64 << 20, "", ""), ALGO_RING, PROTO_SIMPLE);
+  /* NCCL_PROTO=LL beyond the one-shot's buffers: the ring or the tree with LL */
+  struct choice c = gpu(PLAN_PATH_PEER, 2, COLL_ALLREDUCE, 1 << 20, "", "LL");
+  CHECK_RES(c.res, ncclSuccess);
+  CHECK_EQ(c.op.proto, PROTO_LL);
+  CHECK(c.op.algo == ALGO_RING || c.op.algo == ALGO_TREE);
+  /* LL128 where its lines are not safe (no NVLink): only when asked */
   gpu_state(4, 0, 0);
-  c = gpu(PLAN_PATH_NET, 4, COLL_ALLREDUCE, 1 << 20, "", "LL128");
+  CHECK_PAIR(gpu(PLAN_PATH_PEER, 4, COLL_ALLREDUCE, 64 << 20, "", "LL128,Simple"), ALGO_RING,
+             PROTO_SIMPLE);
+  CHECK_PAIR(gpu(PLAN_PATH_PEER, 4, COLL_ALLREDUCE, 64 << 20, "", "LL128"), ALGO_RING, PROTO_LL128);
+  /* Broadcast has no OneShot; AllGather no tree */
+  c = gpu(PLAN_PATH_PEER, 4, COLL_ALLGATHER, 1 << 20, "Tree", "");
   CHECK_RES(c.res, ncclInvalidUsage);
-  CHECK(strstr(c.err, "NCCL_PROTO=\"LL128\" leaves no protocol for AllReduce") != NULL);
-  /* LL only, beyond the one-shot's buffers and no ring LL kernel yet */
-  gpu_state(2, 1, 0);
-  c = gpu(PLAN_PATH_PEER, 2, COLL_ALLREDUCE, 1 << 20, "", "LL");
+  CHECK(strstr(c.err, "NCCL_ALGO=\"Tree\" leaves no algorithm for AllGather: Monel's gpu engine "
+                      "runs it with") != NULL);
+  /* More than 16 ranks: no point-to-point FIFOs to every peer, no tree */
+  gpu_state(17, 0, 0);
+  c = gpu(PLAN_PATH_NET, 17, COLL_ALLREDUCE, 1 << 20, "Tree", "");
   CHECK_RES(c.res, ncclInvalidUsage);
-  CHECK(strstr(c.err, "OneShot/LL holds at most 512 KB per rank") != NULL);
+  CHECK(strstr(c.err, "Tree/Simple needs point-to-point FIFOs to every peer") != NULL);
+  CHECK_PAIR(gpu(PLAN_PATH_NET, 17, COLL_ALLREDUCE, 1 << 30, "", ""), ALGO_RING, PROTO_SIMPLE);
+}
+
+/* Across hosts, by default: the one hop, then the ring, and the tree for a large AllReduce where
+ * it was measured faster (docs/PERFORMANCE.md: 128 MB on 2, 4 and 8 hosts; 16 MB on 4). */
+TEST(gpu_tree_across_hosts) {
+  const int ns[] = {2, 4, 8};
+  for (int i = 0; i < 3; i++) {
+    int n = ns[i];
+    gpu_state(n, 0, 1);
+    CHECK_PAIR(gpu(PLAN_PATH_NET, n, COLL_ALLREDUCE, 8, "", ""), ALGO_ONESHOT, PROTO_SIMPLE);
+    CHECK_PAIR(gpu(PLAN_PATH_NET, n, COLL_ALLREDUCE, 256 << 10, "", ""), ALGO_RING, PROTO_SIMPLE);
+    CHECK_PAIR(gpu(PLAN_PATH_NET, n, COLL_ALLREDUCE, 2 << 20, "", ""), ALGO_RING, PROTO_SIMPLE);
+    CHECK_PAIR(gpu(PLAN_PATH_NET, n, COLL_ALLREDUCE, 128 << 20, "", ""), ALGO_TREE, PROTO_SIMPLE);
+    /* Broadcast and Reduce by the tree were not measured: the ring */
+    CHECK_PAIR(gpu(PLAN_PATH_NET, n, COLL_BROADCAST, 128 << 20, "", ""), ALGO_RING, PROTO_SIMPLE);
+    CHECK_PAIR(gpu(PLAN_PATH_NET, n, COLL_REDUCE, 128 << 20, "", ""), ALGO_RING, PROTO_SIMPLE);
+    /* NCCL_ALGO=Ring keeps the ring */
+    CHECK_PAIR(gpu(PLAN_PATH_NET, n, COLL_ALLREDUCE, 128 << 20, "Ring", ""), ALGO_RING,
+               PROTO_SIMPLE);
+  }
+  gpu_state(4, 0, 1);
+  CHECK_PAIR(gpu(PLAN_PATH_NET, 4, COLL_ALLREDUCE, 32 << 20, "", ""), ALGO_TREE, PROTO_SIMPLE);
+  /* The tree's channels: the block model's, as the ring's (launch_tree clamps them) */
+  CHECK(gpu(PLAN_PATH_NET, 4, COLL_ALLREDUCE, 128 << 20, "", "").op.nchannels >= 1);
 }
 
 /* The ring's blocks: the block model (tune_blocks) with a quarter of MONEL_CHANNEL_BYTES for

@@ -69,6 +69,32 @@ TEST(verbs_by_role) {
   CHECK_EQ(tree_down_verb(&leaf, 0), VERB_RECV);
 }
 
+/* The schedule's offsets: the parts tile [0, count) in order, start at multiples of the
+ * alignment, and every step of a part is a whole number of aligned elements but the last. */
+TEST(parts_and_chunks_tile_the_buffer) {
+  const size_t counts[] = {0, 1, 2, 15, 16, 17, 1023, 4096, 1048579, 16777219};
+  for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
+    for (int nparts = 1; nparts <= 16; nparts++)
+      for (size_t align = 1; align <= 16; align *= 2) {
+        size_t count = counts[ci], next = 0;
+        for (int k = 0; k < nparts; k++) {
+          size_t lo, hi;
+          tree_part(count, nparts, k, align, &lo, &hi);
+          CHECK_EQ(lo, next);
+          CHECK(lo <= hi && hi <= count);
+          CHECK(lo == count || lo % align == 0);
+          size_t c = tree_chunk(hi - lo, 4096 / align, 32768 / align, align);
+          CHECK(c >= 1 && c <= 32768 / align && c % align == 0);
+          next = hi;
+        }
+        CHECK_EQ(next, count);
+      }
+  /* about TREE_PIPELINE steps per part where the bounds allow */
+  CHECK_EQ(tree_chunk(8 << 20, 1024, 1 << 20, 4), (size_t)(1 << 20));
+  CHECK_EQ(tree_chunk(1 << 20, 1024, 1 << 20, 4), (size_t)(1 << 17));
+  CHECK_EQ(tree_chunk(100, 1024, 1 << 20, 4), (size_t)1024);
+}
+
 static unsigned bit(enum algo_id a) {
   return 1u << a;
 }
