@@ -17,7 +17,8 @@ export NCCL_NVLS_ENABLE=0 NCCL_DEBUG=${NCCL_DEBUG:-WARN} LD_LIBRARY_PATH="$B/lib
 rc=0
 nvidia-smi -L 2>&1 | tee "$LOG/gpus.log"
 for k in count dtype op root coll p2p none; do
-  timeout 120 "$B/bin/monelrun" -n 2 --fake-hosts 2 "$B/tests/gpu_test_gpu_mismatch" "$k" \
+  MONEL_CHECK_CALLS=1 timeout 120 "$B/bin/monelrun" -n 2 --fake-hosts 2 \
+    "$B/tests/gpu_test_gpu_mismatch" "$k" \
     >"$LOG/mismatch-$k.log" 2>&1
   s=$?
   grep -h 'PASS\|FAIL' "$LOG/mismatch-$k.log"
