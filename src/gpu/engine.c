@@ -322,6 +322,22 @@ static int reduces(enum coll_kind c) {
   return c == COLL_ALLREDUCE || c == COLL_REDUCE || c == COLL_REDUCESCATTER;
 }
 
+/* The kernel's view of a task's elements: its type and operator, or bytes summed as uint8 (an
+ * operation that moves data without reducing it). */
+static void elements_of(const struct task* t, size_t es, int* dtype, int* op,
+                        unsigned char scalar[8], const void** device_scalar, size_t* count) {
+  if (reduces(t->coll)) {
+    *dtype = (int)t->dtype;
+    *op = t->op.kind;
+    memcpy(scalar, t->op.scalar, 8);
+    *device_scalar = t->op.device_scalar;
+  } else { /* moved as bytes */
+    *dtype = (int)ncclUint8;
+    *op = RED_SUM;
+    *count = t->count * es;
+  }
+}
+
 /* The ring of every collective (device/colls.cuh) with the plan's protocol. LL128 where its lines
  * are not safe (gpu_check_ll128) publishes its steps by the tail, as through host memory. */
 static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struct task* t) {
@@ -353,16 +369,7 @@ static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struc
     a.coll = DEV_REDUCESCATTER;
     break;
   }
-  if (reduces(t->coll)) {
-    a.dtype = (int)t->dtype;
-    a.op = t->op.kind;
-    memcpy(a.scalar, t->op.scalar, sizeof a.scalar);
-    a.device_scalar = t->op.device_scalar;
-  } else { /* moved as bytes */
-    a.dtype = (int)ncclUint8;
-    a.op = RED_SUM;
-    a.count = t->count * es;
-  }
+  elements_of(t, es, &a.dtype, &a.op, a.scalar, &a.device_scalar, &a.count);
   a.nchannels = t->plan.nchannels; /* core/plan.c */
   a.nslots = g->nslots;
   a.slot_bytes = g->slot_bytes;
@@ -396,16 +403,7 @@ static ncclResult_t launch_tree(struct ncclComm* comm, struct gpu_comm* g, struc
   a.coll = t->coll == COLL_ALLREDUCE   ? DEV_ALLREDUCE
            : t->coll == COLL_BROADCAST ? DEV_BROADCAST
                                        : DEV_REDUCE;
-  if (reduces(t->coll)) {
-    a.dtype = (int)t->dtype;
-    a.op = t->op.kind;
-    memcpy(a.scalar, t->op.scalar, sizeof a.scalar);
-    a.device_scalar = t->op.device_scalar;
-  } else { /* moved as bytes */
-    a.dtype = (int)ncclUint8;
-    a.op = RED_SUM;
-    a.count = t->count * es;
-  }
+  elements_of(t, es, &a.dtype, &a.op, a.scalar, &a.device_scalar, &a.count);
   int root = t->coll == COLL_ALLREDUCE ? 0 : t->root;
   for (int k = 0; k < TREE_COUNT; k++)
     a.node[k] = tree_node_in_order(comm->rank, n, root, k, comm->ring_order, comm->ring_pos);
