@@ -86,7 +86,7 @@ const struct plan_row gpu_caps[GPU_NCAPS] = {
     {TREE, ALGO_TREE, PROTO_LL128, SHM | NET, 500, 28, PLAN_CH_BLOCKS, 0, MB, EST " (by the tail)"},
 };
 
-/* The pairs whose launch code exists (engine.c launch_task): OneShot with LL (one-shot) and
+/* The pairs whose launch code exists (launch.c gpu_launch_task): OneShot with LL (one-shot) and
  * Simple (one hop), the ring with every protocol, the tree with every protocol for AllReduce,
  * Broadcast and Reduce (the rows' collectives). */
 static int has_kernel(enum algo_id a, enum proto_id p) {

@@ -190,7 +190,9 @@ ncclResult_t gpu_ce_run(struct ncclComm* comm, struct task* const* tasks, int nt
 void gpu_ce_free(struct gpu_comm* g);
 /* Let the comm's streams blocked on copy-engine flags go on (an aborted comm; see ce.c). */
 void gpu_ce_release(struct gpu_comm* g);
-/* engine.c: make stream s wait for the comm's previous kernel when that ran on another stream. */
+/* launch.c: make stream s wait for the comm's previous kernel when that ran on another stream. */
 ncclResult_t gpu_order_after_last(struct gpu_comm* g, cudaStream_t s);
+/* Launch one task of a group on its stream as its plan says (launch.c). */
+ncclResult_t gpu_launch_task(struct ncclComm* comm, struct gpu_comm* g, struct task* t);
 
 #endif
