@@ -593,17 +593,23 @@ TEST(tcp_sockets_clamped_to_64) {
   pair_close(&net_tcp, &p);
 }
 
-TEST(tcp_registrations) {
+/* A network without CUDA support refuses to register CUDA memory (and says so with a NULL
+ * handle), registers host memory, and refuses a handle deregistered already. */
+static void check_host_registrations(const struct net* n) {
   struct pair p;
   char buf[64];
-  void* mh = NULL;
-  pair_open(&net_tcp, &p);
-  CHECK(net_tcp.reg_mr(p.s, buf, sizeof buf, NET_PTR_CUDA, &mh) == ncclInvalidArgument);
+  void* mh = (void*)1;
+  pair_open(n, &p);
+  CHECK(n->reg_mr(p.s, buf, sizeof buf, NET_PTR_CUDA, &mh) == ncclInvalidArgument);
   CHECK(mh == NULL);
-  CHECK_RES(net_tcp.reg_mr(p.s, buf, sizeof buf, NET_PTR_HOST, &mh), ncclSuccess);
-  CHECK_RES(net_tcp.dereg_mr(p.s, mh), ncclSuccess);
-  CHECK(net_tcp.dereg_mr(p.s, mh) == ncclInvalidArgument); /* stale */
-  pair_close(&net_tcp, &p);
+  CHECK_RES(n->reg_mr(p.s, buf, sizeof buf, NET_PTR_HOST, &mh), ncclSuccess);
+  CHECK_RES(n->dereg_mr(p.s, mh), ncclSuccess);
+  CHECK(n->dereg_mr(p.s, mh) == ncclInvalidArgument); /* stale */
+  pair_close(n, &p);
+}
+
+TEST(tcp_registrations) {
+  check_host_registrations(&net_tcp);
 }
 
 /* A connection that presents another token is dropped; the right one still gets through. */
@@ -758,16 +764,7 @@ TEST(ucx_properties) {
   CHECK(strncmp(p.name, "UCX ", 4) == 0);
   CHECK(strstr(net_ucx_transports(), "tcp/") != NULL); /* UCX_TLS=tcp */
   CHECK_EQ(p.ptr_support & NET_PTR_CUDA, 0);           /* no CUDA here */
-  void* mh = (void*)1;
-  struct pair pr;
-  char buf[64];
-  pair_open(&net_ucx, &pr);
-  CHECK(net_ucx.reg_mr(pr.s, buf, sizeof buf, NET_PTR_CUDA, &mh) == ncclInvalidArgument);
-  CHECK(mh == NULL);
-  CHECK_RES(net_ucx.reg_mr(pr.s, buf, sizeof buf, NET_PTR_HOST, &mh), ncclSuccess);
-  CHECK_RES(net_ucx.dereg_mr(pr.s, mh), ncclSuccess);
-  CHECK(net_ucx.dereg_mr(pr.s, mh) == ncclInvalidArgument); /* stale */
-  pair_close(&net_ucx, &pr);
+  check_host_registrations(&net_ucx);
 }
 
 /* iflush reads the end of the last buffer received, through the network, and completes; a
