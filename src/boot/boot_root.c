@@ -66,7 +66,7 @@ static const char* hello_check(struct boot_root* r, const struct boot_hello* h, 
   if (h->magic != BOOT_MAGIC_TCP) return "it is not a Monel bootstrap peer (bad magic)";
   if (h->secret != r->secret)
     return "it presented a wrong secret (a rank of another job, or a stale unique id)";
-  if (h->nranks < 1 || h->rank < 0 || h->rank >= h->nranks) {
+  if (h->nranks < 1 || h->nranks > BOOT_MAX_RANKS || h->rank < 0 || h->rank >= h->nranks) {
     snprintf(why, n, "it presented rank %d of %d", h->rank, h->nranks);
     return why;
   }
