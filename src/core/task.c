@@ -2,7 +2,9 @@
  * operations. */
 #include "core/task.h"
 #include "algo/p2p.h"
+#include "util/check.h"
 #include "util/dtype.h"
+#include "util/log.h"
 
 const char* coll_name(enum coll_kind coll) {
   static const char* names[COLL_COUNT] = {"AllReduce",     "Broadcast", "Reduce",    "AllGather",
@@ -69,4 +71,35 @@ ncclResult_t task_messages(const struct task* t, int rank, int n, task_msg_fn fn
   }
 #undef MSG
   return res;
+}
+
+static ncclResult_t self_unpaired(int rank, const struct task_msg_view* v) {
+  if (v->is_send)
+    WARN("%s #%llu on rank %d: a send of %zu bytes to itself has no receive from itself of the "
+         "same size in its group",
+         coll_name(v->task->coll), (unsigned long long)v->task->seq, rank, v->bytes);
+  else
+    WARN("%s #%llu on rank %d: a receive of %zu bytes from itself has no matching send to itself "
+         "in its group",
+         coll_name(v->task->coll), (unsigned long long)v->task->seq, rank, v->bytes);
+  return ncclInvalidUsage;
+}
+
+ncclResult_t task_pair_self(int rank, int n, task_msg_view_fn view, task_pair_fn pair, void* ctx) {
+  struct task_msg_view s, r;
+  int ri = -1;
+  for (int si = 0; si < n; si++) {
+    view(ctx, si, &s);
+    if (!s.is_send || s.peer != rank) continue;
+    do
+      if (++ri < n) view(ctx, ri, &r);
+    while (ri < n && (r.is_send || r.peer != rank));
+    if (ri == n || r.bytes != s.bytes) return self_unpaired(rank, &s);
+    if (pair != NULL) NCCLCHECK(pair(ctx, si, ri));
+  }
+  for (ri++; ri < n; ri++) {
+    view(ctx, ri, &r);
+    if (!r.is_send && r.peer == rank) return self_unpaired(rank, &r);
+  }
+  return ncclSuccess;
 }

@@ -60,6 +60,20 @@ const char* coll_name(enum coll_kind coll);
 typedef ncclResult_t (*task_msg_fn)(void* ctx, const struct task* t, char* buf, size_t bytes,
                                     int peer, int is_send);
 ncclResult_t task_messages(const struct task* t, int rank, int nranks, task_msg_fn fn, void* ctx);
+/* Messages to oneself pair in order: the k-th send to self goes to the k-th receive from self,
+ * which must have its size. view(ctx, i, &v) describes message i of n (in the order of the
+ * group's tasks and their schedules); pair(ctx, send, recv), when not NULL, is called for each pair
+ * in turn. A send or receive to self left without its partner is ncclInvalidUsage, with a WARN
+ * naming the call. One rule for every engine. */
+struct task_msg_view {
+  const struct task* task;
+  size_t bytes;
+  int peer, is_send;
+};
+typedef void (*task_msg_view_fn)(const void* ctx, int i, struct task_msg_view* v);
+typedef ncclResult_t (*task_pair_fn)(void* ctx, int send, int recv);
+ncclResult_t task_pair_self(int rank, int n, task_msg_view_fn view, task_pair_fn pair, void* ctx);
+
 static inline int task_is_p2p(enum coll_kind c) {
   return c == COLL_SEND || c == COLL_RECV || c == COLL_ALLTOALL || c == COLL_ALLTOALLV ||
          c == COLL_GATHER || c == COLL_SCATTER;

@@ -64,31 +64,15 @@ static ncclResult_t list_task(struct batch* b, const struct task* t) {
   return task_messages(t, b->comm->rank, b->comm->nranks, add_msg, b);
 }
 
-/* Messages to myself: the k-th send to self goes to the k-th receive from self. */
-static ncclResult_t self_copies(struct batch* b) {
-  int r = -1, rank = b->comm->rank;
-  for (int s = 0; s < b->n; s++) {
-    struct msg* m = &b->msgs[s];
-    if (!m->is_send || m->peer != rank) continue;
-    do r++;
-    while (r < b->n && (b->msgs[r].is_send || b->msgs[r].peer != rank));
-    if (r == b->n || b->msgs[r].bytes != m->bytes) {
-      WARN("%s #%llu on rank %d: a send of %zu bytes to itself has no receive from itself of the "
-           "same size in its group",
-           coll_name(m->task->coll), (unsigned long long)m->task->seq, rank, m->bytes);
-      return ncclInvalidUsage;
-    }
-    if (b->msgs[r].buf != m->buf) memmove(b->msgs[r].buf, m->buf, m->bytes);
-  }
-  for (r++; r < b->n; r++) {
-    struct msg* m = &b->msgs[r];
-    if (!m->is_send && m->peer == rank) {
-      WARN("%s #%llu on rank %d: a receive of %zu bytes from itself has no matching send to itself "
-           "in its group",
-           coll_name(m->task->coll), (unsigned long long)m->task->seq, rank, m->bytes);
-      return ncclInvalidUsage;
-    }
-  }
+static void msg_view(const void* ctx, int i, struct task_msg_view* v) {
+  const struct msg* m = &((const struct batch*)ctx)->msgs[i];
+  *v = (struct task_msg_view){m->task, m->bytes, m->peer, m->is_send};
+}
+
+/* A send to myself and its receive (core's task_pair_self pairs them). */
+static ncclResult_t self_copy(void* ctx, int send, int recv) {
+  struct msg* ms = ((struct batch*)ctx)->msgs;
+  if (ms[recv].buf != ms[send].buf) memmove(ms[recv].buf, ms[send].buf, ms[send].bytes);
   return ncclSuccess;
 }
 
@@ -221,7 +205,7 @@ ncclResult_t cpu_p2p_run(struct ncclComm* comm, struct task* const* tasks, int n
   NCCLCALLOC(b.chans, 2 * (size_t)n);
   for (int i = 0; i < ntasks; i++) NCCLCHECKGOTO(list_task(&b, tasks[i]), res, out);
   NCCLCHECKGOTO(snapshot_overlaps(&b, &stash), res, out);
-  NCCLCHECKGOTO(self_copies(&b), res, out);
+  NCCLCHECKGOTO(task_pair_self(comm->rank, b.n, msg_view, self_copy, &b), res, out);
   for (int i = 0; i < 2 * n; i++) b.chans[i] = (struct chan){NULL, -1, -1, 0, i >= n};
   for (int i = 0; i < b.n; i++) {
     struct msg* m = &b.msgs[i];

@@ -206,30 +206,23 @@ static ncclResult_t list_coll(struct ncclComm* comm, const struct task* t, struc
   return ncclSuccess;
 }
 
-/* The k-th send to myself goes to the k-th receive from myself, which must have its size. */
-static ncclResult_t copy_self(struct ncclComm* comm, const struct task* t, const struct ce_msg* ms,
-                              int nm, cudaStream_t s) {
-  int me = comm->rank, r = 0;
-  for (int i = 0; i < nm; i++) {
-    if (!ms[i].is_send || ms[i].peer != me) continue;
-    while (r < nm && (ms[r].is_send || ms[r].peer != me)) r++;
-    if (r == nm || ms[r].bytes != ms[i].bytes) {
-      WARN("%s #%llu on rank %d: a send of %zu bytes to itself has no receive from itself of the "
-           "same size in its group",
-           coll_name(t->coll), (unsigned long long)t->seq, me, ms[i].bytes);
-      return ncclInvalidUsage;
-    }
-    if (ms[r].buf != ms[i].buf)
-      CUDACHECK(cudaMemcpyAsync(ms[r].buf, ms[i].buf, ms[i].bytes, cudaMemcpyDefault, s));
-    r++;
-  }
-  for (; r < nm; r++)
-    if (!ms[r].is_send && ms[r].peer == me) {
-      WARN("%s #%llu on rank %d: a receive of %zu bytes from itself has no matching send to itself "
-           "in its group",
-           coll_name(t->coll), (unsigned long long)t->seq, me, ms[r].bytes);
-      return ncclInvalidUsage;
-    }
+struct self_ctx {
+  const struct task* t;
+  const struct ce_msg* ms;
+  cudaStream_t s;
+};
+
+static void msg_view(const void* ctx, int i, struct task_msg_view* v) {
+  const struct self_ctx* c = ctx;
+  *v = (struct task_msg_view){c->t, c->ms[i].bytes, c->ms[i].peer, c->ms[i].is_send};
+}
+
+/* A send to myself and its receive (core's task_pair_self pairs them): one copy on the stream. */
+static ncclResult_t copy_self(void* ctx, int send, int recv) {
+  const struct self_ctx* c = ctx;
+  const struct ce_msg *from = &c->ms[send], *to = &c->ms[recv];
+  if (to->buf != from->buf)
+    CUDACHECK(cudaMemcpyAsync(to->buf, from->buf, from->bytes, cudaMemcpyDefault, c->s));
   return ncclSuccess;
 }
 
@@ -338,7 +331,8 @@ ncclResult_t gpu_ce_run(struct ncclComm* comm, struct task* const* tasks, int nt
     if (tasks[i]->seq > last) last = tasks[i]->seq;
   NCCLCHECK(gpu_order_after_last(g, s));
   NCCLCHECK(gpu_join_streams(g, tasks, ntasks, 0));
-  NCCLCHECK(copy_self(comm, t0, g->ce_msgs, l.n, s));
+  struct self_ctx self = {t0, g->ce_msgs, s};
+  NCCLCHECK(task_pair_self(me, l.n, msg_view, copy_self, &self));
   if (n > 1) NCCLCHECK(run_rounds(comm, g, t0, g->ce_msgs, l.n, snd, rcv, s));
   /* Progress for the watch and for drain, as a kernel reports it (dev.h dev_ctl): the stream
    * writes the operation's sequence number when it is through. The comm's eager operations run

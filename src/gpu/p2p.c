@@ -149,28 +149,14 @@ static int add_self(struct dev_p2p_args* a, int budget, int* nops, const struct 
   return 1;
 }
 
-static ncclResult_t check_self(struct ncclComm* comm, const struct task* t, const struct gmsg* ms,
-                               int nm) {
-  int r = -1, me = comm->rank;
-  for (int s = 0; s < nm; s++) {
-    if (!ms[s].is_send || ms[s].peer != me) continue;
-    do r++;
-    while (r < nm && (ms[r].is_send || ms[r].peer != me));
-    if (r == nm || ms[r].bytes != ms[s].bytes) {
-      WARN("%s #%llu on rank %d: a send of %zu bytes to itself has no receive from itself of the "
-           "same size in its group",
-           coll_name(t->coll), (unsigned long long)t->seq, me, ms[s].bytes);
-      return ncclInvalidUsage;
-    }
-  }
-  for (r++; r < nm; r++)
-    if (!ms[r].is_send && ms[r].peer == me) {
-      WARN("%s #%llu on rank %d: a receive of %zu bytes from itself has no matching send to itself "
-           "in its group",
-           coll_name(t->coll), (unsigned long long)t->seq, me, ms[r].bytes);
-      return ncclInvalidUsage;
-    }
-  return ncclSuccess;
+struct self_ctx {
+  const struct task* t;
+  const struct gmsg* ms;
+};
+
+static void msg_view(const void* ctx, int i, struct task_msg_view* v) {
+  const struct self_ctx* c = ctx;
+  *v = (struct task_msg_view){c->t, c->ms[i].bytes, c->ms[i].peer, c->ms[i].is_send};
 }
 
 static void args_init(struct gpu_comm* g, struct ncclComm* comm, struct dev_p2p_args* a) {
@@ -219,7 +205,8 @@ ncclResult_t gpu_p2p_run(struct ncclComm* comm, struct task* const* tasks, int n
   struct msgs m = {g, 0, n};
   for (int i = 0; i < ntasks; i++) NCCLCHECK(task_messages(tasks[i], me, n, add_msg, &m));
   if (m.n == 0) return ncclSuccess;
-  NCCLCHECK(check_self(comm, tasks[0], g->msgs, m.n));
+  struct self_ctx self = {tasks[0], g->msgs};
+  NCCLCHECK(task_pair_self(me, m.n, msg_view, NULL, &self)); /* the kernel copies the pairs */
   for (int i = 0; i < m.n; i++)
     if (g->msgs[i].peer != me && !g->p2p_ok) {
       WARN("%s #%llu on rank %d: rank %d's GPU cannot be reached for point-to-point transfers "

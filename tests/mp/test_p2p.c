@@ -162,6 +162,37 @@ TEST(threads_many_in_group_4) {
   CHECK_EQ(mp_run_threads(4, plan_main, &plans[MANY]), 0);
 }
 
+/* A send to myself needs a receive from myself of its size, and the other way round: a group
+ * without its partner is ncclInvalidUsage, and the sentence says which call. */
+static int self_unpaired_main(int rank, int nranks, ncclUniqueId id, void* arg) {
+  int recv_only = *(int*)arg, bad = 0;
+  char buf[16] = {0};
+  ncclComm_t comm;
+  MP_CHECK(ncclCommInitRank(&comm, nranks, id, rank));
+  MP_CHECK(ncclGroupStart());
+  if (!recv_only) MP_CHECK(ncclSend(buf, 8, ncclInt8, rank, comm, NULL));
+  MP_CHECK(ncclRecv(buf + 8, 4, ncclInt8, rank, comm, NULL));
+  ncclResult_t r = ncclGroupEnd();
+  const char* why = ncclGetLastError(comm);
+  const char* want = recv_only ? "a receive of 4 bytes from itself has no matching send"
+                               : "a send of 8 bytes to itself has no receive from itself";
+  if (r != ncclInvalidUsage || strstr(why, want) == NULL) {
+    fprintf(stderr, "rank %d: ncclGroupEnd gave %d, last error \"%s\"; expected %d and \"%s\"\n",
+            rank, (int)r, why, (int)ncclInvalidUsage, want);
+    bad = 1;
+  }
+  ncclCommAbort(comm);
+  return bad;
+}
+
+static int send_sizes_differ = 0, recv_alone = 1;
+TEST(self_send_without_its_receive_1) {
+  CHECK_EQ(mp_run(1, self_unpaired_main, &send_sizes_differ), 0);
+}
+TEST(self_receive_without_a_send_2) {
+  CHECK_EQ(mp_run(2, self_unpaired_main, &recv_alone), 0);
+}
+
 /* Ungrouped blocking calls: rank 0 sends 5 MB to rank 1, which sends it back. */
 static int pingpong_main(int rank, int nranks, ncclUniqueId id, void* arg) {
   (void)arg, (void)nranks;
