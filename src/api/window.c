@@ -1,6 +1,7 @@
 /* Exported window calls: registration (core/comm_ext.c keeps the list), the user pointer, and
- * the host-side device-pointer helpers of NCCL's device API. Monel maps no peer's window into
- * this rank's address space, so the pointer of a window is known for the calling rank only. */
+ * the host-side device-pointer helpers of NCCL's device API. On the CPU engine a rank reaches
+ * the window of a peer of its process (its address) and of a peer of another process of its host
+ * whose window lies in memory of ncclMemAlloc (a shared segment, mapped at registration). */
 #include <stdlib.h>
 #include <string.h>
 #include "api/api.h"
@@ -9,27 +10,34 @@
 #include "core/group.h"
 #include "util/check.h"
 
-/* Registration is collective: on the CPU engine it also opens the point-to-point paths to every
- * peer both ways (one byte each way), because a path is set up by both of its ends and a
- * one-sided put must not wait for its target to set up its end (api/onesided.c). */
-static ncclResult_t connect_all(ncclComm_t comm, const char* fn) {
+/* Registration is collective: on the CPU engine every rank sends its record of the window
+ * (address, size, shared segment: core/comm_ext.h) to every peer and receives theirs, which maps
+ * the peers' parts this rank can reach (ncclGetPeerDevicePointer) and opens the point-to-point
+ * paths to every peer both ways, because a path is set up by both of its ends and a one-sided
+ * put must not wait for its target to set up its end (api/onesided.c). Inside a group, or on a
+ * suspended comm, nothing is exchanged: only the calling rank's part is known. */
+static ncclResult_t exchange(ncclComm_t comm, struct comm_window* cw, const char* fn) {
   if (comm->nranks == 1 || strcmp(comm->engine->name, "cpu") != 0 || group_depth() > 0 ||
       comm->suspended)
     return ncclSuccess;
-  char* b = calloc(2 * (size_t)comm->nranks, 1);
-  if (b == NULL) {
+  struct window_rec* recs = calloc((size_t)comm->nranks + 1, sizeof *recs);
+  if (recs == NULL) {
     WARN("%s: out of host memory on rank %d", fn, comm->rank);
     return ncclSystemError;
   }
+  struct window_rec* mine = &recs[comm->nranks];
+  comm_window_rec(cw->buff, cw->size, mine);
   ncclResult_t res = pncclGroupStart(), end;
   for (int p = 0; p < comm->nranks && res == ncclSuccess; p++) {
     if (p == comm->rank) continue;
-    res = pncclSend(b + p, 1, ncclUint8, p, comm, NULL);
-    if (res == ncclSuccess) res = pncclRecv(b + comm->nranks + p, 1, ncclUint8, p, comm, NULL);
+    res = pncclSend(mine, sizeof *mine, ncclUint8, p, comm, NULL);
+    if (res == ncclSuccess) res = pncclRecv(&recs[p], sizeof *recs, ncclUint8, p, comm, NULL);
   }
   end = pncclGroupEnd();
-  free(b);
-  return res != ncclSuccess ? res : end;
+  if (res == ncclSuccess) res = end;
+  if (res == ncclSuccess) res = comm_window_map_peers(cw, recs);
+  free(recs);
+  return res;
 }
 
 NCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size,
@@ -48,7 +56,12 @@ NCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size
     return ncclInvalidArgument;
   }
   NCCLCHECK(comm_window_add(comm, buff, size, winFlags, win));
-  return connect_all(comm, fn);
+  ncclResult_t res = exchange(comm, comm_window_of(comm, *win), fn);
+  if (res != ncclSuccess) {
+    comm_window_remove(comm, *win);
+    *win = NULL;
+  }
+  return res;
 }
 
 NCCL_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win) {
@@ -76,7 +89,9 @@ NCCL_API(ncclResult_t, ncclWinGetUserPtr, ncclComm_t comm, ncclWindow_t win, voi
   return ncclSuccess;
 }
 
-/* The address of byte `offset` of rank `peer`'s part of the window, as this rank can use it. */
+/* The address of byte `offset` of rank `peer`'s part of the window, as this rank can use it:
+ * NULL (and success) when this rank cannot reach that part, as NCCL gives for a peer outside
+ * the load/store team. */
 static ncclResult_t peer_pointer(ncclWindow_t window, size_t offset, int peer, void** out,
                                  const char* fn) {
   NCCLCHECK(api_check_ptr(out, "outPtr", fn));
@@ -89,13 +104,13 @@ static ncclResult_t peer_pointer(ncclWindow_t window, size_t offset, int peer, v
     WARN("%s: offset %zu is beyond the window's %zu bytes", fn, offset, cw->size);
     return ncclInvalidArgument;
   }
-  if (peer != comm->rank) {
-    WARN("%s: Monel does not map rank %d's window into rank %d's address space; only the calling "
-         "rank's own pointer is available (move data with ncclPutSignal or ncclSend instead)",
-         fn, peer, comm->rank);
-    return ncclInvalidUsage;
-  }
-  *out = (char*)cw->buff + offset;
+  *out = comm_window_peer_ptr(cw, peer, offset);
+  if (*out == NULL)
+    INFO(LOG_REG,
+         "%s: rank %d cannot reach rank %d's part of window %p (another host, another "
+         "process's memory not allocated by ncclMemAlloc, another engine than the CPU "
+         "one, or registered inside a group): NULL",
+         fn, comm->rank, peer, (void*)window);
   return ncclSuccess;
 }
 
@@ -133,7 +148,7 @@ NCCL_API(ncclResult_t, ncclGetMultimemDevicePointer, ncclWindow_t window, size_t
 /* CFT load/store entries belong to NCCL's device API, which Monel does not provide. */
 static ncclResult_t no_cft(const char* fn) {
   WARN("%s: Monel has no CFT load/store entries (ncclCommQueryProperties reports cftSupport = "
-       "false); use ncclGetPeerDevicePointer for the calling rank's window",
+       "false); use ncclGetPeerDevicePointer instead",
        fn);
   return ncclInvalidUsage;
 }

@@ -2,6 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "boot/boot.h"
+#include "os/shm.h"
+#include "topo/host.h"
 #include "core/comm_ext.h"
 #include "core/watch.h"
 #include "util/check.h"
@@ -30,11 +32,20 @@ ncclResult_t comm_window_add(struct ncclComm* comm, void* buff, size_t size, int
   int id = comm->window_seq++;
   pthread_mutex_unlock(&comm->lock);
   pthread_mutex_lock(&win_lock);
-  *cw = (struct comm_window){windows, comm, w, buff, size, flags, id};
+  *cw = (struct comm_window){windows, comm, w, buff, size, flags, id, NULL, NULL, 0};
   windows = cw;
   pthread_mutex_unlock(&win_lock);
   *out = w;
   return ncclSuccess;
+}
+
+/* Unmaps what the window mapped of its peers and frees its record. */
+static void window_free(struct comm_window* cw) {
+  for (int i = 0; i < cw->nmaps; i++) os_shm_unmap(cw->maps[i].base, cw->maps[i].len);
+  free(cw->maps);
+  free(cw->peers);
+  free(cw->handle);
+  free(cw);
 }
 
 static struct comm_window* find(struct ncclComm* comm, const struct ncclWindow_vidmem* w, int id) {
@@ -70,9 +81,50 @@ ncclResult_t comm_window_remove(struct ncclComm* comm, struct ncclWindow_vidmem*
          (void*)comm);
     return ncclInvalidArgument;
   }
-  free(found->handle);
-  free(found);
+  window_free(found);
   return ncclSuccess;
+}
+
+void comm_window_rec(const void* buff, size_t size, struct window_rec* out) {
+  memset(out, 0, sizeof *out);
+  out->addr = (uint64_t)(uintptr_t)buff;
+  out->size = size;
+  out->shared = size > 0 && mem_shared_find(buff, size, &out->shm);
+}
+
+/* Where this rank reaches peer p's part described by r; NULL: it cannot. */
+static char* map_peer(struct comm_window* cw, int p, const struct window_rec* r) {
+  const struct peer_info *me = &cw->comm->peers[cw->comm->rank], *pi = &cw->comm->peers[p];
+  if (pi->host_hash != me->host_hash || r->size == 0) return NULL;
+  if (pi->pid == me->pid) return (char*)(uintptr_t)r->addr; /* a thread of this process */
+  if (!r->shared) return NULL;                              /* another process's private memory */
+  void* base = NULL;
+  if (os_shm_open(r->shm.name, r->shm.len, &base) != ncclSuccess) return NULL;
+  cw->maps[cw->nmaps++] = (struct window_map){base, r->shm.len};
+  return (char*)base + r->shm.offset;
+}
+
+ncclResult_t comm_window_map_peers(struct comm_window* cw, const struct window_rec* recs) {
+  int n = cw->comm->nranks;
+  cw->peers = calloc((size_t)n, sizeof *cw->peers);
+  cw->maps = calloc((size_t)n, sizeof *cw->maps);
+  if (cw->peers == NULL || cw->maps == NULL) {
+    WARN("ncclCommWindowRegister: out of host memory on rank %d", cw->comm->rank);
+    return ncclSystemError;
+  }
+  for (int p = 0; p < n; p++) {
+    if (p == cw->comm->rank) continue;
+    cw->peers[p].ptr = map_peer(cw, p, &recs[p]);
+    cw->peers[p].size = cw->peers[p].ptr ? (size_t)recs[p].size : 0;
+  }
+  return ncclSuccess;
+}
+
+void* comm_window_peer_ptr(const struct comm_window* cw, int peer, size_t offset) {
+  if (peer == cw->comm->rank) return offset < cw->size ? (char*)cw->buff + offset : NULL;
+  if (cw->peers == NULL || cw->peers[peer].ptr == NULL || offset >= cw->peers[peer].size)
+    return NULL;
+  return cw->peers[peer].ptr + offset;
 }
 
 /* ---- one-sided signals ---- */
@@ -180,8 +232,7 @@ void comm_ext_free(struct ncclComm* comm) {
       continue;
     }
     *pc = c->next;
-    free(c->handle);
-    free(c);
+    window_free(c);
   }
   pthread_mutex_unlock(&win_lock);
   comm_onesided_release(comm);

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "core/comm.h"
+#include "core/mem.h"
 
 /* A registered window. Windows are registered collectively, in the same order on every rank, so
  * the n-th window of a comm is the same window on every rank: `id` names it to peers. */
@@ -17,7 +18,34 @@ struct comm_window {
   size_t size;
   int flags;
   int id;
+  /* Where this rank reaches each rank's part of the window (nranks entries, NULL: not mapped;
+   * NULL array: only its own part), and the segments it mapped for that (comm_window_map_peers). */
+  struct window_peer {
+    char* ptr;
+    size_t size;
+  } * peers;
+  struct window_map {
+    void* base;
+    size_t len;
+  } * maps;
+  int nmaps;
 };
+
+/* What a rank tells every peer of its part of a window when it registers it (CPU engine). */
+struct window_rec {
+  uint64_t addr, size;
+  int shared; /* shm is set: the part lies in a shared segment of ncclMemAlloc */
+  struct mem_shared shm;
+};
+/* This rank's record of [buff, buff+size). */
+void comm_window_rec(const void* buff, size_t size, struct window_rec* out);
+/* Maps the peers' parts of cw from their records (recs[comm->nranks]; own entry ignored): a
+ * peer of this process gives its address, a peer of another process of this host its shared
+ * segment mapped here; other peers stay unmapped. */
+ncclResult_t comm_window_map_peers(struct comm_window* cw, const struct window_rec* recs);
+/* Byte `offset` of rank peer's part of cw as this rank can use it; NULL when not mapped or
+ * offset lies beyond that part. */
+void* comm_window_peer_ptr(const struct comm_window* cw, int peer, size_t offset);
 
 ncclResult_t comm_window_add(struct ncclComm* comm, void* buff, size_t size, int flags,
                              struct ncclWindow_vidmem** out);

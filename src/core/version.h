@@ -2,9 +2,10 @@
 #ifndef MONEL_CORE_VERSION_H
 #define MONEL_CORE_VERSION_H
 /* The NCCL release whose API Monel implements in full, which ncclGetVersion reports. include/nccl.h
- * declares 2.32.3 (its types and functions are all there), but some of 2.32's functions still
- * refuse with a sentence (the device API, launch-completion events, one-sided calls on the GPU
- * engine), so the library reports 2.28.9 until they work. */
+ * declares 2.32.3 (its types and functions are all there), but part of 2.32 does not work yet
+ * (launch-completion events, a per-call NCCL_CTA_POLICY_ZERO and peer window pointers on the GPU
+ * engine, whose 2.32 paths have not run on a GPU: docs/API232.md lists it), so the library
+ * reports 2.28.9 until it does. */
 #define VERSION_NCCL_MAJOR 2
 #define VERSION_NCCL_MINOR 28
 #define VERSION_NCCL_PATCH 9

@@ -1,18 +1,49 @@
 #!/usr/bin/env bash
 # The NCCL 2.29-2.32 functions on the GPU engine (tests/gpu/test_gpu_api232.c): the nccl*Config
-# collectives, Suspend/Resume with a collective after Resume, Grow from 2 to 3 ranks, and what
-# ncclPutSignal does there; three ranks as threads (on one GPU they share it). Then the CPU-engine
-# test of the same functions (mp_test_api232) for comparison.
-# Usage: tests/gpu/api232.sh BUILD_DIR (a build with CUDA). Logs go to $OUT (or /tmp).
+# collectives, Suspend/Resume with a collective after Resume, Grow from 2 to 3 ranks, and
+# PutSignal/Signal/WaitSignal between two ranks; three ranks as threads (on one GPU they share it),
+# with FIFOs in GPU memory and in pinned host memory (NCCL_P2P_DISABLE=1). Then the CPU-engine test
+# of the same functions (mp_test_api232).
+# Usage: tests/gpu/api232.sh BUILD_DIR (a build with CUDA; the two test programs are built there
+# first when missing, BUILD_DIR configured when it has no CMakeCache.txt; a build cut short by
+# its 540 s limit goes on where it stopped when the script is run again). Logs go to $OUT (or
+# /tmp): api232-<step>.log. Every step prints its name and time as it starts and its PASS/FAIL
+# lines as it ends.
 set -u
-B=$(cd "${1:-build}" && pwd)
+B=${1:-build}
 LOG=${OUT:-/tmp}
+export NCCL_NVLS_ENABLE=0
 rc=0
-{
-  nvidia-smi -L
-  LD_LIBRARY_PATH=$B/lib timeout 300 "$B/tests/gpu_test_gpu_api232" || rc=1
-  NCCL_DEBUG=WARN LD_LIBRARY_PATH=$B/lib timeout 300 "$B/tests/gpu_test_gpu_api232" || rc=1
-  MONEL_ENGINE=cpu timeout 300 "$B/tests/mp_test_api232" || rc=1
-} 2>&1 | tee "$LOG/api232.log"
+t0=$SECONDS
+say() { echo "== [$((SECONDS - t0)) s] $*"; }
+step() { # name env... -- command...: output to its log, its PASS/FAIL/SKIP lines here
+  local name=$1
+  shift
+  say "$name"
+  env "$@" > "$LOG/api232-$name.log" 2>&1
+  local s=$?
+  grep -E '^(PASS|FAIL|SKIP)|^ok |tests, [0-9]+ failed' "$LOG/api232-$name.log"
+  [ $s = 0 ] || { echo "FAIL $name (exit $s; last lines of $LOG/api232-$name.log:)"; tail -n 15 "$LOG/api232-$name.log"; rc=1; }
+}
+nvidia-smi -L 2>&1
+if [ ! -f "$B/CMakeCache.txt" ]; then
+  say "configure $B"
+  timeout 300 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release > "$LOG/api232-configure.log" 2>&1 ||
+    { tail -n 20 "$LOG/api232-configure.log"; echo "FAIL api232 (configure)"; exit 1; }
+fi
+B=$(cd "$B" && pwd)
+if [ ! -x "$B/tests/gpu_test_gpu_api232" ] || [ ! -x "$B/tests/mp_test_api232" ]; then
+  say "build gpu_test_gpu_api232 mp_test_api232 (-j$(nproc))"
+  # Progress lines ("[ 42%] ...") as they come, so a slow build is seen to move.
+  timeout 540 cmake --build "$B" -j"$(nproc)" --target gpu_test_gpu_api232 mp_test_api232 2>&1 |
+    tee "$LOG/api232-build.log" | grep --line-buffered -E '^\[ *[0-9]+%\]|error' | sed -u -n '1~10p'
+  [ -x "$B/tests/gpu_test_gpu_api232" ] && [ -x "$B/tests/mp_test_api232" ] ||
+    { tail -n 20 "$LOG/api232-build.log"; echo "FAIL api232 (build)"; exit 1; }
+fi
+step gpu LD_LIBRARY_PATH="$B/lib" NCCL_DEBUG=WARN timeout 300 "$B/tests/gpu_test_gpu_api232"
+step gpu-hostmem LD_LIBRARY_PATH="$B/lib" NCCL_DEBUG=WARN NCCL_P2P_DISABLE=1 timeout 300 \
+  "$B/tests/gpu_test_gpu_api232"
+step cpu-engine LD_LIBRARY_PATH="$B/lib" MONEL_ENGINE=cpu timeout 300 "$B/tests/mp_test_api232"
+say "end"
 [ $rc = 0 ] && echo "PASS api232" || echo "FAIL api232"
 exit $rc

@@ -84,6 +84,20 @@ static int config_colls(ncclComm_t comm, int rank, int n) {
     MP_CHECK(ncclScatterConfig(s, r, C, ncclInt32, root, comm, NULL, &cfg));
     for (int i = 0; i < C; i++) EXPECT(r[i] == root + rank * C + i);
   }
+  /* NCCL_CTA_POLICY_ZERO, alone and with EFFICIENCY: the CPU engine uses no thread blocks. */
+  int pol[] = {NCCL_CTA_POLICY_ZERO, NCCL_CTA_POLICY_ZERO | NCCL_CTA_POLICY_EFFICIENCY,
+               NCCL_CTA_POLICY_DEFAULT};
+  for (int k = 0; k < 3; k++) {
+    ncclCollConfig_t z = NCCL_COLLCONFIG_INITIALIZER;
+    z.CTAPolicy = pol[k];
+    for (int i = 0; i < C; i++) s[i] = rank * 10 + i;
+    MP_CHECK(ncclAllReduceConfig(s, r, C, ncclInt32, ncclSum, comm, NULL, &z));
+    for (int i = 0; i < C; i++) EXPECT(r[i] == 10 * n * (n - 1) / 2 + n * i);
+    MP_CHECK(ncclAllGatherConfig(s, r, C, ncclInt32, comm, NULL, &z));
+    for (int p = 0; p < n; p++)
+      for (int i = 0; i < C; i++) EXPECT(r[p * C + i] == p * 10 + i);
+  }
+  for (int i = 0; i < C * n; i++) s[i] = rank + i;
   /* NULL config: the plain call. */
   MP_CHECK(ncclAllReduceConfig(s, r, C, ncclInt32, ncclSum, comm, NULL, NULL));
   /* Grouped, two comms' worth of calls in one group. */
@@ -308,9 +322,6 @@ static int onesided_main(int rank, int n, ncclUniqueId id, void* arg) {
   EXPECT(p == (char*)w1 + 8);
   MP_CHECK(ncclGetLsaDevicePointer(win0, 0, rank, &p));
   EXPECT(p == w0);
-  if (n > 1) EXPECT_RES(ncclGetPeerDevicePointer(win1, 0, (rank + 1) % n, &p), ncclInvalidUsage);
-  EXPECT_RES(ncclGetPeerDevicePointer(win1, WIN * sizeof(int), rank, &p), ncclInvalidArgument);
-  EXPECT_RES(ncclGetPeerDevicePointer(win1, 0, n, &p), ncclInvalidArgument);
   EXPECT_RES(ncclGetLsaMultimemDevicePointer(win1, 0, &p), ncclInvalidUsage);
   EXPECT_RES(ncclWinGetUserPtr(comm, (ncclWindow_t)src, &p), ncclInvalidArgument);
 
@@ -388,6 +399,109 @@ TEST(onesided_processes) {
 }
 TEST(onesided_one_rank) {
   CHECK_EQ(mp_run_threads(1, onesided_main, NULL), 0);
+}
+
+/* ---- peer pointers of windows ---- */
+
+enum { PWIN = 2048 }; /* ints */
+enum ptr_mode { PTR_MALLOC, PTR_MEMALLOC };
+struct ptr_arg {
+  enum ptr_mode mode;
+  int threads; /* ranks are threads of one process */
+};
+
+static int barrier(ncclComm_t comm) {
+  int x = 1;
+  MP_CHECK(ncclAllReduce(&x, &x, 1, ncclInt32, ncclSum, comm, NULL));
+  return 0;
+}
+
+/* Each rank writes through its pointer to the next rank's window; the next rank finds the values
+ * in its own buffer. Where the peer cannot be reached (another process's malloc'd memory) the
+ * pointer is NULL and the call succeeds. */
+static int peer_ptr_main(int rank, int n, ncclUniqueId id, void* arg) {
+  const struct ptr_arg* a = arg;
+  ncclComm_t comm = NULL;
+  MP_CHECK(ncclCommInitRank(&comm, n, id, rank));
+  int* buf = NULL;
+  if (a->mode == PTR_MEMALLOC)
+    MP_CHECK(ncclMemAlloc((void**)&buf, PWIN * sizeof(int)));
+  else
+    buf = calloc(PWIN, sizeof(int));
+  EXPECT(buf != NULL);
+  for (int i = 0; i < PWIN; i++) buf[i] = -1;
+  ncclWindow_t win;
+  MP_CHECK(ncclCommWindowRegister(comm, buf, PWIN * sizeof(int), &win, NCCL_WIN_DEFAULT));
+  int next = (rank + 1) % n, prev = (rank + n - 1) % n;
+  int reach = a->threads || a->mode == PTR_MEMALLOC;
+  void *p = (void*)1, *q = (void*)1;
+  MP_CHECK(ncclGetPeerDevicePointer(win, 12, rank, &p));
+  EXPECT(p == (char*)buf + 12);
+  MP_CHECK(ncclGetPeerDevicePointer(win, 4 * sizeof(int), next, &p));
+  MP_CHECK(ncclGetLsaDevicePointer(win, 4 * sizeof(int), next, &q));
+  EXPECT(p == q);
+  EXPECT(reach || n == 1 ? p != NULL : p == NULL);
+  if (a->threads && n > 1) {
+    void* own = NULL; /* a thread peer's pointer is its own address */
+    MP_CHECK(ncclWinGetUserPtr(comm, win, &own));
+    EXPECT(p != (char*)own + 4 * sizeof(int));
+  }
+  if (barrier(comm)) return 1; /* every rank set its buffer to -1 */
+  if (p != NULL)
+    for (int i = 0; i < 100; i++) ((int*)p)[i] = rank * 1000 + i;
+  if (barrier(comm)) return 1; /* every write is done */
+  for (int i = 0; i < PWIN; i++) {
+    int want = reach && i >= 4 && i < 104 ? prev * 1000 + i - 4 : -1;
+    if (buf[i] != want) {
+      fprintf(stderr, "rank %d: buf[%d] = %d, expected %d\n", rank, i, buf[i], want);
+      return 1;
+    }
+  }
+  /* The last byte of a peer's part, and bad arguments. */
+  MP_CHECK(ncclGetPeerDevicePointer(win, PWIN * sizeof(int) - 1, next, &p));
+  EXPECT(reach || n == 1 ? p != NULL : p == NULL);
+  EXPECT_RES(ncclGetPeerDevicePointer(win, PWIN * sizeof(int), next, &p), ncclInvalidArgument);
+  EXPECT(p == NULL);
+  EXPECT_RES(ncclGetPeerDevicePointer(win, 0, n, &p), ncclInvalidArgument);
+  EXPECT_RES(ncclGetLsaDevicePointer(win, 0, -1, &p), ncclInvalidArgument);
+  EXPECT_RES(ncclGetPeerDevicePointer(win, 0, next, NULL), ncclInvalidArgument);
+  EXPECT_RES(ncclGetPeerDevicePointer((ncclWindow_t)buf, 0, next, &p), ncclInvalidArgument);
+  EXPECT_RES(ncclGetPeerDevicePointer(NULL, 0, next, &p), ncclInvalidArgument);
+  /* Registered inside a group: nothing is exchanged, only the own part is known. */
+  ncclWindow_t gwin;
+  MP_CHECK(ncclGroupStart());
+  MP_CHECK(ncclCommWindowRegister(comm, buf, 64, &gwin, NCCL_WIN_DEFAULT));
+  MP_CHECK(ncclGroupEnd());
+  MP_CHECK(ncclGetPeerDevicePointer(gwin, 8, rank, &p));
+  EXPECT(p == (char*)buf + 8);
+  MP_CHECK(ncclGetPeerDevicePointer(gwin, 8, next, &p));
+  EXPECT(n == 1 ? p == (char*)buf + 8 : p == NULL);
+  MP_CHECK(ncclCommWindowDeregister(comm, gwin));
+  MP_CHECK(ncclCommWindowDeregister(comm, win));
+  if (barrier(comm)) return 1; /* no peer writes any more before the memory goes */
+  if (a->mode == PTR_MEMALLOC) {
+    MP_CHECK(ncclMemFree(buf));
+    EXPECT_RES(ncclMemFree(buf), ncclInvalidArgument); /* freed already */
+  } else {
+    free(buf);
+  }
+  MP_CHECK(ncclCommDestroy(comm));
+  return 0;
+}
+
+TEST(peer_pointers_threads) {
+  struct ptr_arg a = {PTR_MALLOC, 1}, m = {PTR_MEMALLOC, 1};
+  CHECK_EQ(mp_run_threads(3, peer_ptr_main, &a), 0);
+  CHECK_EQ(mp_run_threads(2, peer_ptr_main, &m), 0);
+  CHECK_EQ(mp_run_threads(1, peer_ptr_main, &a), 0);
+}
+TEST(peer_pointers_processes_memalloc) {
+  struct ptr_arg a = {PTR_MEMALLOC, 0};
+  CHECK_EQ(mp_run(3, peer_ptr_main, &a), 0);
+}
+TEST(peer_pointers_processes_malloc) {
+  struct ptr_arg a = {PTR_MALLOC, 0};
+  CHECK_EQ(mp_run(2, peer_ptr_main, &a), 0);
 }
 
 /* ---- properties, encryption, device-API helpers ---- */
