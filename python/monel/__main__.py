@@ -16,6 +16,11 @@ The library is the one `import monel` loads (MONEL_LIBRARY, else the one the pac
 carries, else a build beside the package, else the system's libnccl.so.2). It goes first in
 LD_PRELOAD and in MONEL_LIBRARY, then the program replaces this process (exec), so its exit
 status and signals are the program's own.
+
+PyTorch's __init__ (2.x CUDA wheels) also loads the nvidia-nccl wheel's libnccl.so.2 by its path,
+privately (RTLD_LOCAL): both files are then mapped, but the dynamic linker binds every library's
+NCCL calls to the first definition in the global scope, the preloaded Monel. `which` shows those
+bindings (monel._binding); nothing in PyTorch is changed.
 """
 
 import os
@@ -24,7 +29,7 @@ import sys
 
 from . import _nccl
 
-USAGE = __doc__.split("\n\n")[0]
+USAGE = "\n\n".join(__doc__.split("\n\n")[:2])
 
 
 def _die(msg, status=2):
