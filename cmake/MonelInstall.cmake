@@ -153,10 +153,10 @@ endforeach()
 # Documentation and the licence.
 file(GLOB monel_docs ${CMAKE_SOURCE_DIR}/docs/*.md)
 install(FILES README.md ${monel_docs} DESTINATION ${MONEL_INSTALL_DOCDIR} COMPONENT doc)
+# The licence files that are there at install time (OPTIONAL: a tree without one installs none,
+# and one added after the build was configured is installed all the same).
 foreach(licence LICENSE LICENSE.md LICENSE.txt COPYING)
-  if(EXISTS ${CMAKE_SOURCE_DIR}/${licence})
-    install(FILES ${licence} DESTINATION ${MONEL_INSTALL_DOCDIR} COMPONENT doc)
-  endif()
+  install(FILES ${licence} DESTINATION ${MONEL_INSTALL_DOCDIR} COMPONENT doc OPTIONAL)
 endforeach()
 
 # `cmake --build build --target uninstall` (also `make uninstall`): removes what the last install

@@ -5,11 +5,22 @@
     python -m monel info [--markdown]    what monel-info prints: version, build, engine, params
     python -m monel monelrun -n N CMD    N local ranks of CMD (monelrun), Monel preloaded
     python -m monel library              the path of the libnccl.so.2 that Monel would use
+    python -m monel which [--import MOD]... [SYMBOL...]
+                                         after importing each MOD (torch...), the libnccl files
+                                         this process maps and the file each SYMBOL (default
+                                         ncclGetVersion, ncclAllReduce) is bound to; status 0
+                                         when all are Monel's: `monel run python -m monel which
+                                         --import torch` shows what PyTorch will call
 
 The library is the one `import monel` loads (MONEL_LIBRARY, else the one the package
 carries, else a build beside the package, else the system's libnccl.so.2). It goes first in
 LD_PRELOAD and in MONEL_LIBRARY, then the program replaces this process (exec), so its exit
 status and signals are the program's own.
+
+PyTorch's __init__ (2.x CUDA wheels) also loads the nvidia-nccl wheel's libnccl.so.2 by its path,
+privately (RTLD_LOCAL): both files are then mapped, but the dynamic linker binds every library's
+NCCL calls to the first definition in the global scope, the preloaded Monel. `which` shows those
+bindings (monel._binding); nothing in PyTorch is changed.
 """
 
 import os
@@ -18,7 +29,7 @@ import sys
 
 from . import _nccl
 
-USAGE = __doc__.split("\n\n")[0]
+USAGE = "\n\n".join(__doc__.split("\n\n")[:2])
 
 
 def _die(msg, status=2):
@@ -68,6 +79,31 @@ def exec_preloaded(argv):
         _die(f"cannot run {argv[0]}: {e.strerror}", 127)
 
 
+def which(args):
+    """The `which` command: imports, then reports the bindings (monel._binding)."""
+    import importlib
+
+    from . import _binding
+
+    symbols = []
+    while args:
+        arg = args.pop(0)
+        if arg == "--import" and args:
+            importlib.import_module(args.pop(0))
+        elif arg.startswith("--import="):
+            importlib.import_module(arg.split("=", 1)[1])
+        else:
+            symbols.append(arg)
+    # Found, not loaded: loading Monel here would add it to the global scope being looked at.
+    lib = _nccl.find_library()
+    if "/" not in lib:
+        _die("no Monel library: install the monel wheel, build Monel, or set MONEL_LIBRARY", 1)
+    ok, lines = _binding.check(lib, tuple(symbols) or ("ncclGetVersion", "ncclAllReduce"),
+                               need_importer=False)
+    print("\n".join(lines))
+    return 0 if ok else 1
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if not argv:
@@ -87,6 +123,8 @@ def main(argv=None):
         exec_preloaded([_tool("monel-info")] + rest)
     elif cmd == "monelrun":
         exec_preloaded([_tool("monelrun")] + rest)
+    elif cmd == "which":
+        return which(list(rest))
     elif cmd == "library":
         print(monel_library())
         return 0

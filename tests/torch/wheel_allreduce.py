@@ -1,9 +1,10 @@
 """An all_reduce through torch.distributed's NCCL backend, run under `python -m monel run
-torchrun ...` (tests/torch/run-wheel): each rank prints the libnccl.so.2 its process mapped (from
-/proc/self/maps), the version string that library gives, and whether the result is exact.
-Two ranks may share one GPU (Monel allows it). Exits non-zero when a value is wrong or the
-library is not the monel wheel's."""
-import ctypes
+torchrun ...` (tests/torch/run-wheel). PyTorch's __init__ maps the nvidia-nccl wheel's
+libnccl.so.2 too (by its path, RTLD_LOCAL), so which file is mapped proves nothing: after the
+collectives each rank checks with monel._binding which file the process's ncclGetVersion and
+ncclAllReduce are bound to, in the global lookup and in the GOT of every library that imports
+them (libtorch_cuda.so), and prints that report. Two ranks may share one GPU (Monel allows it).
+Exits non-zero when a value is wrong or a binding is not to the monel wheel's library."""
 import os
 import sys
 
@@ -11,25 +12,9 @@ import torch
 import torch.distributed as dist
 
 
-def loaded_nccl():
-    for line in open("/proc/self/maps"):
-        if "libnccl.so" in line:
-            return line.split()[-1]
-    return "(none)"
-
-
-def monel_version():
-    lib = ctypes.CDLL("libnccl.so.2")  # the library already loaded (preloaded), by soname
-    fn = getattr(lib, "ncclMonelGetVersionString", None)
-    if fn is None:
-        return "not Monel"
-    s = ctypes.c_char_p()
-    fn.argtypes = [ctypes.POINTER(ctypes.c_char_p)]
-    return s.value.decode() if fn(ctypes.byref(s)) == 0 else "not Monel"
-
-
 def main():
-    import monel  # the wheel: where its library lies
+    import monel  # the wheel: where its library lies (importing it loads nothing)
+    from monel import _binding
 
     wheel_lib = os.path.realpath(os.path.join(os.path.dirname(monel.__file__), "lib", "libnccl.so.2"))
     rank = int(os.environ["RANK"])
@@ -47,11 +32,15 @@ def main():
     dist.all_reduce(y, op=dist.ReduceOp.MAX)
     wrong += int((y != n - 1).sum().item())
     torch.cuda.synchronize()
-    lib = os.path.realpath(loaded_nccl())
-    ok = wrong == 0 and lib == wheel_lib
+    nccl_version = torch.cuda.nccl.version()  # libtorch_cuda.so's ncclGetVersion
+    bound, report = _binding.check(wheel_lib, ("ncclGetVersion", "ncclAllReduce"))
+    ok = wrong == 0 and bound
+    for line in report:
+        print(f"rank {rank}: {line}", flush=True)
     print(f"rank {rank} of {n} on GPU {local}: {'PASS' if ok else 'FAIL'} all_reduce "
-          f"{wrong} wrong; libnccl {lib}; {monel_version()}; "
-          f"torch.cuda.nccl.version() {torch.cuda.nccl.version()}", flush=True)
+          f"{wrong} wrong; ncclGetVersion and ncclAllReduce "
+          f"{'bound' if bound else 'NOT all bound'} to {wheel_lib}; "
+          f"torch.cuda.nccl.version() {nccl_version}", flush=True)
     dist.destroy_process_group()
     return 0 if ok else 1
 
