@@ -90,19 +90,35 @@ static int nonce(unsigned char n[AUTH_NONCE_BYTES]) {
   return getrandom(n, AUTH_NONCE_BYTES, 0) == AUTH_NONCE_BYTES ? 0 : -1;
 }
 
+/* The client's hello: magic, a fresh nonce (kept in c->nc). */
+static int cli_hello(struct auth_cli* c, unsigned char hello[4 + AUTH_NONCE_BYTES]) {
+  uint32_t magic = AUTH_MAGIC;
+  if (nonce(c->nc) != 0) return -1;
+  memcpy(hello, &magic, 4);
+  memcpy(hello + 4, c->nc, AUTH_NONCE_BYTES);
+  return 0;
+}
+
+/* The client's check of the server's answer (its nonce, its MAC): 0 and the client's own MAC in
+ * out when the server holds the key, else -1. */
+static int cli_answer(const struct auth_cli* c, const unsigned char* reply,
+                      const unsigned char* key, unsigned char out[AUTH_MAC_BYTES]) {
+  mac(key, 'S', c->nc, reply, out);
+  if (lib.equal(out, reply + AUTH_NONCE_BYTES, AUTH_MAC_BYTES) != 0) return -1;
+  mac(key, 'C', c->nc, reply, out);
+  return 0;
+}
+
 ncclResult_t auth_client_start(int fd, struct auth_cli* c, double deadline,
                                const volatile int* abort, const char** why) {
   unsigned char hello[4 + AUTH_NONCE_BYTES];
-  uint32_t magic = AUTH_MAGIC;
   enum sock_err err = SOCK_OK;
   *why = NULL;
   if (!auth_enabled()) return ncclSuccess;
-  if (nonce(c->nc) != 0) {
+  if (cli_hello(c, hello) != 0) {
     *why = "no random bytes for a nonce";
     return ncclSystemError;
   }
-  memcpy(hello, &magic, 4);
-  memcpy(hello + 4, c->nc, AUTH_NONCE_BYTES);
   if (sock_send_all(fd, hello, sizeof hello, deadline, abort, &err) != ncclSuccess) {
     *why = sock_err_str(err);
     return ncclRemoteError;
@@ -124,12 +140,10 @@ ncclResult_t auth_client_finish(int fd, const struct auth_cli* c,
                : sock_err_str(err);
     return ncclRemoteError;
   }
-  mac(key, 'S', c->nc, reply, want);
-  if (lib.equal(want, reply + AUTH_NONCE_BYTES, AUTH_MAC_BYTES) != 0) {
+  if (cli_answer(c, reply, key, want) != 0) {
     *why = "the other end does not hold this job's secret";
     return ncclRemoteError;
   }
-  mac(key, 'C', c->nc, reply, want);
   if (sock_send_all(fd, want, sizeof want, deadline, abort, &err) != ncclSuccess) {
     *why = sock_err_str(err);
     return ncclRemoteError;
@@ -143,6 +157,56 @@ ncclResult_t auth_client(int fd, const unsigned char key[AUTH_KEY_BYTES], double
   ncclResult_t res = auth_client_start(fd, &c, deadline, abort, why);
   if (res != ncclSuccess) return res;
   return auth_client_finish(fd, &c, key, deadline, abort, why);
+}
+
+/* Moves what the socket takes or has of c->buf[at..n): 1 when all moved, 0 not yet, -1 failed. */
+static int cli_move(struct auth_cli* c, int fd, size_t n, int out, const char** why) {
+  while (c->at < n) {
+    ssize_t k = out ? send(fd, c->buf + c->at, n - c->at, MSG_DONTWAIT | MSG_NOSIGNAL)
+                    : recv(fd, c->buf + c->at, n - c->at, MSG_DONTWAIT);
+    if (k > 0) {
+      c->at += (size_t)k;
+      continue;
+    }
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+    *why = k == 0 || errno == ECONNRESET || errno == EPIPE
+               ? "the other end closed the connection during the handshake (it does not hold "
+                 "this job's secret, or dropped the connection)"
+               : strerror(errno);
+    return -1;
+  }
+  c->at = 0;
+  return 1;
+}
+
+int auth_cli_step(struct auth_cli* c, int fd, const unsigned char key[AUTH_KEY_BYTES],
+                  const char** why) {
+  *why = NULL;
+  if (!auth_enabled()) return 0;
+  if (c->stage == 0 && c->at == 0 && cli_hello(c, c->buf) != 0) {
+    *why = "no random bytes for a nonce";
+    return -1;
+  }
+  int r = 1;
+  while (c->stage < 3 && r == 1) {
+    if (c->stage == 0)
+      r = cli_move(c, fd, 4 + AUTH_NONCE_BYTES, 1, why);
+    else if (c->stage == 1)
+      r = cli_move(c, fd, sizeof c->buf, 0, why);
+    else
+      r = cli_move(c, fd, AUTH_MAC_BYTES, 1, why);
+    if (r == 1 && c->stage == 1) { /* the answer is in: the MAC to send replaces it */
+      unsigned char m[AUTH_MAC_BYTES];
+      if (cli_answer(c, c->buf, key, m) != 0) {
+        *why = "the other end does not hold this job's secret";
+        return -1;
+      }
+      memcpy(c->buf, m, sizeof m);
+    }
+    if (r == 1) c->stage++;
+  }
+  return r < 0 ? -1 : c->stage == 3 ? 0 : 1;
 }
 
 /* The server's answer once the client's hello is in s->in. */

@@ -42,12 +42,22 @@ ncclResult_t auth_server(int fd, const unsigned char key[AUTH_KEY_BYTES], double
  * (a ring where every rank connects to the next and accepts from the previous). */
 struct auth_cli {
   unsigned char nc[AUTH_NONCE_BYTES];
+  int stage; /* auth_cli_step: 0 hello out, 1 answer in, 2 MAC out, 3 done */
+  size_t at; /* bytes of the stage moved */
+  unsigned char buf[AUTH_NONCE_BYTES + AUTH_MAC_BYTES];
 };
 ncclResult_t auth_client_start(int fd, struct auth_cli* c, double deadline,
                                const volatile int* abort, const char** why);
 ncclResult_t auth_client_finish(int fd, const struct auth_cli* c,
                                 const unsigned char key[AUTH_KEY_BYTES], double deadline,
                                 const volatile int* abort, const char** why);
+
+/* The client side for a connector that must never block (start with *c zeroed): call when fd
+ * is connected, and again while it returns 1 (more bytes to move); 0 once both ends proved the
+ * key (the next bytes on fd are the job's), -1 on failure (*why set; the caller closes fd).
+ * With auth off: 0 at once. A fresh connection's send buffer takes the 20 and 32 bytes it sends. */
+int auth_cli_step(struct auth_cli* c, int fd, const unsigned char key[AUTH_KEY_BYTES],
+                  const char** why);
 
 /* The server side for a non-blocking reader (an accept loop that serves many new connections
  * at once): call auth_srv_step when fd is readable. */

@@ -3,10 +3,11 @@
  * without blocking, and the close calls. The data path is in net_tcp_io.c.
  *
  * Connecting: connect() opens the control socket and the data sockets at once, each without
- * blocking, and sends each a hello {token, connection id, index}; it returns the comm when every
- * hello is out. accept() takes whatever connections are pending, reads their hellos without
- * blocking, drops those with another token, and returns a comm once all sockets of one
- * connection id arrived. */
+ * blocking, runs the handshake on each (with a key) and sends each a hello {token, connection
+ * id, index}; it returns the comm when every hello is out. accept() takes whatever connections
+ * are pending, serves their handshakes and reads their hellos without blocking, drops strangers
+ * and those with another token, and returns a comm once all sockets of one connection id
+ * arrived. */
 #include "transport/net_tcp.h"
 #include <errno.h>
 #include <limits.h>
@@ -36,6 +37,8 @@ static int ndevs;
 /* A socket accepted by a listener, until its connection is complete. */
 struct tcp_pending {
   int fd;
+  double since; /* accepted at (sock_time_now) */
+  struct auth_srv auth;
   size_t got;
   struct tcp_hello hello;
 };
@@ -44,6 +47,8 @@ struct tcp_listen {
   int fd;
   uint64_t token;
   int nthreads, nsocks;
+  int keyed;
+  unsigned char key[AUTH_KEY_BYTES];
   struct tcp_pending pend[PENDING_MAX];
   int npend;
 };
@@ -53,7 +58,11 @@ struct tcp_connecting {
   int fd[1 + TCP_MAX_SOCKS];
   size_t sent[1 + TCP_MAX_SOCKS]; /* hello bytes sent */
   int up[1 + TCP_MAX_SOCKS];      /* connected */
+  struct auth_cli cli[1 + TCP_MAX_SOCKS];
   struct tcp_hello hello;
+  void* handle; /* its own (NET_KIND_CONNECTING), named by the tcp_handle */
+  int keyed;
+  unsigned char key[AUTH_KEY_BYTES];
 };
 
 static void find_devices(void) {
@@ -141,7 +150,8 @@ static void sock_counts(int* nthreads, int* nsocks) {
   *nsocks = (int)s;
 }
 
-static ncclResult_t tcp_listen(int dev, void* handle, void** listen_comm) {
+static ncclResult_t tcp_listen(int dev, const unsigned char* key, void* handle,
+                               void** listen_comm) {
   ncclResult_t res = ncclSuccess;
   struct tcp_listen* l = NULL;
   struct tcp_handle h;
@@ -159,6 +169,8 @@ static ncclResult_t tcp_listen(int dev, void* handle, void** listen_comm) {
     goto out;
   }
   sock_counts(&l->nthreads, &l->nsocks);
+  l->keyed = key != NULL;
+  if (key != NULL) memcpy(l->key, key, sizeof l->key);
   h.magic = TCP_MAGIC;
   h.token = l->token;
   h.nthreads = (uint16_t)l->nthreads;
@@ -182,22 +194,32 @@ static void tune(int fd) {
   sock_keepalive(fd);
 }
 
-static void connecting_free(struct tcp_connecting* s) {
+/* Frees a connection in progress; its fds too unless a comm took them (fds_taken). */
+static void connecting_free(struct tcp_connecting* s, int fds_taken) {
   if (s == NULL) return;
-  for (int i = 0; i < s->total; i++) sock_close(&s->fd[i]);
+  for (int i = 0; i < s->total && !fds_taken; i++) sock_close(&s->fd[i]);
+  if (s->handle != NULL) net_handle_free(s->handle);
   free(s);
 }
 
-static ncclResult_t connecting_start(const struct tcp_handle* h, struct tcp_connecting** out) {
+static ncclResult_t connecting_start(const struct tcp_handle* h, const unsigned char* key,
+                                     struct tcp_connecting** out) {
   struct tcp_connecting* s = NULL;
   NCCLCALLOC(s, 1);
   s->total = 1 + h->nthreads * h->nsocks;
   for (int i = 0; i < s->total; i++) s->fd[i] = -1;
+  s->keyed = key != NULL;
+  if (key != NULL) memcpy(s->key, key, sizeof s->key);
+  s->handle = net_handle_new(s, NET_KIND_CONNECTING);
+  if (s->handle == NULL) {
+    free(s);
+    return ncclSystemError;
+  }
   s->hello = (struct tcp_hello){
       .magic = TCP_MAGIC, .token = h->token, .nthreads = h->nthreads, .nsocks = h->nsocks};
   if (getrandom(&s->hello.conn_id, sizeof s->hello.conn_id, 0) != sizeof s->hello.conn_id) {
     WARN("Socket: getrandom failed while connecting: %s", strerror(errno));
-    connecting_free(s);
+    connecting_free(s, 0);
     return ncclSystemError;
   }
   for (int i = 0; i < s->total; i++) {
@@ -208,7 +230,7 @@ static ncclResult_t connecting_start(const struct tcp_handle* h, struct tcp_conn
       WARN("Socket: could not connect to %s: %s; check that the peer is reachable on "
            "NCCL_SOCKET_IFNAME",
            sock_addr_to_str(&h->addr, where, sizeof where), strerror(errno));
-      connecting_free(s);
+      connecting_free(s, 0);
       return ncclRemoteError;
     }
   }
@@ -237,6 +259,18 @@ static int connecting_step(struct tcp_connecting* s, const struct tcp_handle* h)
         return -1;
       }
       s->up[i] = 1;
+    }
+    const char* why = NULL;
+    int a = s->keyed ? auth_cli_step(&s->cli[i], s->fd[i], s->key, &why) : 0;
+    if (a < 0) {
+      char where[SOCK_ADDR_STRLEN];
+      WARN("Socket: the listener at %s failed the handshake: %s",
+           sock_addr_to_str(&h->addr, where, sizeof where), why);
+      return -1;
+    }
+    if (a > 0) {
+      all = 0;
+      continue;
     }
     struct tcp_hello hello = s->hello;
     hello.index = (uint32_t)i;
@@ -293,8 +327,9 @@ static ncclResult_t comm_create(int is_send, int* fds, int nthreads, int nsocks,
   return ncclSuccess;
 }
 
-static ncclResult_t tcp_connect(int dev, void* handle, void** send_comm) {
+static ncclResult_t tcp_connect(int dev, const unsigned char* key, void* handle, void** send_comm) {
   struct tcp_handle h;
+  struct tcp_connecting* s = NULL;
   *send_comm = NULL;
   NCCLCHECK(check_dev(dev));
   memcpy(&h, handle, sizeof h);
@@ -306,20 +341,26 @@ static ncclResult_t tcp_connect(int dev, void* handle, void** send_comm) {
     return ncclInvalidArgument;
   }
   if (h.stage == NULL) {
-    NCCLCHECK(connecting_start(&h, &h.stage));
+    NCCLCHECK(connecting_start(&h, key, &s));
+    h.stage = s->handle;
     memcpy(handle, &h, sizeof h);
+  } else if ((s = net_handle_get(h.stage, NET_KIND_CONNECTING)) == NULL ||
+             s->total != 1 + h.nthreads * h.nsocks) {
+    WARN("Socket: connect was given a handle that names no connection in progress (%p): the "
+         "handle was not filled by listen(), or was changed between connect calls",
+         h.stage);
+    return ncclInvalidArgument;
   }
-  int step = connecting_step(h.stage, &h);
+  int step = connecting_step(s, &h);
   if (step == 0) return ncclSuccess;
-  struct tcp_connecting* s = h.stage;
   h.stage = NULL;
   memcpy(handle, &h, sizeof h);
   if (step < 0) {
-    connecting_free(s);
+    connecting_free(s, 0);
     return ncclRemoteError;
   }
   ncclResult_t res = comm_create(1, s->fd, h.nthreads, h.nsocks, &h.addr, send_comm);
-  free(s); /* the comm owns the fds now */
+  connecting_free(s, 1); /* the comm owns the fds now */
   return res;
 }
 
@@ -342,19 +383,57 @@ static int hello_read(struct tcp_pending* p) {
   return 1;
 }
 
-/* Accepts what is pending and reads hellos; drops strangers. */
+#define STRANGER_WHERE "Socket network listener"
+
+/* Room for one more pending socket: drops the oldest whose hello is not complete (a stranger, or
+ * a connector too slow to finish in time) when PENDING_MAX wait. 0 if every one is complete. */
+static int pending_room(struct tcp_listen* l) {
+  int old = -1;
+  if (l->npend < PENDING_MAX) return 1;
+  for (int i = 0; i < l->npend; i++)
+    if (l->pend[i].got < sizeof l->pend[i].hello &&
+        (old < 0 || l->pend[i].since < l->pend[old].since))
+      old = i;
+  if (old < 0) return 0;
+  auth_stranger(STRANGER_WHERE, l->pend[old].fd,
+                "it had not finished its handshake and hello when more connections came");
+  pending_drop(l, old);
+  return 1;
+}
+
+/* The handshake, then the hello: 1 complete, 0 not yet, -1 to drop. A socket that failed the
+ * handshake or was too slow is logged as a stranger; one closed after the handshake is not. */
+static int pending_step(struct tcp_listen* l, struct tcp_pending* p, double now) {
+  const char* why = NULL;
+  int a = l->keyed ? auth_srv_step(&p->auth, p->fd, l->key, &why) : 0; /* 1: more, 0: done */
+  if (a == 0) {
+    int h = hello_read(p);
+    if (h != 0) return h;
+  }
+  if (a >= 0 && now - p->since > TCP_STRANGER_S) {
+    why = "it did not complete its handshake and hello in time";
+    a = -1;
+  }
+  if (a >= 0) return 0;
+  auth_stranger(STRANGER_WHERE, p->fd, why);
+  return -1;
+}
+
+/* Accepts what is pending, serves handshakes and reads hellos; drops strangers. */
 static void listen_step(struct tcp_listen* l) {
-  while (l->npend < PENDING_MAX) {
+  double now = sock_time_now();
+  while (pending_room(l)) {
     int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) break;
-    l->pend[l->npend++] = (struct tcp_pending){.fd = fd};
+    l->pend[l->npend++] = (struct tcp_pending){.fd = fd, .since = now};
   }
   for (int i = 0; i < l->npend; i++) {
-    int r = hello_read(&l->pend[i]);
+    if (l->pend[i].got == sizeof l->pend[i].hello) continue; /* waits for its connection */
+    int r = pending_step(l, &l->pend[i], now);
     if (r == 0) continue;
     const struct tcp_hello* hi = &l->pend[i].hello;
     if (r < 0) {
-      pending_drop(l, i--); /* closed before it said hello */
+      pending_drop(l, i--);
     } else if (hi->magic != TCP_MAGIC || hi->token != l->token || hi->nthreads != l->nthreads ||
                hi->nsocks != l->nsocks || hi->index > (uint32_t)(l->nthreads * l->nsocks)) {
       INFO(LOG_NET, "Socket: dropped a connection that presented another token (magic 0x%x)",
