@@ -35,9 +35,15 @@ int watch_send(struct watch_link* l, int type, int from, const void* body, uint3
   return 0;
 }
 
-/* Reads what is there; returns -1 on EOF or error. */
-static int pump(struct watch_link* l) {
-  for (;;) {
+size_t watch_body_max(const struct watch* w) {
+  size_t hang = hang_msg_bytes(w->comm->nranks);
+  return hang > WATCH_BODY_MAX ? hang : WATCH_BODY_MAX;
+}
+
+/* Reads what is there, holding at most `most` bytes (the rest waits in the socket until the
+ * messages before it are handled); returns -1 on EOF or error. */
+static int pump(struct watch_link* l, size_t most) {
+  while (l->len < most) {
     if (l->cap - l->len < 4096) {
       size_t cap = l->cap ? 2 * l->cap : 8192;
       char* b = realloc(l->buf, cap);
@@ -54,22 +60,38 @@ static int pump(struct watch_link* l) {
     if (errno == EINTR) continue;
     return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
   }
+  return 0;
+}
+
+/* Hands a message to watch.c with its body 8-byte aligned (a body after one of odd length is
+ * not: it is copied). */
+static void handle_aligned(struct watch* w, int dir, const struct watch_hdr* h, char* body) {
+  if (((uintptr_t)body & 7) == 0) {
+    watch_handle(w, dir, h, body);
+    return;
+  }
+  void* copy = malloc(h->len ? h->len : 1);
+  if (copy == NULL) return; /* a message dropped: the watch goes on */
+  memcpy(copy, body, h->len);
+  watch_handle(w, dir, h, copy);
+  free(copy);
 }
 
 void watch_link_service(struct watch* w, int dir, double now) {
   struct watch_link* l = &w->link[dir];
   if (l->fd < 0) return;
-  int gone = pump(l) < 0;
+  size_t most = sizeof(struct watch_hdr) + watch_body_max(w);
+  int gone = pump(l, most) < 0;
   size_t at = 0;
   while (l->len - at >= sizeof(struct watch_hdr)) {
     struct watch_hdr h;
     memcpy(&h, l->buf + at, sizeof h);
-    if (h.magic != WATCH_MAGIC) {
+    if (h.magic != WATCH_MAGIC || h.len > most - sizeof h) {
       gone = 1;
       break;
     }
     if (l->len - at < sizeof h + h.len) break;
-    watch_handle(w, dir, &h, l->buf + at + sizeof h);
+    handle_aligned(w, dir, &h, l->buf + at + sizeof h);
     at += sizeof h + h.len;
   }
   memmove(l->buf, l->buf + at, l->len - at);
