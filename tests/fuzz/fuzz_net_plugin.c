@@ -5,8 +5,8 @@
  * net plugin that handle is the plugin's to parse (Monel passes it on unread); here the network
  * is the built-in one, so its connect parses it too (transport/net_tcp.c), with the address
  * made a loopback port where nothing listens (the connection is refused within the call, so no
- * connect is left in progress when the link is freed). Input: the descriptor's bytes (byte 0 bit 0 set:
- * its magic made right, so the fields behind it get the bytes). */
+ * connect is left in progress when the link is freed). Input: the descriptor's bytes (byte 0 bit 0
+ * set: its magic made right, so the fields behind it get the bytes). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

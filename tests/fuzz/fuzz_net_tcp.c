@@ -20,7 +20,8 @@ static const unsigned char key[AUTH_KEY_BYTES] = "fuzz-net-tcp-key";
 /* A listener per mode, made again every RENEW inputs: a stranger that learnt a listener's token
  * (libFuzzer follows comparisons) leaves complete hellos pending for good, as a rank of the job
  * whose connection never completes would. */
-#define RENEW 64
+#define RENEW  64
+#define HANG_S 5.0 /* a request or connect still going after both sides ended: a hang */
 static void *keyed_l, *plain_l, *ctrl_l, *conn_l;
 static unsigned char keyed_h[NET_HANDLE_BYTES], plain_h[NET_HANDLE_BYTES];
 static unsigned char ctrl_h[NET_HANDLE_BYTES], conn_h[NET_HANDLE_BYTES];
@@ -59,7 +60,7 @@ static void stranger(int keyed, const uint8_t* d, size_t n) {
   int fd = raw_connect(keyed ? keyed_h : plain_h);
   send_some(fd, d, n);
   close(fd);
-  for (int i = 0; i < 3; i++) /* accept, read, drop: loopback bytes are there already */
+  for (int i = 0; i < 3; i++) /* accept, read, drop (what is not there yet: a later input's) */
     if (net_tcp.accept(l, &r) != ncclSuccess || r != NULL) abort();
 }
 
@@ -75,9 +76,8 @@ static void control(const uint8_t* d, size_t n) {
     fds[i] = raw_connect(ctrl_h);
     send_some(fds[i], (const uint8_t*)&hi, sizeof hi);
   }
-  for (int i = 0; i < 3 && r == NULL; i++)
-    if (net_tcp.accept(ctrl_l, &r) != ncclSuccess) abort();
-  if (r == NULL) abort();
+  for (double t0 = sock_time_now(); r == NULL; poll(NULL, 0, 1))
+    if (net_tcp.accept(ctrl_l, &r) != ncclSuccess || sock_time_now() - t0 > HANG_S) abort();
   static char buf[2][32 * 16384];
   void* data[2] = {buf[0], buf[1]};
   size_t sizes[2] = {(size_t)(d[1] & 31) * 16384, (size_t)(d[2] & 31) * 16384};
@@ -91,11 +91,12 @@ static void control(const uint8_t* d, size_t n) {
   send_some(fds[1], d + 3 + split, n - 3 - split);
   close(fds[0]);
   close(fds[1]);
+  double t0 = sock_time_now();
   for (int k = 0; k < 2; k++) /* each request ends: done, or failed once both sockets ended */
-    for (int done = 0, i = 0; req[k] != NULL && !done; i++) {
+    for (int done = 0; req[k] != NULL && !done;) {
       if (net_tcp.test(req[k], &done, NULL) != ncclSuccess) break;
-      if (i > 100000) abort(); /* a request that never ends: a hang */
-      if (!done) poll(NULL, 0, 0);
+      if (sock_time_now() - t0 > HANG_S) abort(); /* a request that never ends */
+      if (!done) net_tcp_wait(1);
     }
   net_tcp.dereg_mr(r, mh);
   net_tcp.close_recv(r);
@@ -112,11 +113,12 @@ static void handle(const uint8_t* d, size_t n) {
   h.addr = real.addr;
   memcpy(hb, &h, sizeof h);
   void *s = NULL, *r = NULL;
-  for (int i = 0; s == NULL; i++) {
+  double t0 = sock_time_now();
+  while (s == NULL) {
     if (net_tcp.connect(0, NULL, hb, &s) != ncclSuccess) break;
     (void)net_tcp.accept(conn_l, &r);
     if (r != NULL) net_tcp.close_recv(r), r = NULL;
-    if (i > 100000) abort(); /* a connect that never ends */
+    if (sock_time_now() - t0 > HANG_S) abort(); /* a connect that never ends */
   }
   if (s != NULL) net_tcp.close_send(s);
 }

@@ -1,42 +1,80 @@
 #!/usr/bin/env python3
 """Strangers at every listening port of a running job: tests/strangers/run starts the job and this
 script with the job's pid (monelrun's). Until the group is gone (or --seconds pass), it finds the TCP
-ports the job's processes listen on (ss) and sends each: 64 KB of random bytes, a huge length-like
+ports the job's processes listen on (/proc/<pid>/net/tcp and the processes' socket fds, every
+few milliseconds: the watch's and the network's listeners live for milliseconds) and sends each: 64 KB of random bytes, a huge length-like
 header, an idle connection kept open to the end, a flood of connect-and-close, and a client that
 speaks Monel's handshake (os/auth.h) with a wrong secret, which must be closed by the job.
 Prints what it did; exits 1 if a wrong-secret client was not closed."""
-import os, re, socket, struct, subprocess, sys, threading, time
+import os, socket, struct, sys, threading, time
 
 AUTH_MAGIC = 0x414C4E4D  # "MNLA", little endian on the wire
 
 
 def job_pids(root):
-    """The root process and all its descendants (monelrun gives each rank a group of its own)."""
-    parent = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
+    """The root process and all its descendants (/proc/<pid>/task/<tid>/children)."""
+    pids, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        pids.add(pid)
+        for tid in tids:
             try:
-                with open(f"/proc/{d}/stat") as f:
-                    parent[int(d)] = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
+                with open(f"/proc/{pid}/task/{tid}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
+            except OSError:
                 pass
-    pids, grew = ({root} if root in parent else set()), True
-    while grew:
-        more = {p for p, pp in parent.items() if pp in pids} - pids
-        grew = bool(more)
-        pids |= more
     return pids
 
 
+def socket_inodes(pid):
+    """The inodes of the sockets a process has open (its fds)."""
+    out = set()
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if link.startswith("socket:["):
+                out.add(int(link[8:-1]))
+    except OSError:
+        pass
+    return out
+
+
+def hex_addr(h):
+    """An address of /proc/net/tcp{,6} ("0100007F:1F90") as (host, port)."""
+    a, p = h.split(":")
+    raw = bytes.fromhex(a)
+    if len(raw) == 4:
+        host = socket.inet_ntop(socket.AF_INET, raw[::-1])
+    else:
+        host = socket.inet_ntop(socket.AF_INET6, b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4)))
+    if host in ("0.0.0.0", "::"):
+        host = "127.0.0.1" if len(raw) == 4 else "::1"
+    return host, int(p, 16)
+
+
 def listening(pids):
-    out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True).stdout
+    """The TCP ports the processes listen on: their socket inodes in LISTEN state (0A) of
+    /proc/<pid>/net/tcp and tcp6 (the processes' own network namespace)."""
     ports = set()
-    for line in out.splitlines():
-        m = re.search(r"\s(\S+):(\d+)\s", line)
-        owners = {int(p) for p in re.findall(r"pid=(\d+)", line)}
-        if m and owners & pids:
-            host = m.group(1).strip("[]")
-            ports.add(("127.0.0.1" if host in ("*", "0.0.0.0") else host, int(m.group(2))))
+    for pid in pids:
+        inodes = socket_inodes(pid)
+        for table in ("tcp", "tcp6"):
+            try:
+                with open(f"/proc/{pid}/net/{table}") as f:
+                    rows = f.read().splitlines()[1:]
+            except OSError:
+                continue
+            for row in rows:
+                col = row.split()
+                if len(col) > 9 and col[3] == "0A" and int(col[9]) in inodes:
+                    ports.add(hex_addr(col[1]))
     return ports
 
 
@@ -74,8 +112,13 @@ def wrong_secret(addr):
 
 
 def visit(addr, idle, stats, bad):
-    """Everything a stranger does to one port (a thread per port: ports open and close fast)."""
+    """Everything a stranger does to one port (a thread per port: ports open and close fast).
+    The wrong-secret client goes first: a listener may serve its job and close within ms."""
     try:
+        r = wrong_secret(addr)
+        stats["wrong"] += 1
+        if r != "closed":
+            bad.append(f"{addr}: {r}")
         s = conn(addr)
         s.sendall(os.urandom(65536))
         s.close()
@@ -84,17 +127,13 @@ def visit(addr, idle, stats, bad):
         s.sendall(struct.pack("<IIQ", 0xFFFFFFFF, 0xFFFFFFFF, 1 << 62) * 4)
         s.close()
         stats["header"] += 1
-        r = wrong_secret(addr)
-        stats["wrong"] += 1
-        if r != "closed":
-            bad.append(f"{addr}: {r}")
         idle.append(conn(addr))
         stats["idle"] += 1
         for _ in range(20):
             conn(addr).close()
             stats["flood"] += 1
     except OSError:
-        pass  # the port closed meanwhile (a bootstrap root that served its job)
+        pass  # the port closed meanwhile (a listener that served its connections)
 
 
 def main():
@@ -111,7 +150,7 @@ def main():
             t = threading.Thread(target=visit, args=(addr, idle, stats, bad))
             t.start()
             threads.append(t)
-        time.sleep(0.02)  # a new port may open at any time: look again soon
+        time.sleep(0.002)  # a new port may open at any time: look again soon
     for t in threads:
         t.join()
     for s in idle:
