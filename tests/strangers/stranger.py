@@ -8,6 +8,7 @@ speaks Monel's handshake (os/auth.h) with a wrong secret, which must be closed b
 Prints what it did; exits 1 if a wrong-secret client was not closed."""
 import os, socket, struct, sys, threading, time
 
+START = time.time()
 AUTH_MAGIC = 0x414C4E4D  # "MNLA", little endian on the wire
 
 
@@ -132,14 +133,14 @@ def visit(addr, idle, stats, bad):
         for _ in range(20):
             conn(addr).close()
             stats["flood"] += 1
-    except OSError:
-        pass  # the port closed meanwhile (a listener that served its connections)
+    except OSError as e:  # the port closed meanwhile (a listener that served its connections)
+        stats["gone"].append(f"{addr[1]} {type(e).__name__} at {time.time() - START:.3f} s")
 
 
 def main():
     root, seconds = int(sys.argv[1]), float(sys.argv[2])
     end = time.time() + seconds
-    idle, hit, stats, bad = [], set(), dict(garbage=0, header=0, idle=0, flood=0, wrong=0), []
+    idle, hit, stats, bad = [], set(), dict(garbage=0, header=0, idle=0, flood=0, wrong=0, gone=[]), []
     threads = []
     while time.time() < end:
         pids = job_pids(root)
@@ -158,6 +159,8 @@ def main():
     print(f"stranger: {len(hit)} ports: {stats['garbage']} x 64 KB random, {stats['header']} huge "
           f"headers, {stats['idle']} idle connections, {stats['flood']} flood connects, "
           f"{stats['wrong']} wrong-secret clients")
+    if stats["gone"]:
+        print(f"stranger: ports that closed or refused during a visit: {', '.join(stats['gone'])}")
     for b in bad:
         print(f"stranger: FAIL wrong-secret client not closed at {b}")
     sys.exit(1 if bad or not hit else 0)
