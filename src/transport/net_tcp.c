@@ -22,6 +22,7 @@
 #include "util/check.h"
 #include "util/param.h"
 #include "transport/net_handle.h"
+#include "os/pending.h"
 
 #define PENDING_MAX 256 /* accepted sockets whose connection is not complete yet */
 
@@ -34,23 +35,13 @@ static pthread_once_t devs_once = PTHREAD_ONCE_INIT;
 static struct tcp_dev devs[TCP_MAX_DEVS];
 static int ndevs;
 
-/* A socket accepted by a listener, until its connection is complete. */
-struct tcp_pending {
-  int fd;
-  double since; /* accepted at (sock_time_now) */
-  struct auth_srv auth;
-  size_t got;
-  struct tcp_hello hello;
-};
-
 struct tcp_listen {
   int fd;
   uint64_t token;
   int nthreads, nsocks;
-  int keyed;
   unsigned char key[AUTH_KEY_BYTES];
-  struct tcp_pending pend[PENDING_MAX];
-  int npend;
+  struct pend pend[PENDING_MAX]; /* accepted sockets until their connection is complete */
+  struct pend_set ps;
 };
 
 struct tcp_connecting {
@@ -169,8 +160,10 @@ static ncclResult_t tcp_listen(int dev, const unsigned char* key, void* handle,
     goto out;
   }
   sock_counts(&l->nthreads, &l->nsocks);
-  l->keyed = key != NULL;
   if (key != NULL) memcpy(l->key, key, sizeof l->key);
+  l->ps = (struct pend_set){.p = l->pend, .max = PENDING_MAX, .want = sizeof(struct tcp_hello),
+                            .limit_s = TCP_STRANGER_S, .key = key != NULL ? l->key : NULL,
+                            .where = "Socket network listener", .accept_flags = SOCK_NONBLOCK};
   h.magic = TCP_MAGIC;
   h.token = l->token;
   h.nthreads = (uint16_t)l->nthreads;
@@ -364,81 +357,24 @@ static ncclResult_t tcp_connect(int dev, const unsigned char* key, void* handle,
   return res;
 }
 
-static void pending_drop(struct tcp_listen* l, int i) {
-  sock_close(&l->pend[i].fd);
-  l->pend[i] = l->pend[--l->npend];
+_Static_assert(sizeof(struct tcp_hello) <= PEND_HELLO_MAX, "a hello fits a pending entry");
+static const struct tcp_hello* hello_of(const struct pend* p) {
+  return (const struct tcp_hello*)(const void*)p->hello;
 }
 
-/* Reads what arrived of a pending socket's hello: 1 complete, 0 not yet, -1 closed. */
-static int hello_read(struct tcp_pending* p) {
-  while (p->got < sizeof p->hello) {
-    ssize_t k = recv(p->fd, (char*)&p->hello + p->got, sizeof p->hello - p->got, MSG_DONTWAIT);
-    if (k > 0)
-      p->got += (size_t)k;
-    else if (k < 0 && errno == EINTR)
-      continue;
-    else
-      return k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
-  }
-  return 1;
-}
-
-#define STRANGER_WHERE "Socket network listener"
-
-/* Room for one more pending socket: drops the oldest whose hello is not complete (a stranger, or
- * a connector too slow to finish in time) when PENDING_MAX wait. 0 if every one is complete. */
-static int pending_room(struct tcp_listen* l) {
-  int old = -1;
-  if (l->npend < PENDING_MAX) return 1;
-  for (int i = 0; i < l->npend; i++)
-    if (l->pend[i].got < sizeof l->pend[i].hello &&
-        (old < 0 || l->pend[i].since < l->pend[old].since))
-      old = i;
-  if (old < 0) return 0;
-  auth_stranger(STRANGER_WHERE, l->pend[old].fd,
-                "it had not finished its handshake and hello when more connections came");
-  pending_drop(l, old);
-  return 1;
-}
-
-/* The handshake, then the hello: 1 complete, 0 not yet, -1 to drop. A socket that failed the
- * handshake or was too slow is logged as a stranger; one closed after the handshake is not. */
-static int pending_step(struct tcp_listen* l, struct tcp_pending* p, double now) {
-  const char* why = NULL;
-  int a = l->keyed ? auth_srv_step(&p->auth, p->fd, l->key, &why) : 0; /* 1: more, 0: done */
-  if (a == 0) {
-    int h = hello_read(p);
-    if (h != 0) return h;
-  }
-  if (a >= 0 && now - p->since > TCP_STRANGER_S) {
-    why = "it did not complete its handshake and hello in time";
-    a = -1;
-  }
-  if (a >= 0) return 0;
-  auth_stranger(STRANGER_WHERE, p->fd, why);
-  return -1;
-}
-
-/* Accepts what is pending, serves handshakes and reads hellos; drops strangers. */
+/* Accepts what is pending, serves handshakes and reads hellos (os/pending.h: strangers are
+ * dropped and logged); drops complete ones that name another listener. */
 static void listen_step(struct tcp_listen* l) {
-  double now = sock_time_now();
-  while (pending_room(l)) {
-    int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) break;
-    l->pend[l->npend++] = (struct tcp_pending){.fd = fd, .since = now};
-  }
-  for (int i = 0; i < l->npend; i++) {
-    if (l->pend[i].got == sizeof l->pend[i].hello) continue; /* waits for its connection */
-    int r = pending_step(l, &l->pend[i], now);
-    if (r == 0) continue;
-    const struct tcp_hello* hi = &l->pend[i].hello;
-    if (r < 0) {
-      pending_drop(l, i--);
-    } else if (hi->magic != TCP_MAGIC || hi->token != l->token || hi->nthreads != l->nthreads ||
-               hi->nsocks != l->nsocks || hi->index > (uint32_t)(l->nthreads * l->nsocks)) {
+  pend_accept(&l->ps, l->fd);
+  pend_progress(&l->ps);
+  for (int i = 0; i < l->ps.n; i++) {
+    if (!pend_complete(&l->ps, &l->pend[i])) continue;
+    const struct tcp_hello* hi = hello_of(&l->pend[i]);
+    if (hi->magic != TCP_MAGIC || hi->token != l->token || hi->nthreads != l->nthreads ||
+        hi->nsocks != l->nsocks || hi->index > (uint32_t)(l->nthreads * l->nsocks)) {
       INFO(LOG_NET, "Socket: dropped a connection that presented another token (magic 0x%x)",
            hi->magic);
-      pending_drop(l, i--);
+      pend_remove(&l->ps, i--, 0);
     }
   }
 }
@@ -446,25 +382,23 @@ static void listen_step(struct tcp_listen* l) {
 /* A complete connection among the pending sockets: its fds in index order. 0 if none. */
 static int listen_take(struct tcp_listen* l, int* fds, union sock_addr* peer) {
   int total = 1 + l->nthreads * l->nsocks;
-  for (int i = 0; i < l->npend; i++) {
-    if (l->pend[i].got < sizeof l->pend[i].hello || l->pend[i].hello.index != 0) continue;
-    uint64_t id = l->pend[i].hello.conn_id;
+  for (int i = 0; i < l->ps.n; i++) {
+    if (!pend_complete(&l->ps, &l->pend[i]) || hello_of(&l->pend[i])->index != 0) continue;
+    uint64_t id = hello_of(&l->pend[i])->conn_id;
     int have = 0;
     for (int j = 0; j < total; j++) fds[j] = -1;
-    for (int j = 0; j < l->npend; j++) {
-      const struct tcp_pending* p = &l->pend[j];
-      if (p->got == sizeof p->hello && p->hello.conn_id == id && fds[p->hello.index] < 0)
-        fds[p->hello.index] = p->fd, have++;
+    for (int j = 0; j < l->ps.n; j++) {
+      const struct pend* p = &l->pend[j];
+      if (pend_complete(&l->ps, p) && hello_of(p)->conn_id == id && fds[hello_of(p)->index] < 0)
+        fds[hello_of(p)->index] = p->fd, have++;
     }
     if (have < total) continue;
     socklen_t len = sizeof *peer;
     if (getpeername(fds[0], &peer->sa, &len) != 0) memset(peer, 0, sizeof *peer);
-    for (int j = 0; j < l->npend; j++) /* the fds go to the comm */
-      if (l->pend[j].got == sizeof l->pend[j].hello && l->pend[j].hello.conn_id == id &&
-          fds[l->pend[j].hello.index] == l->pend[j].fd) {
-        l->pend[j] = l->pend[--l->npend];
-        j--;
-      }
+    for (int j = 0; j < l->ps.n; j++) /* the fds go to the comm */
+      if (pend_complete(&l->ps, &l->pend[j]) && hello_of(&l->pend[j])->conn_id == id &&
+          fds[hello_of(&l->pend[j])->index] == l->pend[j].fd)
+        pend_remove(&l->ps, j--, 1);
     return 1;
   }
   return 0;
@@ -519,7 +453,7 @@ static ncclResult_t tcp_close_listen(void* listen_comm) {
     return ncclInvalidArgument;
   }
   net_handle_free(listen_comm);
-  while (l->npend > 0) pending_drop(l, 0);
+  pend_close_all(&l->ps);
   sock_close(&l->fd);
   free(l);
   return ncclSuccess;
