@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -46,19 +47,33 @@ static int step(struct pend_set* s, struct pend* e, const char** why) {
   return 0;
 }
 
-/* Room for one more: the oldest unfinished entry goes (entries stay in order of arrival). */
+/* Bytes a connection sent so far: its handshake's, then its hello's. */
+static size_t heard(const struct pend* e) {
+  if (e->auth.stage == 0) return e->auth.got + e->got;
+  return 4 + AUTH_NONCE_BYTES + (e->auth.stage == 1 ? e->auth.got : AUTH_MAC_BYTES) + e->got;
+}
+
+/* Room for one more: of the unfinished entries, the one that sent the fewest bytes goes, the
+ * oldest of those (an idle stranger before a rank whose answer is on its way). */
 static int room(struct pend_set* s) {
+  int pick = -1;
   if (s->n < s->max) return 1;
-  for (int i = 0; i < s->n; i++)
-    if (!pend_complete(s, &s->p[i])) {
-      drop(s, i, "it had not finished its handshake and hello when more connections came");
-      return 1;
-    }
-  return 0;
+  for (int i = 0; i < s->n; i++) /* entries are in order of arrival */
+    if (!pend_complete(s, &s->p[i]) && (pick < 0 || heard(&s->p[i]) < heard(&s->p[pick])))
+      pick = i;
+  if (pick < 0) return 0;
+  drop(s, pick, "it had not finished its handshake and hello when more connections came");
+  return 1;
 }
 
 void pend_accept(struct pend_set* s, int lfd) {
-  while (room(s)) {
+  int dropped = 0;
+  for (;;) {
+    if (s->n == s->max) { /* one drop per call: what arrived on the others is read in between */
+      struct pollfd p = {lfd, POLLIN, 0};
+      if (dropped || poll(&p, 1, 0) != 1 || !room(s)) return;
+      dropped = 1;
+    }
     int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | s->accept_flags);
     if (fd < 0) return;
     int one = 1;

@@ -1,8 +1,9 @@
 /* Connections accepted by a listener until each proved the job's key (os/auth.h) and sent its
  * hello (a fixed number of bytes): read without blocking, all at once, so neither a rank slow to
- * speak nor a stranger holds up the others. A stranger (a failed handshake, one too slow, or the
- * oldest unfinished connection when the table is full) is closed and logged (auth_stranger),
- * so idle connections can never keep a rank of the job out. */
+ * speak nor a stranger holds up the others. A stranger (a failed handshake, one too slow, or,
+ * when the table is full, the unfinished connection that sent the fewest bytes, the oldest of
+ * those) is closed and logged (auth_stranger), so idle connections can never keep out a rank of
+ * the job, which speaks at once. */
 #ifndef MONEL_OS_PENDING_H
 #define MONEL_OS_PENDING_H
 #include <stddef.h>
@@ -31,8 +32,9 @@ struct pend_set {
 static inline int pend_complete(const struct pend_set* s, const struct pend* p) {
   return p->got == s->want;
 }
-/* Accepts every connection waiting on lfd (non-blocking: sock_nonblock), making room when the table is full by
- * dropping its oldest unfinished connection (none is taken while every entry is complete). */
+/* Accepts the connections waiting on lfd (non-blocking: sock_nonblock) while the table has room;
+ * when it is full, one more per call in place of the unfinished entry that sent the fewest bytes
+ * (none while every entry is complete). Call again after pend_progress while lfd is readable. */
 void pend_accept(struct pend_set* s, int lfd);
 /* Reads what arrived on every unfinished connection (the handshake, then the hello); drops and
  * logs those that failed or are older than limit_s. */

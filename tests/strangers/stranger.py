@@ -11,22 +11,38 @@ of the job, however short the listener's life. At each port, in this order:
   - a client that speaks Monel's handshake (os/auth.h) with a MAC made without the job's key;
   - 64 KB of random bytes (as much as the socket takes at once), then a close;
   - a huge length-like header, then a close;
-  - idle connections kept open until the job ends (--idle, 1 by default);
+  - idle connections kept open until the job ends (--idle, 1 by default; more than 1 only where
+    the listener's table drops its oldest unfinished connection when full (os/pending.h): every
+    listener but a rank's bootstrap one, which is each process's first listen() and keeps its
+    connections until the bootstrap timeout);
   - a flood of 20 connect-and-close.
 The job's output goes to FILE. Then every wrong-secret client must have been closed by the job and
 logged under the name of one kind of listener ("<kind>: closed a connection from <its address>"),
 every port's own; every kind must have been met (the root once, each rank's bootstrap and watch
 once per rank, the TCP network at least once). Prints what each kind met; exits 1 on any failure
 (the job's exit status and results are the caller's to check)."""
-import argparse, os, re, socket, struct, subprocess, sys, threading
+import argparse, os, re, resource, socket, struct, subprocess, sys, threading
 
 AUTH_MAGIC = 0x414C4E4D  # "MNLA", little endian on the wire
 FLOOD = 20
 
 
-def conn(host, port):
+USED = set()  # the wrong-secret clients' own ports: each names one client in the job's log
+USED_LOCK = threading.Lock()
+
+
+def conn(host, port, unique=False):
     fam = socket.AF_INET6 if ":" in host else socket.AF_INET
-    s = socket.socket(fam, socket.SOCK_STREAM)
+    while True:
+        s = socket.socket(fam, socket.SOCK_STREAM)
+        if not unique:
+            break
+        s.bind((host, 0))  # not connected yet: closing it reaches no one
+        with USED_LOCK:
+            if s.getsockname()[1] not in USED:
+                USED.add(s.getsockname()[1])
+                break
+        s.close()
     s.connect((host, port))  # the kernel completes it: the port listens (its listen() is held)
     return s
 
@@ -38,7 +54,7 @@ def addr_str(s):
 
 def visit(host, port, rec, idle, nidle):
     """Everything a stranger does at one port, while its listen() is held."""
-    w = conn(host, port)
+    w = conn(host, port, unique=True)
     w.sendall(struct.pack("<I", AUTH_MAGIC) + os.urandom(16) + os.urandom(32))  # hello, a bad MAC
     rec["client"] = addr_str(w)
     g = conn(host, port)
@@ -77,13 +93,18 @@ def serve(conn_u, recs, idle, nidle, waiters, lock):
     f = conn_u.makefile("rb")
     pid, host, port = f.readline().decode().split()
     rec = dict(pid=int(pid), host=host, port=int(port))
+    with lock:  # a process's first listen() is its bootstrap listener's (boot_socket.c)
+        first = all(r["pid"] != rec["pid"] for r in recs)
+        rec["first"] = first
+        recs.append(rec)
+    if first:
+        nidle = 1
+    rec["idle"] = nidle
     try:
         w = visit(host, int(port), rec, idle, nidle)
     except OSError as e:
         rec["error"] = f"{type(e).__name__}: {e}"
         w = None
-    with lock:
-        recs.append(rec)
     if w is not None:
         t = threading.Thread(target=await_close, args=(w, rec))
         t.start()
@@ -108,10 +129,15 @@ def accept_loop(srv, recs, idle, nidle, waiters, lock):
 KINDS = ("bootstrap root", "bootstrap rank", "watch", "Socket network listener")
 
 
-def kind_of(log, client):
-    """The listener that logged closing the client: 'bootstrap rank 2' counts as 'bootstrap rank'."""
-    m = re.search(r"(?:WARN|INFO) ([^:\n]+): closed a connection from " + re.escape(client) +
-                  r"(?![0-9])", log)
+def listener(k):
+    return k if k.endswith("listener") else k + " listener"
+
+
+def kind_of(log, pid, client):
+    """The listener of process pid that logged closing the client ('bootstrap rank 2' counts as
+    'bootstrap rank')."""
+    m = re.search(rf":{pid}:[0-9]+ NCCL (?:WARN|INFO) ([^:\n]+): closed a connection from " +
+                  re.escape(client) + r"(?![0-9])", log)
     if m is None:
         return None
     return re.sub(r" [0-9]+$", "", m.group(1))
@@ -126,6 +152,8 @@ def main():
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     cmd = a.cmd[1:] if a.cmd and a.cmd[0] == "--" else a.cmd
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)  # idle connections are fds here
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     sock_path = a.log + ".hold"
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     srv.bind(sock_path)
@@ -153,22 +181,39 @@ def main():
         if "error" in r:
             bad.append(f"pid {r['pid']} port {r['port']}: {r['error']}")
             continue
-        k = kind_of(log, r["client"])
+        k = kind_of(log, r["pid"], r["client"])
         print(f"stranger: pid {r['pid']} {r['host']}:{r['port']}: {k or 'NOT LOGGED'}; "
               f"wrong-secret client {r['client']} answered {r['answered']} bytes then closed; "
-              f"{r['garbage']} random bytes, a huge header, {a.idle} idle, {FLOOD} flood connects")
+              f"{r['garbage']} random bytes, a huge header, {r['idle']} idle, {FLOOD} flood connects")
         if k is None:
             bad.append(f"the wrong-secret client {r['client']} at port {r['port']} (pid "
                        f"{r['pid']}) was not logged as closed")
         elif k in met:
             met[k] += 1
+        if k is not None and r["first"] != (k == "bootstrap rank"):
+            bad.append(f"port {r['port']} of pid {r['pid']} is a {k} listener, but the first "
+                       f"listen() of a process should be a rank's bootstrap listener")
     want = {"bootstrap root": 1, "bootstrap rank": a.ranks, "watch": a.ranks}
     for k in KINDS:
-        print(f"stranger: the {k} listener(s) met strangers at {met[k]} port(s)")
+        print(f"stranger: the {listener(k)}(s) met strangers at {met[k]} port(s)")
         if k in want and met[k] != want[k]:
-            bad.append(f"{met[k]} {k} listener(s) met strangers where {want[k]} were expected")
+            bad.append(f"{met[k]} {listener(k)}(s) met strangers where {want[k]} were expected")
         if k not in want and met[k] < 1:
-            bad.append(f"no {k} met strangers")
+            bad.append(f"no {listener(k)} met strangers")
+    # With more idle connections than a table holds (64 at the root and the watch, 256 at the TCP
+    # network), the job got in only because each of those listeners dropped idle ones.
+    full = {k: 0 for k in KINDS}
+    for m in re.finditer(r"NCCL (?:WARN|INFO) ([^:\n]+): closed a connection from [^ ]+ (?:that is "
+                         r"not a rank of this job: )?it had not finished its handshake and hello "
+                         r"when more connections came", log):
+        k = re.sub(r" [0-9]+$", "", m.group(1))
+        full[k] = full.get(k, 0) + 1
+    if a.idle > 1:
+        print("stranger: idle connections dropped to make room: " +
+              ", ".join(f"{k} {full[k]}" for k in KINDS))
+        for k in ("bootstrap root", "watch", "Socket network listener"):
+            if a.idle > 256 and full[k] < 1:
+                bad.append(f"no {listener(k)} dropped an idle connection to make room")
     print(f"stranger: {len(recs)} ports held, the job exited with {rc}")
     for b in bad:
         print(f"stranger: FAIL {b}")
