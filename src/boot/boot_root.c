@@ -3,9 +3,9 @@
  * addresses. Hellos are read from all new connections at once (non-blocking), so a rank that is
  * slow to speak after connecting (a loaded machine) neither stalls the others nor is dropped; a
  * connection that stays silent for HELLO_WAIT_S is dropped, and so is the oldest silent one when
- * PENDING_MAX are being read (os/pending.h: idle strangers cannot keep a rank out). Bad connections are dropped with a
- * WARN and the root keeps serving. When MONEL_BOOT_TIMEOUT passes first it tells the waiting
- * ranks which ranks never arrived. Either way the thread exits after one job. */
+ * PENDING_MAX are being read (os/pending.h: idle strangers cannot keep a rank out). Bad connections
+ * are dropped with a WARN and the root keeps serving. When MONEL_BOOT_TIMEOUT passes first it tells
+ * the waiting ranks which ranks never arrived. Either way the thread exits after one job. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -181,8 +181,12 @@ static void report_timeout(struct boot_root* r) {
 static void* root_main(void* arg) {
   struct boot_root* r = arg;
   struct pend pend[PENDING_MAX];
-  struct pend_set ps = {.p = pend, .max = PENDING_MAX, .want = ROOT_MSG_BYTES,
-                        .limit_s = HELLO_WAIT_S, .key = r->key, .where = "bootstrap root"};
+  struct pend_set ps = {.p = pend,
+                        .max = PENDING_MAX,
+                        .want = ROOT_MSG_BYTES,
+                        .limit_s = HELLO_WAIT_S,
+                        .key = r->key,
+                        .where = "bootstrap root"};
   struct pollfd fds[1 + PENDING_MAX];
   int stop = 0;
   double deadline = sock_time_now() + (double)r->timeout;

@@ -239,8 +239,12 @@ static int in_take(struct pend_set* ps, const struct ncclComm* comm, int prev) {
 static ncclResult_t ring_link(struct watch* w, int lfd, double deadline, const char** why) {
   struct ncclComm* comm = w->comm;
   struct pend tab[WATCH_PENDING_MAX];
-  struct pend_set ps = {.p = tab, .max = WATCH_PENDING_MAX, .want = sizeof(struct hello),
-                        .limit_s = AUTH_STRANGER_S, .key = boot_key(comm->boot), .where = "watch"};
+  struct pend_set ps = {.p = tab,
+                        .max = WATCH_PENDING_MAX,
+                        .want = sizeof(struct hello),
+                        .limit_s = AUTH_STRANGER_S,
+                        .key = boot_key(comm->boot),
+                        .where = "watch"};
   struct hello hi = {comm->comm_hash, comm->rank, comm->nranks};
   struct auth_cli cli;
   size_t sent = 0;

@@ -59,8 +59,7 @@ static int room(struct pend_set* s) {
   int pick = -1;
   if (s->n < s->max) return 1;
   for (int i = 0; i < s->n; i++) /* entries are in order of arrival */
-    if (!pend_complete(s, &s->p[i]) && (pick < 0 || heard(&s->p[i]) < heard(&s->p[pick])))
-      pick = i;
+    if (!pend_complete(s, &s->p[i]) && (pick < 0 || heard(&s->p[i]) < heard(&s->p[pick]))) pick = i;
   if (pick < 0) return 0;
   drop(s, pick, "it had not finished its handshake and hello when more connections came");
   return 1;

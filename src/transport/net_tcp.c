@@ -161,9 +161,13 @@ static ncclResult_t tcp_listen(int dev, const unsigned char* key, void* handle,
   }
   sock_counts(&l->nthreads, &l->nsocks);
   if (key != NULL) memcpy(l->key, key, sizeof l->key);
-  l->ps = (struct pend_set){.p = l->pend, .max = PENDING_MAX, .want = sizeof(struct tcp_hello),
-                            .limit_s = TCP_STRANGER_S, .key = key != NULL ? l->key : NULL,
-                            .where = "Socket network listener", .accept_flags = SOCK_NONBLOCK};
+  l->ps = (struct pend_set){.p = l->pend,
+                            .max = PENDING_MAX,
+                            .want = sizeof(struct tcp_hello),
+                            .limit_s = TCP_STRANGER_S,
+                            .key = key != NULL ? l->key : NULL,
+                            .where = "Socket network listener",
+                            .accept_flags = SOCK_NONBLOCK};
   h.magic = TCP_MAGIC;
   h.token = l->token;
   h.nthreads = (uint16_t)l->nthreads;

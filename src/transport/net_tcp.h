@@ -17,8 +17,9 @@
  * With a key (net.h), every socket starts with the handshake of os/auth.h before its hello: the
  * listener reads nothing else from a socket until the connector proved the key, closes one that
  * fails (the first from each address logged at WARN) or that has not finished its hello
- * TCP_STRANGER_S after it was accepted, and, with PENDING_MAX sockets waiting, drops the oldest
- * unfinished one to take a new one. Who may include: net_tcp*.c only. */
+ * TCP_STRANGER_S after it was accepted, and, with PENDING_MAX sockets waiting, drops the
+ * unfinished one that sent the fewest bytes to take a new one (os/pending.h). Who may include:
+ * net_tcp*.c only. */
 #ifndef MONEL_TRANSPORT_NET_TCP_H
 #define MONEL_TRANSPORT_NET_TCP_H
 #include <pthread.h>

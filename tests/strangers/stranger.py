@@ -20,7 +20,7 @@ The job's output goes to FILE. Then every wrong-secret client must have been clo
 logged under the name of one kind of listener ("<kind>: closed a connection from <its address>"),
 every port's own; every kind must have been met (the root once, each rank's bootstrap and watch
 once per rank, the TCP network at least once). Prints what each kind met; exits 1 on any failure
-(the job's exit status and results are the caller's to check)."""
+or when the job exits with an error (its results are the caller's to check)."""
 import argparse, os, re, resource, socket, struct, subprocess, sys, threading
 
 AUTH_MAGIC = 0x414C4E4D  # "MNLA", little endian on the wire
@@ -215,6 +215,8 @@ def main():
             if a.idle > 256 and full[k] < 1:
                 bad.append(f"no {listener(k)} dropped an idle connection to make room")
     print(f"stranger: {len(recs)} ports held, the job exited with {rc}")
+    if rc != 0:
+        bad.append(f"the job exited with {rc}")
     for b in bad:
         print(f"stranger: FAIL {b}")
     sys.exit(1 if bad else 0)
