@@ -109,8 +109,8 @@ static int cli_answer(const struct auth_cli* c, const unsigned char* reply,
   return 0;
 }
 
-ncclResult_t auth_client_start(int fd, struct auth_cli* c, double deadline,
-                               const volatile int* abort, const char** why) {
+static ncclResult_t client_start(int fd, struct auth_cli* c, double deadline,
+                                 const volatile int* abort, const char** why) {
   unsigned char hello[4 + AUTH_NONCE_BYTES];
   enum sock_err err = SOCK_OK;
   *why = NULL;
@@ -126,9 +126,9 @@ ncclResult_t auth_client_start(int fd, struct auth_cli* c, double deadline,
   return ncclSuccess;
 }
 
-ncclResult_t auth_client_finish(int fd, const struct auth_cli* c,
-                                const unsigned char key[AUTH_KEY_BYTES], double deadline,
-                                const volatile int* abort, const char** why) {
+static ncclResult_t client_finish(int fd, const struct auth_cli* c,
+                                  const unsigned char key[AUTH_KEY_BYTES], double deadline,
+                                  const volatile int* abort, const char** why) {
   unsigned char reply[AUTH_NONCE_BYTES + AUTH_MAC_BYTES], want[AUTH_MAC_BYTES];
   enum sock_err err = SOCK_OK;
   *why = NULL;
@@ -154,9 +154,9 @@ ncclResult_t auth_client_finish(int fd, const struct auth_cli* c,
 ncclResult_t auth_client(int fd, const unsigned char key[AUTH_KEY_BYTES], double deadline,
                          const volatile int* abort, const char** why) {
   struct auth_cli c;
-  ncclResult_t res = auth_client_start(fd, &c, deadline, abort, why);
+  ncclResult_t res = client_start(fd, &c, deadline, abort, why);
   if (res != ncclSuccess) return res;
-  return auth_client_finish(fd, &c, key, deadline, abort, why);
+  return client_finish(fd, &c, key, deadline, abort, why);
 }
 
 /* Moves what the socket takes or has of c->buf[at..n): 1 when all moved, 0 not yet, -1 failed. */
@@ -262,13 +262,12 @@ int auth_srv_step(struct auth_srv* s, int fd, const unsigned char key[AUTH_KEY_B
   return 0;
 }
 
-/* Steps the server side until it is done, or (half) past its first half. */
-static ncclResult_t srv_run(int fd, struct auth_srv* s, const unsigned char* key, int half,
-                            double deadline, const volatile int* abort, const char** why) {
+/* Steps the server side until it is done. */
+static ncclResult_t srv_run(int fd, struct auth_srv* s, const unsigned char* key, double deadline,
+                            const volatile int* abort, const char** why) {
   *why = NULL;
   for (;;) {
     int r = auth_srv_step(s, fd, key, why);
-    if (r == 1 && half && s->stage == 1) return ncclSuccess;
     if (r == 0) return ncclSuccess;
     if (r < 0) return ncclRemoteError;
     double left = deadline - sock_time_now();
@@ -285,32 +284,7 @@ ncclResult_t auth_server(int fd, const unsigned char key[AUTH_KEY_BYTES], double
                          const volatile int* abort, const char** why) {
   struct auth_srv s;
   memset(&s, 0, sizeof s);
-  return srv_run(fd, &s, key, 0, deadline, abort, why);
-}
-
-ncclResult_t auth_server_finish(int fd, struct auth_srv* s, const unsigned char key[AUTH_KEY_BYTES],
-                                double deadline, const volatile int* abort, const char** why) {
-  return srv_run(fd, s, key, 0, deadline, abort, why);
-}
-
-ncclResult_t auth_accept_half(int lfd, const unsigned char key[AUTH_KEY_BYTES], double deadline,
-                              const volatile int* abort, const char* where, struct auth_srv* s,
-                              int* fd) {
-  const char* why = NULL;
-  for (;;) {
-    struct pollfd p = {lfd, POLLIN, 0};
-    int left = (int)((deadline - sock_time_now()) * 1000);
-    if (left <= 0 || (abort && *abort)) return ncclRemoteError;
-    if (poll(&p, 1, left > 100 ? 100 : left) <= 0) continue;
-    if (sock_conn_accept(lfd, fd, NULL) != ncclSuccess) continue;
-    /* a stranger gets a short time: it must not hold the job up */
-    double hs = sock_time_now() + AUTH_STRANGER_S;
-    memset(s, 0, sizeof *s);
-    if (srv_run(*fd, s, key, 1, hs < deadline ? hs : deadline, abort, &why) == ncclSuccess)
-      return ncclSuccess;
-    auth_stranger(where, *fd, why);
-    sock_close(fd);
-  }
+  return srv_run(fd, &s, key, deadline, abort, why);
 }
 
 /* ---- strangers ------------------------------------------------------------------------------ */
