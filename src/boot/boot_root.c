@@ -2,9 +2,10 @@
  * (checking magic, secret, rank and size), and sends every rank the table of all ranks' listening
  * addresses. Hellos are read from all new connections at once (non-blocking), so a rank that is
  * slow to speak after connecting (a loaded machine) neither stalls the others nor is dropped; a
- * connection that stays silent for HELLO_WAIT_S is dropped. Bad connections are dropped with a
- * WARN and the root keeps serving. When MONEL_BOOT_TIMEOUT passes first it tells the waiting
- * ranks which ranks never arrived. Either way the thread exits after one job. */
+ * connection that stays silent for HELLO_WAIT_S is dropped, and so is the oldest silent one when
+ * PENDING_MAX are being read (os/pending.h: idle strangers cannot keep a rank out). Bad connections
+ * are dropped with a WARN and the root keeps serving. When MONEL_BOOT_TIMEOUT passes first it tells
+ * the waiting ranks which ranks never arrived. Either way the thread exits after one job. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -14,23 +15,21 @@
 #include <unistd.h>
 #include <poll.h>
 #include "boot/boot_impl.h"
+#include "os/pending.h"
 #include "util/check.h"
 #include "util/log.h"
 #include "util/param.h"
 
-/* Longest wait for one connection's hello; silent connections do not stall the others. */
+/* Longest wait for one connection's handshake and hello; silent connections do not stall the
+ * others. */
 #define HELLO_WAIT_S 30.0
-/* Connections whose hello is being read at once; more wait in the listen backlog. */
+/* Connections whose handshake and hello are read at once; when more come, the oldest of them is
+ * dropped (os/pending.h), so idle strangers cannot keep a rank out. */
 #define PENDING_MAX 64
 
-/* A new connection whose length word and hello are still arriving. */
-struct pending {
-  int fd;
-  size_t got;
-  double since;
-  struct auth_srv auth;                                              /* the handshake comes first */
-  unsigned char bytes[sizeof(uint32_t) + sizeof(struct boot_hello)]; /* length word, hello */
-};
+/* What a rank sends the root once it proved the key: a length word, then its hello. */
+#define ROOT_MSG_BYTES (sizeof(uint32_t) + sizeof(struct boot_hello))
+_Static_assert(ROOT_MSG_BYTES <= PEND_HELLO_MAX, "a rank's message fits a pending entry");
 
 struct boot_root {
   struct boot_root* next; /* registry */
@@ -123,37 +122,20 @@ static ncclResult_t take_hello(struct boot_root* r, int fd, const struct boot_he
   return ncclSuccess;
 }
 
-/* Read what has arrived on a pending connection. Returns 1 while the hello is incomplete, 0 when
- * the connection was taken or dropped, -1 when the root must stop (out of memory). */
-static int pending_read(struct boot_root* r, struct pending* p) {
+/* A connection that proved the key and sent its message: keep it as its rank's or drop it.
+ * -1 when the root must stop (out of memory). */
+static int take_msg(struct boot_root* r, int fd, const unsigned char* bytes) {
   char why[96];
   uint32_t len;
   struct boot_hello h;
-  const char* bad = NULL;
-  int step = auth_srv_step(&p->auth, p->fd, r->key, &bad);
-  if (step != 0) {
-    if (step < 0) {
-      auth_stranger("bootstrap root", p->fd, bad);
-      sock_close(&p->fd);
-    }
-    return step > 0;
-  }
-  ssize_t k = recv(p->fd, p->bytes + p->got, sizeof(p->bytes) - p->got, MSG_DONTWAIT);
-  if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 1;
-  if (k <= 0) {
-    drop(r, p->fd, k == 0 ? sock_err_str(SOCK_EOF) : strerror(errno));
+  memcpy(&len, bytes, sizeof len);
+  memcpy(&h, bytes + sizeof len, sizeof h);
+  if (len != sizeof h) {
+    snprintf(why, sizeof(why), "it sent a %u-byte message where %zu were expected", len, sizeof h);
+    drop(r, fd, why);
     return 0;
   }
-  p->got += (size_t)k;
-  memcpy(&len, p->bytes, sizeof(len));
-  if (p->got >= sizeof(len) && len != sizeof(h)) {
-    snprintf(why, sizeof(why), "it sent a %u-byte message where %zu were expected", len, sizeof(h));
-    drop(r, p->fd, why);
-    return 0;
-  }
-  if (p->got < sizeof(p->bytes)) return 1;
-  memcpy(&h, p->bytes + sizeof(len), sizeof(h));
-  return take_hello(r, p->fd, &h) == ncclSuccess ? 0 : -1;
+  return take_hello(r, fd, &h) == ncclSuccess ? 0 : -1;
 }
 
 static void answer_all(struct boot_root* r, uint32_t status, const char* text) {
@@ -196,42 +178,39 @@ static void report_timeout(struct boot_root* r) {
   answer_all(r, BOOT_REPLY_TIMEOUT, text);
 }
 
-/* pollfd entries: [0] listen (while a pending slot is free), then the pending connections. */
 static void* root_main(void* arg) {
   struct boot_root* r = arg;
-  struct pending pend[PENDING_MAX];
+  struct pend pend[PENDING_MAX];
+  struct pend_set ps = {.p = pend,
+                        .max = PENDING_MAX,
+                        .want = ROOT_MSG_BYTES,
+                        .limit_s = HELLO_WAIT_S,
+                        .key = r->key,
+                        .where = "bootstrap root"};
   struct pollfd fds[1 + PENDING_MAX];
-  int npend = 0, stop = 0;
+  int stop = 0;
   double deadline = sock_time_now() + (double)r->timeout;
   while (!stop && (r->nranks == 0 || r->arrived < r->nranks)) {
-    double now = sock_time_now(), left = deadline - now;
+    double left = deadline - sock_time_now();
     if (left <= 0) break;
-    fds[0] = (struct pollfd){.fd = npend < PENDING_MAX ? r->listen_fd : -1, .events = POLLIN};
-    for (int i = 0; i < npend; i++)
-      fds[1 + i] = (struct pollfd){.fd = pend[i].fd, .events = POLLIN};
-    if (poll(fds, (nfds_t)(1 + npend), left > 1.0 ? 1000 : (int)(left * 1000) + 1) < 0) continue;
-    now = sock_time_now();
-    int before = r->arrived, kept = 0;
-    for (int i = 0; i < npend; i++) { /* compacts pend[] in place */
-      int more = 1;
-      if (fds[1 + i].revents) more = pending_read(r, &pend[i]);
-      if (more == 1 && now - pend[i].since > HELLO_WAIT_S) {
-        drop(r, pend[i].fd, "it sent no hello in time");
-        more = 0;
-      }
-      if (more < 0) stop = 1; /* its fd is closed already */
-      if (more == 1) pend[kept++] = pend[i];
-    }
-    npend = kept;
-    if (!stop && (fds[0].revents & POLLIN)) {
-      int fd = -1;
-      if (sock_conn_accept(r->listen_fd, &fd, NULL) == ncclSuccess)
-        pend[npend++] = (struct pending){.fd = fd, .got = 0, .since = now, .auth = {0}};
+    fds[0] = (struct pollfd){.fd = r->listen_fd, .events = POLLIN};
+    for (int i = 0; i < ps.n; i++) fds[1 + i] = (struct pollfd){.fd = pend[i].fd, .events = POLLIN};
+    if (poll(fds, (nfds_t)(1 + ps.n), left > 1.0 ? 1000 : (int)(left * 1000) + 1) < 0) continue;
+    int before = r->arrived;
+    pend_accept(&ps, r->listen_fd);
+    pend_progress(&ps);
+    for (int i = 0; i < ps.n && !stop; i++) {
+      if (!pend_complete(&ps, &pend[i])) continue;
+      int fd = pend[i].fd;
+      unsigned char bytes[ROOT_MSG_BYTES];
+      memcpy(bytes, pend[i].hello, sizeof bytes);
+      pend_remove(&ps, i--, 1);
+      stop = take_msg(r, fd, bytes) < 0; /* its fd is kept or closed */
     }
     /* the clock of the job starts when its first rank arrives */
     if (before == 0 && r->arrived >= 1) deadline = sock_time_now() + (double)r->timeout;
   }
-  for (int i = 0; i < npend; i++) sock_close(&pend[i].fd);
+  pend_close_all(&ps);
   if (r->nranks != 0 && r->arrived == r->nranks) {
     answer_all(r, BOOT_REPLY_OK, NULL);
     INFO(LOG_BOOTSTRAP, "bootstrap root: all %d ranks arrived; the root exits", r->nranks);
@@ -259,6 +238,7 @@ ncclResult_t boot_root_start(union sock_addr* addr, uint64_t secret,
   memcpy(r->key, key, sizeof r->key);
   r->timeout = param_int(PARAM_BOOT_TIMEOUT);
   NCCLCHECKGOTO(sock_listen_open(addr, &r->listen_fd), res, out);
+  SYSCHECKGOTO(sock_nonblock(r->listen_fd), "fcntl(O_NONBLOCK)", res, out);
   r->addr = *addr;
   if (pthread_create(&r->thread, NULL, root_main, r) != 0) {
     WARN("bootstrap root: cannot start its thread; raise the process's thread limit");

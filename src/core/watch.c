@@ -127,7 +127,9 @@ static void log_report(struct watch* w, const struct hang_msg* m) {
 
 static void on_hang(struct watch* w, struct hang_msg* m, uint32_t len, int type) {
   struct ncclComm* comm = w->comm;
-  if (len != hang_msg_bytes(comm->nranks) || m->nranks != comm->nranks) return;
+  if (len != hang_msg_bytes(comm->nranks) || m->nranks != comm->nranks || m->origin < 0 ||
+      m->origin >= comm->nranks)
+    return;
   if (type == MSG_HANG) {
     if (m->origin == comm->rank) { /* around once: every state is in */
       log_report(w, m);
@@ -189,7 +191,12 @@ void watch_handle(struct watch* w, int dir, const struct watch_hdr* h, void* bod
     l->bye = 1;
     break;
   case MSG_DEAD:
-    if (h->len == sizeof(struct dead_msg)) peer_dead(w, body, dir);
+    if (h->len == sizeof(struct dead_msg)) {
+      struct dead_msg d; /* its strings end inside it, whatever came */
+      memcpy(&d, body, sizeof d);
+      d.host[sizeof d.host - 1] = d.why[sizeof d.why - 1] = 0;
+      if (d.rank >= 0 && d.rank < w->comm->nranks) peer_dead(w, &d, dir);
+    }
     break;
   case MSG_HANG:
   case MSG_REPORT:

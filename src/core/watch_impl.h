@@ -26,6 +26,9 @@ struct ncclComm;
 #define WATCH_BEAT_S    1.0
 #define WATCH_POLL_MS   100
 #define WATCH_CONNECT_S 30.0
+/* The largest body of a message but a hang report's (hang_msg_bytes): a fingerprint batch
+ * (core/fingerprint.c) stays far below. A header claiming more ends the connection. */
+#define WATCH_BODY_MAX (1u << 20)
 
 enum { MSG_HELLO = 1, MSG_BEAT, MSG_BYE, MSG_DEAD, MSG_HANG, MSG_REPORT };
 enum { IN = 0, OUT = 1 }; /* connection from the previous rank, to the next */
@@ -75,6 +78,8 @@ struct watch {
  * comm (collective); add a watch to the thread's list (starting the thread) and remove it (the
  * last one stops the thread). */
 int watch_send(struct watch_link* l, int type, int from, const void* body, uint32_t len);
+/* The largest body a peer of this comm may send (WATCH_BODY_MAX, or a hang report's size). */
+size_t watch_body_max(const struct watch* w);
 void watch_link_service(struct watch* w, int dir, double now);
 ncclResult_t watch_connect(struct watch* w);
 ncclResult_t watch_thread_add(struct watch* w);

@@ -15,6 +15,7 @@
 #include "core/comm.h"
 #include "core/watch_impl.h"
 #include "os/auth.h"
+#include "os/pending.h"
 #include "os/socket.h"
 
 static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -35,9 +36,15 @@ int watch_send(struct watch_link* l, int type, int from, const void* body, uint3
   return 0;
 }
 
-/* Reads what is there; returns -1 on EOF or error. */
-static int pump(struct watch_link* l) {
-  for (;;) {
+size_t watch_body_max(const struct watch* w) {
+  size_t hang = hang_msg_bytes(w->comm->nranks);
+  return hang > WATCH_BODY_MAX ? hang : WATCH_BODY_MAX;
+}
+
+/* Reads what is there, holding at most `most` bytes (the rest waits in the socket until the
+ * messages before it are handled); returns -1 on EOF or error. */
+static int pump(struct watch_link* l, size_t most) {
+  while (l->len < most) {
     if (l->cap - l->len < 4096) {
       size_t cap = l->cap ? 2 * l->cap : 8192;
       char* b = realloc(l->buf, cap);
@@ -54,22 +61,38 @@ static int pump(struct watch_link* l) {
     if (errno == EINTR) continue;
     return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
   }
+  return 0;
+}
+
+/* Hands a message to watch.c with its body 8-byte aligned (a body after one of odd length is
+ * not: it is copied). */
+static void handle_aligned(struct watch* w, int dir, const struct watch_hdr* h, char* body) {
+  if (((uintptr_t)body & 7) == 0) {
+    watch_handle(w, dir, h, body);
+    return;
+  }
+  void* copy = malloc(h->len ? h->len : 1);
+  if (copy == NULL) return; /* a message dropped: the watch goes on */
+  memcpy(copy, body, h->len);
+  watch_handle(w, dir, h, copy);
+  free(copy);
 }
 
 void watch_link_service(struct watch* w, int dir, double now) {
   struct watch_link* l = &w->link[dir];
   if (l->fd < 0) return;
-  int gone = pump(l) < 0;
+  size_t most = sizeof(struct watch_hdr) + watch_body_max(w);
+  int gone = pump(l, most) < 0;
   size_t at = 0;
   while (l->len - at >= sizeof(struct watch_hdr)) {
     struct watch_hdr h;
     memcpy(&h, l->buf + at, sizeof h);
-    if (h.magic != WATCH_MAGIC) {
+    if (h.magic != WATCH_MAGIC || h.len > most - sizeof h) {
       gone = 1;
       break;
     }
     if (l->len - at < sizeof h + h.len) break;
-    watch_handle(w, dir, &h, l->buf + at + sizeof h);
+    handle_aligned(w, dir, &h, l->buf + at + sizeof h);
     at += sizeof h + h.len;
   }
   memmove(l->buf, l->buf + at, l->len - at);
@@ -172,6 +195,87 @@ struct hello {
   int32_t rank, nranks;
 };
 
+/* Connections to the watch port whose handshake or hello is still arriving: strangers too. */
+#define WATCH_PENDING_MAX 64
+_Static_assert(sizeof(struct hello) <= PEND_HELLO_MAX, "a watch hello fits a pending entry");
+
+/* This rank's side of its connection to the next rank, stepped without blocking: the handshake,
+ * then the hello. 0 when all is out, 1 while more is to move, -1 on failure (*why set). */
+static int out_step(struct auth_cli* c, int fd, const unsigned char* key, const struct hello* hi,
+                    size_t* sent, const char** why) {
+  int r = auth_cli_step(c, fd, key, why);
+  while (r == 0 && *sent < sizeof *hi) {
+    ssize_t k = send(fd, (const char*)hi + *sent, sizeof *hi - *sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (k > 0) {
+      *sent += (size_t)k;
+    } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      return 1;
+    } else if (!(k < 0 && errno == EINTR)) {
+      *why = k < 0 ? strerror(errno) : "the connection closed";
+      return -1;
+    }
+  }
+  return r;
+}
+
+/* The previous rank's connection among the complete pending ones (its fd, taken), or -1; the
+ * others, ranks of the job that are not the previous one of this comm, are closed. */
+static int in_take(struct pend_set* ps, const struct ncclComm* comm, int prev) {
+  for (int i = 0; i < ps->n; i++) {
+    if (!pend_complete(ps, &ps->p[i])) continue;
+    struct hello got;
+    memcpy(&got, ps->p[i].hello, sizeof got);
+    int fd = ps->p[i].fd;
+    int ok = got.comm_hash == comm->comm_hash && got.rank == prev && got.nranks == comm->nranks;
+    pend_remove(ps, i--, ok);
+    if (ok) return fd;
+  }
+  return -1;
+}
+
+/* Every rank connects to the next and accepts from the previous, at once: this rank's own
+ * handshake and hello go out while the listener serves whoever connected (strangers included,
+ * each closed and logged), until the previous rank proved the key and said hello. */
+static ncclResult_t ring_link(struct watch* w, int lfd, double deadline, const char** why) {
+  struct ncclComm* comm = w->comm;
+  struct pend tab[WATCH_PENDING_MAX];
+  struct pend_set ps = {.p = tab,
+                        .max = WATCH_PENDING_MAX,
+                        .want = sizeof(struct hello),
+                        .limit_s = AUTH_STRANGER_S,
+                        .key = boot_key(comm->boot),
+                        .where = "watch"};
+  struct hello hi = {comm->comm_hash, comm->rank, comm->nranks};
+  struct auth_cli cli;
+  size_t sent = 0;
+  int out = 1, in = -1, ofd = w->link[OUT].fd;
+  memset(&cli, 0, sizeof cli);
+  for (;;) {
+    if (out == 1) out = out_step(&cli, ofd, ps.key, &hi, &sent, why);
+    if (out < 0) break;
+    pend_accept(&ps, lfd);
+    pend_progress(&ps);
+    if (in < 0) in = in_take(&ps, comm, w->link[IN].peer);
+    if (out == 0 && in >= 0) break;
+    if (sock_time_now() > deadline || __atomic_load_n(&comm->abort_flag, __ATOMIC_ACQUIRE)) break;
+    struct pollfd fds[2 + WATCH_PENDING_MAX];
+    int nfds = 0;
+    fds[nfds++] = (struct pollfd){in < 0 ? lfd : -1, POLLIN, 0};
+    fds[nfds++] = (struct pollfd){out == 1 ? ofd : -1, cli.stage == 1 ? POLLIN : POLLOUT, 0};
+    for (int i = 0; i < ps.n; i++)
+      if (!pend_complete(&ps, &ps.p[i])) fds[nfds++] = (struct pollfd){ps.p[i].fd, POLLIN, 0};
+    (void)poll(fds, (nfds_t)nfds, 100);
+  }
+  pend_close_all(&ps);
+  w->link[IN].fd = in;
+  if (out == 0 && in >= 0) return ncclSuccess;
+  if (out == 1) *why = "it did not answer in time";
+  if (in < 0 && out >= 0)
+    WARN("rank %d: rank %d did not connect its watch connection within %.0f s", comm->rank,
+         w->link[IN].peer, WATCH_CONNECT_S);
+  return ncclRemoteError;
+}
+
 ncclResult_t watch_connect(struct watch* w) {
   struct ncclComm* comm = w->comm;
   int n = comm->nranks, me = comm->rank;
@@ -183,64 +287,20 @@ ncclResult_t watch_connect(struct watch* w) {
   NCCLCALLOC(addrs, n);
   NCCLCHECKGOTO(sock_iface_find(&addrs[me], ifname, sizeof ifname), res, out);
   NCCLCHECKGOTO(sock_listen_open(&addrs[me], &lfd), res, out);
+  SYSCHECKGOTO(sock_nonblock(lfd), "fcntl(O_NONBLOCK)", res, out);
   NCCLCHECKGOTO(boot_allgather(comm->boot, addrs, sizeof *addrs), res, out);
   double deadline = sock_time_now() + WATCH_CONNECT_S;
   int next = (me + 1) % n, prev = (me + n - 1) % n;
   w->link[OUT].peer = next, w->link[IN].peer = prev;
   NCCLCHECKGOTO(sock_conn_open(&addrs[next], deadline, &comm->abort_flag, &w->link[OUT].fd, &err),
                 res, out);
-  /* The handshake (os/auth.h) in halves: every rank connects to the next and accepts from the
-   * previous, so each finishes its client side only once it answered the previous rank. */
-  const unsigned char* key = boot_key(comm->boot);
   const char* why = NULL;
-  struct auth_cli cli;
-  int client_done = 0;
-  if (auth_client_start(w->link[OUT].fd, &cli, deadline, &comm->abort_flag, &why) != ncclSuccess)
-    goto auth_fail;
-  for (;;) {
-    int fd = -1;
-    struct auth_srv srv;
-    if (auth_accept_half(lfd, key, deadline, &comm->abort_flag, "watch", &srv, &fd) !=
-        ncclSuccess) {
-      WARN("rank %d: rank %d did not connect its watch connection within %.0f s", me, prev,
-           WATCH_CONNECT_S);
-      res = ncclRemoteError;
-      goto out;
-    }
-    if (!client_done) {
-      struct hello hi = {comm->comm_hash, me, n};
-      if (auth_client_finish(w->link[OUT].fd, &cli, key, deadline, &comm->abort_flag, &why) !=
-          ncclSuccess) {
-        sock_close(&fd);
-        goto auth_fail;
-      }
-      res = sock_send_all(w->link[OUT].fd, &hi, sizeof hi, deadline, NULL, &err);
-      if (res != ncclSuccess) sock_close(&fd);
-      if (res != ncclSuccess) goto out;
-      client_done = 1;
-    }
-    double hs =
-        sock_time_now() + AUTH_STRANGER_S < deadline ? sock_time_now() + AUTH_STRANGER_S : deadline;
-    if (auth_server_finish(fd, &srv, key, hs, &comm->abort_flag, &why) != ncclSuccess) {
-      auth_stranger("watch", fd, why);
-      sock_close(&fd);
-      continue;
-    }
-    struct hello got;
-    if (sock_recv_all(fd, &got, sizeof got, hs, NULL, &err) == ncclSuccess &&
-        got.comm_hash == comm->comm_hash && got.rank == prev && got.nranks == n) {
-      w->link[IN].fd = fd;
-      break;
-    }
-    err = SOCK_OK;
-    sock_close(&fd); /* not the previous rank of this comm: keep listening */
-  }
+  res = ring_link(w, lfd, deadline, &why);
+  if (res != ncclSuccess && why != NULL)
+    WARN("rank %d: rank %d's watch port failed the handshake: %s", me, next, why);
+  if (res != ncclSuccess) goto out;
   double now = sock_time_now();
   w->link[IN].seen = w->link[OUT].seen = now;
-  goto out;
-auth_fail:
-  WARN("rank %d: rank %d's watch port failed the handshake: %s", me, next, why);
-  res = ncclRemoteError;
 out:
   if (res != ncclSuccess && err != SOCK_OK)
     WARN("rank %d: could not set up its watch connections to ranks %d and %d: %s", me, (me + 1) % n,

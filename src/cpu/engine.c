@@ -52,6 +52,7 @@ ncclResult_t cpu_conn_prepare(struct ncclComm* comm, int peer, struct conn* c) {
   c->peer = peer;
   c->peer_pid = peer_pid(comm, peer);
   if (c->tr != &shm_transport && c->peer_pid > 0) c->peer_pid = 0;
+  c->key = boot_key(comm->boot);
   return ncclSuccess;
 }
 

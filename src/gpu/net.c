@@ -184,7 +184,7 @@ ncclResult_t gpu_net_connect(struct ncclComm* comm, struct gpu_comm* g) {
   }
   if (nconns == 0) return ncclSuccess;
   NCCLCHECK(net_get(&net, &dev));
-  NCCLCHECK(fifo_net_create(net, dev, nconns, &g->net));
+  NCCLCHECK(fifo_net_create(net, dev, boot_key(comm->boot), nconns, &g->net));
   buf = malloc((size_t)most * NET_HANDLE_BYTES);
   if (buf == NULL) {
     WARN("out of host memory for %d network handles", most);

@@ -90,19 +90,35 @@ static int nonce(unsigned char n[AUTH_NONCE_BYTES]) {
   return getrandom(n, AUTH_NONCE_BYTES, 0) == AUTH_NONCE_BYTES ? 0 : -1;
 }
 
-ncclResult_t auth_client_start(int fd, struct auth_cli* c, double deadline,
-                               const volatile int* abort, const char** why) {
-  unsigned char hello[4 + AUTH_NONCE_BYTES];
+/* The client's hello: magic, a fresh nonce (kept in c->nc). */
+static int cli_hello(struct auth_cli* c, unsigned char hello[4 + AUTH_NONCE_BYTES]) {
   uint32_t magic = AUTH_MAGIC;
+  if (nonce(c->nc) != 0) return -1;
+  memcpy(hello, &magic, 4);
+  memcpy(hello + 4, c->nc, AUTH_NONCE_BYTES);
+  return 0;
+}
+
+/* The client's check of the server's answer (its nonce, its MAC): 0 and the client's own MAC in
+ * out when the server holds the key, else -1. */
+static int cli_answer(const struct auth_cli* c, const unsigned char* reply,
+                      const unsigned char* key, unsigned char out[AUTH_MAC_BYTES]) {
+  mac(key, 'S', c->nc, reply, out);
+  if (lib.equal(out, reply + AUTH_NONCE_BYTES, AUTH_MAC_BYTES) != 0) return -1;
+  mac(key, 'C', c->nc, reply, out);
+  return 0;
+}
+
+static ncclResult_t client_start(int fd, struct auth_cli* c, double deadline,
+                                 const volatile int* abort, const char** why) {
+  unsigned char hello[4 + AUTH_NONCE_BYTES];
   enum sock_err err = SOCK_OK;
   *why = NULL;
   if (!auth_enabled()) return ncclSuccess;
-  if (nonce(c->nc) != 0) {
+  if (cli_hello(c, hello) != 0) {
     *why = "no random bytes for a nonce";
     return ncclSystemError;
   }
-  memcpy(hello, &magic, 4);
-  memcpy(hello + 4, c->nc, AUTH_NONCE_BYTES);
   if (sock_send_all(fd, hello, sizeof hello, deadline, abort, &err) != ncclSuccess) {
     *why = sock_err_str(err);
     return ncclRemoteError;
@@ -110,9 +126,9 @@ ncclResult_t auth_client_start(int fd, struct auth_cli* c, double deadline,
   return ncclSuccess;
 }
 
-ncclResult_t auth_client_finish(int fd, const struct auth_cli* c,
-                                const unsigned char key[AUTH_KEY_BYTES], double deadline,
-                                const volatile int* abort, const char** why) {
+static ncclResult_t client_finish(int fd, const struct auth_cli* c,
+                                  const unsigned char key[AUTH_KEY_BYTES], double deadline,
+                                  const volatile int* abort, const char** why) {
   unsigned char reply[AUTH_NONCE_BYTES + AUTH_MAC_BYTES], want[AUTH_MAC_BYTES];
   enum sock_err err = SOCK_OK;
   *why = NULL;
@@ -124,12 +140,10 @@ ncclResult_t auth_client_finish(int fd, const struct auth_cli* c,
                : sock_err_str(err);
     return ncclRemoteError;
   }
-  mac(key, 'S', c->nc, reply, want);
-  if (lib.equal(want, reply + AUTH_NONCE_BYTES, AUTH_MAC_BYTES) != 0) {
+  if (cli_answer(c, reply, key, want) != 0) {
     *why = "the other end does not hold this job's secret";
     return ncclRemoteError;
   }
-  mac(key, 'C', c->nc, reply, want);
   if (sock_send_all(fd, want, sizeof want, deadline, abort, &err) != ncclSuccess) {
     *why = sock_err_str(err);
     return ncclRemoteError;
@@ -140,9 +154,59 @@ ncclResult_t auth_client_finish(int fd, const struct auth_cli* c,
 ncclResult_t auth_client(int fd, const unsigned char key[AUTH_KEY_BYTES], double deadline,
                          const volatile int* abort, const char** why) {
   struct auth_cli c;
-  ncclResult_t res = auth_client_start(fd, &c, deadline, abort, why);
+  ncclResult_t res = client_start(fd, &c, deadline, abort, why);
   if (res != ncclSuccess) return res;
-  return auth_client_finish(fd, &c, key, deadline, abort, why);
+  return client_finish(fd, &c, key, deadline, abort, why);
+}
+
+/* Moves what the socket takes or has of c->buf[at..n): 1 when all moved, 0 not yet, -1 failed. */
+static int cli_move(struct auth_cli* c, int fd, size_t n, int out, const char** why) {
+  while (c->at < n) {
+    ssize_t k = out ? send(fd, c->buf + c->at, n - c->at, MSG_DONTWAIT | MSG_NOSIGNAL)
+                    : recv(fd, c->buf + c->at, n - c->at, MSG_DONTWAIT);
+    if (k > 0) {
+      c->at += (size_t)k;
+      continue;
+    }
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+    *why = k == 0 || errno == ECONNRESET || errno == EPIPE
+               ? "the other end closed the connection during the handshake (it does not hold "
+                 "this job's secret, or dropped the connection)"
+               : strerror(errno);
+    return -1;
+  }
+  c->at = 0;
+  return 1;
+}
+
+int auth_cli_step(struct auth_cli* c, int fd, const unsigned char key[AUTH_KEY_BYTES],
+                  const char** why) {
+  *why = NULL;
+  if (!auth_enabled()) return 0;
+  if (c->stage == 0 && c->at == 0 && cli_hello(c, c->buf) != 0) {
+    *why = "no random bytes for a nonce";
+    return -1;
+  }
+  int r = 1;
+  while (c->stage < 3 && r == 1) {
+    if (c->stage == 0)
+      r = cli_move(c, fd, 4 + AUTH_NONCE_BYTES, 1, why);
+    else if (c->stage == 1)
+      r = cli_move(c, fd, sizeof c->buf, 0, why);
+    else
+      r = cli_move(c, fd, AUTH_MAC_BYTES, 1, why);
+    if (r == 1 && c->stage == 1) { /* the answer is in: the MAC to send replaces it */
+      unsigned char m[AUTH_MAC_BYTES];
+      if (cli_answer(c, c->buf, key, m) != 0) {
+        *why = "the other end does not hold this job's secret";
+        return -1;
+      }
+      memcpy(c->buf, m, sizeof m);
+    }
+    if (r == 1) c->stage++;
+  }
+  return r < 0 ? -1 : c->stage == 3 ? 0 : 1;
 }
 
 /* The server's answer once the client's hello is in s->in. */
@@ -198,13 +262,12 @@ int auth_srv_step(struct auth_srv* s, int fd, const unsigned char key[AUTH_KEY_B
   return 0;
 }
 
-/* Steps the server side until it is done, or (half) past its first half. */
-static ncclResult_t srv_run(int fd, struct auth_srv* s, const unsigned char* key, int half,
-                            double deadline, const volatile int* abort, const char** why) {
+/* Steps the server side until it is done. */
+static ncclResult_t srv_run(int fd, struct auth_srv* s, const unsigned char* key, double deadline,
+                            const volatile int* abort, const char** why) {
   *why = NULL;
   for (;;) {
     int r = auth_srv_step(s, fd, key, why);
-    if (r == 1 && half && s->stage == 1) return ncclSuccess;
     if (r == 0) return ncclSuccess;
     if (r < 0) return ncclRemoteError;
     double left = deadline - sock_time_now();
@@ -221,32 +284,7 @@ ncclResult_t auth_server(int fd, const unsigned char key[AUTH_KEY_BYTES], double
                          const volatile int* abort, const char** why) {
   struct auth_srv s;
   memset(&s, 0, sizeof s);
-  return srv_run(fd, &s, key, 0, deadline, abort, why);
-}
-
-ncclResult_t auth_server_finish(int fd, struct auth_srv* s, const unsigned char key[AUTH_KEY_BYTES],
-                                double deadline, const volatile int* abort, const char** why) {
-  return srv_run(fd, s, key, 0, deadline, abort, why);
-}
-
-ncclResult_t auth_accept_half(int lfd, const unsigned char key[AUTH_KEY_BYTES], double deadline,
-                              const volatile int* abort, const char* where, struct auth_srv* s,
-                              int* fd) {
-  const char* why = NULL;
-  for (;;) {
-    struct pollfd p = {lfd, POLLIN, 0};
-    int left = (int)((deadline - sock_time_now()) * 1000);
-    if (left <= 0 || (abort && *abort)) return ncclRemoteError;
-    if (poll(&p, 1, left > 100 ? 100 : left) <= 0) continue;
-    if (sock_conn_accept(lfd, fd, NULL) != ncclSuccess) continue;
-    /* a stranger gets a short time: it must not hold the job up */
-    double hs = sock_time_now() + AUTH_STRANGER_S;
-    memset(s, 0, sizeof *s);
-    if (srv_run(*fd, s, key, 1, hs < deadline ? hs : deadline, abort, &why) == ncclSuccess)
-      return ncclSuccess;
-    auth_stranger(where, *fd, why);
-    sock_close(fd);
-  }
+  return srv_run(fd, &s, key, deadline, abort, why);
 }
 
 /* ---- strangers ------------------------------------------------------------------------------ */

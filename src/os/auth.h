@@ -38,16 +38,20 @@ ncclResult_t auth_client(int fd, const unsigned char key[AUTH_KEY_BYTES], double
 ncclResult_t auth_server(int fd, const unsigned char key[AUTH_KEY_BYTES], double deadline,
                          const volatile int* abort, const char** why);
 
-/* The client side in two halves, for a rank that must serve its own server side in between
- * (a ring where every rank connects to the next and accepts from the previous). */
+/* The client side's state for auth_cli_step. */
 struct auth_cli {
   unsigned char nc[AUTH_NONCE_BYTES];
+  int stage; /* auth_cli_step: 0 hello out, 1 answer in, 2 MAC out, 3 done */
+  size_t at; /* bytes of the stage moved */
+  unsigned char buf[AUTH_NONCE_BYTES + AUTH_MAC_BYTES];
 };
-ncclResult_t auth_client_start(int fd, struct auth_cli* c, double deadline,
-                               const volatile int* abort, const char** why);
-ncclResult_t auth_client_finish(int fd, const struct auth_cli* c,
-                                const unsigned char key[AUTH_KEY_BYTES], double deadline,
-                                const volatile int* abort, const char** why);
+
+/* The client side for a connector that must never block (start with *c zeroed): call when fd
+ * is connected, and again while it returns 1 (more bytes to move); 0 once both ends proved the
+ * key (the next bytes on fd are the job's), -1 on failure (*why set; the caller closes fd).
+ * With auth off: 0 at once. A fresh connection's send buffer takes the 20 and 32 bytes it sends. */
+int auth_cli_step(struct auth_cli* c, int fd, const unsigned char key[AUTH_KEY_BYTES],
+                  const char** why);
 
 /* The server side for a non-blocking reader (an accept loop that serves many new connections
  * at once): call auth_srv_step when fd is readable. */
@@ -62,16 +66,9 @@ struct auth_srv {
 int auth_srv_step(struct auth_srv* s, int fd, const unsigned char key[AUTH_KEY_BYTES],
                   const char** why);
 
-/* Longest wait for one connection's handshake in a blocking accept loop. */
+/* Longest wait for one connection's handshake and hello at a listener that serves many at once
+ * (os/pending.h). */
 #define AUTH_STRANGER_S 5.0
-/* A blocking accept loop's server side in two halves (see auth_client_start): accepts on lfd
- * until a connection sent a valid hello and got its answer (*fd, state in *s); strangers are
- * closed and logged under `where`. Then auth_server_finish waits for its MAC. */
-ncclResult_t auth_accept_half(int lfd, const unsigned char key[AUTH_KEY_BYTES], double deadline,
-                              const volatile int* abort, const char* where, struct auth_srv* s,
-                              int* fd);
-ncclResult_t auth_server_finish(int fd, struct auth_srv* s, const unsigned char key[AUTH_KEY_BYTES],
-                                double deadline, const volatile int* abort, const char** why);
 
 /* A connection that failed to prove the key: the first from each address is logged at WARN
  * (naming `where`, the address and why), later ones at INFO. */

@@ -23,6 +23,7 @@
 #include <time.h>
 #include "util/check.h"
 #include "device/gpu_fifo.h"
+#include "os/auth.h"
 
 /* Testing a receive costs the network a system call (TCP reads its control socket), and a comm
  * keeps one receive connection per channel and peer, most of them idle. A receive connection is
@@ -52,6 +53,8 @@ struct fnet_conn {
 struct fifo_net {
   const struct net* net;
   int dev;
+  unsigned char key[AUTH_KEY_BYTES]; /* if keyed */
+  int keyed;
   int nconns;
   struct fnet_conn* conns;
   fifo_net_fail_fn fail;
@@ -75,12 +78,15 @@ static char* slot(const struct fnet_conn* c, uint64_t step) {
   return c->s.fifo + GPU_FIFO_HEADER + (size_t)(step % (uint64_t)c->s.nslots) * c->s.slot_bytes;
 }
 
-ncclResult_t fifo_net_create(const struct net* net, int dev, int nconns, struct fifo_net** out) {
+ncclResult_t fifo_net_create(const struct net* net, int dev, const unsigned char* key, int nconns,
+                             struct fifo_net** out) {
   struct fifo_net* f = NULL;
   *out = NULL;
   NCCLCALLOC(f, 1);
   f->net = net;
   f->dev = dev;
+  if (key != NULL) memcpy(f->key, key, sizeof f->key);
+  f->keyed = key != NULL;
   f->nconns = nconns;
   if (nconns > 0) {
     f->conns = calloc((size_t)nconns, sizeof *f->conns);
@@ -115,7 +121,7 @@ ncclResult_t fifo_net_listen(struct fifo_net* f, int i, const struct fifo_net_sp
   struct fnet_conn* c = NULL;
   NCCLCHECK(take(f, i, spec, &c));
   memset(handle, 0, NET_HANDLE_BYTES);
-  ncclResult_t res = f->net->listen(f->dev, handle, &c->listen);
+  ncclResult_t res = f->net->listen(f->dev, f->keyed ? f->key : NULL, handle, &c->listen);
   if (res != ncclSuccess)
     WARN("could not listen for %s on network device %d of %s", spec->desc, f->dev, f->net->name);
   return res;
@@ -142,8 +148,9 @@ static ncclResult_t establish_pass(struct fifo_net* f, int* pending) {
   for (int i = 0; i < f->nconns; i++) {
     struct fnet_conn* c = &f->conns[i];
     if (!c->used || c->comm != NULL) continue;
-    ncclResult_t res = c->s.is_send ? f->net->connect(f->dev, c->handle, &c->comm)
-                                    : f->net->accept(c->listen, &c->comm);
+    ncclResult_t res = c->s.is_send
+                           ? f->net->connect(f->dev, f->keyed ? f->key : NULL, c->handle, &c->comm)
+                           : f->net->accept(c->listen, &c->comm);
     if (res != ncclSuccess) {
       WARN("could not %s %s over %s: the peer is gone or unreachable (check NCCL_SOCKET_IFNAME "
            "and that every rank runs)",

@@ -37,7 +37,9 @@ struct fifo_net_spec {
  * Runs on the proxy thread inside its pass: it must not free a set (fifo_net_free). */
 typedef void (*fifo_net_fail_fn)(void* arg, int peer, const char* sentence);
 
-ncclResult_t fifo_net_create(const struct net* net, int dev, int nconns, struct fifo_net** out);
+/* key: the job's secret the connections prove (net.h's listen/connect; NULL: none). */
+ncclResult_t fifo_net_create(const struct net* net, int dev, const unsigned char* key, int nconns,
+                             struct fifo_net** out);
 /* Receiver side of connection i: listens and fills handle (NET_HANDLE_BYTES) for the sender. */
 ncclResult_t fifo_net_listen(struct fifo_net* f, int i, const struct fifo_net_spec* spec,
                              void* handle);

@@ -5,6 +5,12 @@
  *
  * Semantics (those of the plugin API):
  *  - listen() fills a NET_HANDLE_BYTES handle that the peer passes to connect().
+ *  - listen() and connect() get the job's secret key (AUTH_KEY_BYTES bytes, os/auth.h; NULL:
+ *    none): the built-in TCP network starts every connection with the handshake over it, so a
+ *    connection that does not prove it is closed before any other byte is read. Both sides of
+ *    a connection must pass a key, or neither. An external plugin never sees the key (its
+ *    connections are its own); UCX's endpoints come from addresses exchanged over the
+ *    authenticated bootstrap (docs/FAILURES.md, "Strangers").
  *  - connect() and accept() never block: they succeed with *comm == NULL until the connection is
  *    up, and are called again.
  *  - isend()/irecv() never block: *request == NULL means "not now, call again". A send matches
@@ -51,8 +57,8 @@ struct net {
   const char* name; /* "Socket" for the built-in one; a plugin's own name */
   ncclResult_t (*devices)(int* ndev);
   ncclResult_t (*get_properties)(int dev, struct net_props* props);
-  ncclResult_t (*listen)(int dev, void* handle, void** listen_comm);
-  ncclResult_t (*connect)(int dev, void* handle, void** send_comm);
+  ncclResult_t (*listen)(int dev, const unsigned char* key, void* handle, void** listen_comm);
+  ncclResult_t (*connect)(int dev, const unsigned char* key, void* handle, void** send_comm);
   ncclResult_t (*accept)(void* listen_comm, void** recv_comm);
   ncclResult_t (*reg_mr)(void* comm, void* data, size_t size, int type, void** mhandle);
   ncclResult_t (*dereg_mr)(void* comm, void* mhandle);

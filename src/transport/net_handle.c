@@ -84,6 +84,8 @@ const char* net_kind_name(enum net_kind kind) {
     return "receive comm";
   case NET_KIND_REQUEST:
     return "request";
+  case NET_KIND_CONNECTING:
+    return "connection in progress";
   default:
     return "memory registration";
   }

@@ -6,7 +6,14 @@
 #ifndef MONEL_TRANSPORT_NET_HANDLE_H
 #define MONEL_TRANSPORT_NET_HANDLE_H
 
-enum net_kind { NET_KIND_LISTEN = 1, NET_KIND_SEND, NET_KIND_RECV, NET_KIND_REQUEST, NET_KIND_MR };
+enum net_kind {
+  NET_KIND_LISTEN = 1,
+  NET_KIND_SEND,
+  NET_KIND_RECV,
+  NET_KIND_REQUEST,
+  NET_KIND_MR,
+  NET_KIND_CONNECTING /* a connect() in progress, named in the handle between its calls */
+};
 
 /* A handle for obj, or NULL when the table is full (WARNs). */
 void* net_handle_new(void* obj, enum net_kind kind);

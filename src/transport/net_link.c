@@ -234,7 +234,8 @@ static int registered(struct link* l, void* comm, void** mr) {
 static int send_establish(struct link* l) {
   int moved = 0;
   if (l->data == NULL) {
-    if (!ok(l, l->net->connect(l->dev, l->handle, &l->data), "connect failed")) return 1;
+    if (!ok(l, l->net->connect(l->dev, link_key(l), l->handle, &l->data), "connect failed"))
+      return 1;
     if (l->data != NULL && !registered(l, l->data, &l->data_mr)) return 1;
     moved |= l->data != NULL;
   }
@@ -365,7 +366,8 @@ static int recv_establish(struct link* l) {
     l->hello_done = moved = 1;
   }
   if (l->hello_done && l->back == NULL && !l->dead) {
-    if (!ok(l, l->net->connect(l->dev, l->handle, &l->back), "connect failed")) return 1;
+    if (!ok(l, l->net->connect(l->dev, link_key(l), l->handle, &l->back), "connect failed"))
+      return 1;
     if (l->back != NULL && !registered(l, l->back, &l->back_mr)) return 1;
     moved |= l->back != NULL;
   }

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "os/auth.h"
 #include "transport/net.h"
 #include "transport/transport.h"
 
@@ -38,6 +39,8 @@ struct link {
   void *listen, *data, *back; /* network comms */
   void *data_mr, *back_mr;
   unsigned char handle[NET_HANDLE_BYTES]; /* the peer's, passed to every connect call */
+  unsigned char key[AUTH_KEY_BYTES];      /* the job's secret (conn->key), if keyed */
+  int keyed;
   void* mem; /* the local FIFO: ctrl, then slots; then struct link_priv */
   size_t mem_len;
   struct fifo_ctrl* ctrl;
@@ -58,6 +61,11 @@ struct link {
   double deadline;
   unsigned long long sent, received; /* bytes of completed sends and receives */
 };
+
+/* The key to pass to the network's listen and connect (net.h). */
+static inline const unsigned char* link_key(const struct link* l) {
+  return l->keyed ? l->key : NULL;
+}
 
 /* net_link.c: the network of this process (set once a link uses it) and the transport's name
  * after it ("net_socket/<network>"); one non-blocking step of a link (caller holds l->lock;

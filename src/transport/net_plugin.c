@@ -185,7 +185,8 @@ static ncclResult_t p_get_properties(int dev, struct net_props* props) {
   return ncclSuccess;
 }
 
-static ncclResult_t p_listen(int dev, void* handle, void** listen_comm) {
+static ncclResult_t p_listen(int dev, const unsigned char* key, void* handle, void** listen_comm) {
+  (void)key; /* net.h: a plugin's connections are its own */
   void* p = NULL;
   *listen_comm = NULL;
   if (plug.version == 11)
@@ -199,7 +200,8 @@ static ncclResult_t p_listen(int dev, void* handle, void** listen_comm) {
   return wrap(p, NET_KIND_LISTEN, 0, listen_comm);
 }
 
-static ncclResult_t p_connect(int dev, void* handle, void** send_comm) {
+static ncclResult_t p_connect(int dev, const unsigned char* key, void* handle, void** send_comm) {
+  (void)key;
   void* p = NULL;
   struct netp_dev_handle* dh = NULL;
   struct netp_config cfg = {.traffic_class = -1};

@@ -3,10 +3,11 @@
  * without blocking, and the close calls. The data path is in net_tcp_io.c.
  *
  * Connecting: connect() opens the control socket and the data sockets at once, each without
- * blocking, and sends each a hello {token, connection id, index}; it returns the comm when every
- * hello is out. accept() takes whatever connections are pending, reads their hellos without
- * blocking, drops those with another token, and returns a comm once all sockets of one
- * connection id arrived. */
+ * blocking, runs the handshake on each (with a key) and sends each a hello {token, connection
+ * id, index}; it returns the comm when every hello is out. accept() takes whatever connections
+ * are pending, serves their handshakes and reads their hellos without blocking, drops strangers
+ * and those with another token, and returns a comm once all sockets of one connection id
+ * arrived. */
 #include "transport/net_tcp.h"
 #include <errno.h>
 #include <limits.h>
@@ -21,6 +22,7 @@
 #include "util/check.h"
 #include "util/param.h"
 #include "transport/net_handle.h"
+#include "os/pending.h"
 
 #define PENDING_MAX 256 /* accepted sockets whose connection is not complete yet */
 
@@ -33,19 +35,13 @@ static pthread_once_t devs_once = PTHREAD_ONCE_INIT;
 static struct tcp_dev devs[TCP_MAX_DEVS];
 static int ndevs;
 
-/* A socket accepted by a listener, until its connection is complete. */
-struct tcp_pending {
-  int fd;
-  size_t got;
-  struct tcp_hello hello;
-};
-
 struct tcp_listen {
   int fd;
   uint64_t token;
   int nthreads, nsocks;
-  struct tcp_pending pend[PENDING_MAX];
-  int npend;
+  unsigned char key[AUTH_KEY_BYTES];
+  struct pend pend[PENDING_MAX]; /* accepted sockets until their connection is complete */
+  struct pend_set ps;
 };
 
 struct tcp_connecting {
@@ -53,7 +49,11 @@ struct tcp_connecting {
   int fd[1 + TCP_MAX_SOCKS];
   size_t sent[1 + TCP_MAX_SOCKS]; /* hello bytes sent */
   int up[1 + TCP_MAX_SOCKS];      /* connected */
+  struct auth_cli cli[1 + TCP_MAX_SOCKS];
   struct tcp_hello hello;
+  void* handle; /* its own (NET_KIND_CONNECTING), named by the tcp_handle */
+  int keyed;
+  unsigned char key[AUTH_KEY_BYTES];
 };
 
 static void find_devices(void) {
@@ -141,7 +141,8 @@ static void sock_counts(int* nthreads, int* nsocks) {
   *nsocks = (int)s;
 }
 
-static ncclResult_t tcp_listen(int dev, void* handle, void** listen_comm) {
+static ncclResult_t tcp_listen(int dev, const unsigned char* key, void* handle,
+                               void** listen_comm) {
   ncclResult_t res = ncclSuccess;
   struct tcp_listen* l = NULL;
   struct tcp_handle h;
@@ -159,6 +160,14 @@ static ncclResult_t tcp_listen(int dev, void* handle, void** listen_comm) {
     goto out;
   }
   sock_counts(&l->nthreads, &l->nsocks);
+  if (key != NULL) memcpy(l->key, key, sizeof l->key);
+  l->ps = (struct pend_set){.p = l->pend,
+                            .max = PENDING_MAX,
+                            .want = sizeof(struct tcp_hello),
+                            .limit_s = TCP_STRANGER_S,
+                            .key = key != NULL ? l->key : NULL,
+                            .where = "Socket network listener",
+                            .accept_flags = SOCK_NONBLOCK};
   h.magic = TCP_MAGIC;
   h.token = l->token;
   h.nthreads = (uint16_t)l->nthreads;
@@ -182,22 +191,32 @@ static void tune(int fd) {
   sock_keepalive(fd);
 }
 
-static void connecting_free(struct tcp_connecting* s) {
+/* Frees a connection in progress; its fds too unless a comm took them (fds_taken). */
+static void connecting_free(struct tcp_connecting* s, int fds_taken) {
   if (s == NULL) return;
-  for (int i = 0; i < s->total; i++) sock_close(&s->fd[i]);
+  for (int i = 0; i < s->total && !fds_taken; i++) sock_close(&s->fd[i]);
+  if (s->handle != NULL) net_handle_free(s->handle);
   free(s);
 }
 
-static ncclResult_t connecting_start(const struct tcp_handle* h, struct tcp_connecting** out) {
+static ncclResult_t connecting_start(const struct tcp_handle* h, const unsigned char* key,
+                                     struct tcp_connecting** out) {
   struct tcp_connecting* s = NULL;
   NCCLCALLOC(s, 1);
   s->total = 1 + h->nthreads * h->nsocks;
   for (int i = 0; i < s->total; i++) s->fd[i] = -1;
+  s->keyed = key != NULL;
+  if (key != NULL) memcpy(s->key, key, sizeof s->key);
+  s->handle = net_handle_new(s, NET_KIND_CONNECTING);
+  if (s->handle == NULL) {
+    free(s);
+    return ncclSystemError;
+  }
   s->hello = (struct tcp_hello){
       .magic = TCP_MAGIC, .token = h->token, .nthreads = h->nthreads, .nsocks = h->nsocks};
   if (getrandom(&s->hello.conn_id, sizeof s->hello.conn_id, 0) != sizeof s->hello.conn_id) {
     WARN("Socket: getrandom failed while connecting: %s", strerror(errno));
-    connecting_free(s);
+    connecting_free(s, 0);
     return ncclSystemError;
   }
   for (int i = 0; i < s->total; i++) {
@@ -208,7 +227,7 @@ static ncclResult_t connecting_start(const struct tcp_handle* h, struct tcp_conn
       WARN("Socket: could not connect to %s: %s; check that the peer is reachable on "
            "NCCL_SOCKET_IFNAME",
            sock_addr_to_str(&h->addr, where, sizeof where), strerror(errno));
-      connecting_free(s);
+      connecting_free(s, 0);
       return ncclRemoteError;
     }
   }
@@ -237,6 +256,18 @@ static int connecting_step(struct tcp_connecting* s, const struct tcp_handle* h)
         return -1;
       }
       s->up[i] = 1;
+    }
+    const char* why = NULL;
+    int a = s->keyed ? auth_cli_step(&s->cli[i], s->fd[i], s->key, &why) : 0;
+    if (a < 0) {
+      char where[SOCK_ADDR_STRLEN];
+      WARN("Socket: the listener at %s failed the handshake: %s",
+           sock_addr_to_str(&h->addr, where, sizeof where), why);
+      return -1;
+    }
+    if (a > 0) {
+      all = 0;
+      continue;
     }
     struct tcp_hello hello = s->hello;
     hello.index = (uint32_t)i;
@@ -293,8 +324,9 @@ static ncclResult_t comm_create(int is_send, int* fds, int nthreads, int nsocks,
   return ncclSuccess;
 }
 
-static ncclResult_t tcp_connect(int dev, void* handle, void** send_comm) {
+static ncclResult_t tcp_connect(int dev, const unsigned char* key, void* handle, void** send_comm) {
   struct tcp_handle h;
+  struct tcp_connecting* s = NULL;
   *send_comm = NULL;
   NCCLCHECK(check_dev(dev));
   memcpy(&h, handle, sizeof h);
@@ -306,60 +338,47 @@ static ncclResult_t tcp_connect(int dev, void* handle, void** send_comm) {
     return ncclInvalidArgument;
   }
   if (h.stage == NULL) {
-    NCCLCHECK(connecting_start(&h, &h.stage));
+    NCCLCHECK(connecting_start(&h, key, &s));
+    h.stage = s->handle;
     memcpy(handle, &h, sizeof h);
+  } else if ((s = net_handle_get(h.stage, NET_KIND_CONNECTING)) == NULL ||
+             s->total != 1 + h.nthreads * h.nsocks) {
+    WARN("Socket: connect was given a handle that names no connection in progress (%p): the "
+         "handle was not filled by listen(), or was changed between connect calls",
+         h.stage);
+    return ncclInvalidArgument;
   }
-  int step = connecting_step(h.stage, &h);
+  int step = connecting_step(s, &h);
   if (step == 0) return ncclSuccess;
-  struct tcp_connecting* s = h.stage;
   h.stage = NULL;
   memcpy(handle, &h, sizeof h);
   if (step < 0) {
-    connecting_free(s);
+    connecting_free(s, 0);
     return ncclRemoteError;
   }
   ncclResult_t res = comm_create(1, s->fd, h.nthreads, h.nsocks, &h.addr, send_comm);
-  free(s); /* the comm owns the fds now */
+  connecting_free(s, 1); /* the comm owns the fds now */
   return res;
 }
 
-static void pending_drop(struct tcp_listen* l, int i) {
-  sock_close(&l->pend[i].fd);
-  l->pend[i] = l->pend[--l->npend];
+_Static_assert(sizeof(struct tcp_hello) <= PEND_HELLO_MAX, "a hello fits a pending entry");
+static const struct tcp_hello* hello_of(const struct pend* p) {
+  return (const struct tcp_hello*)(const void*)p->hello;
 }
 
-/* Reads what arrived of a pending socket's hello: 1 complete, 0 not yet, -1 closed. */
-static int hello_read(struct tcp_pending* p) {
-  while (p->got < sizeof p->hello) {
-    ssize_t k = recv(p->fd, (char*)&p->hello + p->got, sizeof p->hello - p->got, MSG_DONTWAIT);
-    if (k > 0)
-      p->got += (size_t)k;
-    else if (k < 0 && errno == EINTR)
-      continue;
-    else
-      return k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
-  }
-  return 1;
-}
-
-/* Accepts what is pending and reads hellos; drops strangers. */
+/* Accepts what is pending, serves handshakes and reads hellos (os/pending.h: strangers are
+ * dropped and logged); drops complete ones that name another listener. */
 static void listen_step(struct tcp_listen* l) {
-  while (l->npend < PENDING_MAX) {
-    int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) break;
-    l->pend[l->npend++] = (struct tcp_pending){.fd = fd};
-  }
-  for (int i = 0; i < l->npend; i++) {
-    int r = hello_read(&l->pend[i]);
-    if (r == 0) continue;
-    const struct tcp_hello* hi = &l->pend[i].hello;
-    if (r < 0) {
-      pending_drop(l, i--); /* closed before it said hello */
-    } else if (hi->magic != TCP_MAGIC || hi->token != l->token || hi->nthreads != l->nthreads ||
-               hi->nsocks != l->nsocks || hi->index > (uint32_t)(l->nthreads * l->nsocks)) {
+  pend_accept(&l->ps, l->fd);
+  pend_progress(&l->ps);
+  for (int i = 0; i < l->ps.n; i++) {
+    if (!pend_complete(&l->ps, &l->pend[i])) continue;
+    const struct tcp_hello* hi = hello_of(&l->pend[i]);
+    if (hi->magic != TCP_MAGIC || hi->token != l->token || hi->nthreads != l->nthreads ||
+        hi->nsocks != l->nsocks || hi->index > (uint32_t)(l->nthreads * l->nsocks)) {
       INFO(LOG_NET, "Socket: dropped a connection that presented another token (magic 0x%x)",
            hi->magic);
-      pending_drop(l, i--);
+      pend_remove(&l->ps, i--, 0);
     }
   }
 }
@@ -367,25 +386,23 @@ static void listen_step(struct tcp_listen* l) {
 /* A complete connection among the pending sockets: its fds in index order. 0 if none. */
 static int listen_take(struct tcp_listen* l, int* fds, union sock_addr* peer) {
   int total = 1 + l->nthreads * l->nsocks;
-  for (int i = 0; i < l->npend; i++) {
-    if (l->pend[i].got < sizeof l->pend[i].hello || l->pend[i].hello.index != 0) continue;
-    uint64_t id = l->pend[i].hello.conn_id;
+  for (int i = 0; i < l->ps.n; i++) {
+    if (!pend_complete(&l->ps, &l->pend[i]) || hello_of(&l->pend[i])->index != 0) continue;
+    uint64_t id = hello_of(&l->pend[i])->conn_id;
     int have = 0;
     for (int j = 0; j < total; j++) fds[j] = -1;
-    for (int j = 0; j < l->npend; j++) {
-      const struct tcp_pending* p = &l->pend[j];
-      if (p->got == sizeof p->hello && p->hello.conn_id == id && fds[p->hello.index] < 0)
-        fds[p->hello.index] = p->fd, have++;
+    for (int j = 0; j < l->ps.n; j++) {
+      const struct pend* p = &l->pend[j];
+      if (pend_complete(&l->ps, p) && hello_of(p)->conn_id == id && fds[hello_of(p)->index] < 0)
+        fds[hello_of(p)->index] = p->fd, have++;
     }
     if (have < total) continue;
     socklen_t len = sizeof *peer;
     if (getpeername(fds[0], &peer->sa, &len) != 0) memset(peer, 0, sizeof *peer);
-    for (int j = 0; j < l->npend; j++) /* the fds go to the comm */
-      if (l->pend[j].got == sizeof l->pend[j].hello && l->pend[j].hello.conn_id == id &&
-          fds[l->pend[j].hello.index] == l->pend[j].fd) {
-        l->pend[j] = l->pend[--l->npend];
-        j--;
-      }
+    for (int j = 0; j < l->ps.n; j++) /* the fds go to the comm */
+      if (pend_complete(&l->ps, &l->pend[j]) && hello_of(&l->pend[j])->conn_id == id &&
+          fds[hello_of(&l->pend[j])->index] == l->pend[j].fd)
+        pend_remove(&l->ps, j--, 1);
     return 1;
   }
   return 0;
@@ -440,7 +457,7 @@ static ncclResult_t tcp_close_listen(void* listen_comm) {
     return ncclInvalidArgument;
   }
   net_handle_free(listen_comm);
-  while (l->npend > 0) pending_drop(l, 0);
+  pend_close_all(&l->ps);
   sock_close(&l->fd);
   free(l);
   return ncclSuccess;

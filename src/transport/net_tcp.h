@@ -12,12 +12,20 @@
  * comm's first large message) move the pieces; the caller's thread moves control bytes inside
  * isend/irecv/test. A sender that closes after its last message ends the control socket between
  * messages: the receiver takes that as the end of the stream, not a loss, and still completes
- * the messages whose pieces are on their way. Who may include: net_tcp*.c only. */
+ * the messages whose pieces are on their way.
+ *
+ * With a key (net.h), every socket starts with the handshake of os/auth.h before its hello: the
+ * listener reads nothing else from a socket until the connector proved the key, closes one that
+ * fails (the first from each address logged at WARN) or that has not finished its hello
+ * TCP_STRANGER_S after it was accepted, and, with PENDING_MAX sockets waiting, drops the
+ * unfinished one that sent the fewest bytes to take a new one (os/pending.h). Who may include:
+ * net_tcp*.c only. */
 #ifndef MONEL_TRANSPORT_NET_TCP_H
 #define MONEL_TRANSPORT_NET_TCP_H
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "os/auth.h"
 #include "os/socket.h"
 #include "transport/net.h"
 
@@ -29,6 +37,7 @@
 #define TCP_CHUNK_MIN  (64 * 1024) /* smallest piece of a message cut over data sockets */
 #define TCP_QUEUE      (NET_MAX_REQUESTS * TCP_MAX_RECVS) /* pieces waiting per data socket */
 #define TCP_MAX_DEVS   16
+#define TCP_STRANGER_S AUTH_STRANGER_S /* longest wait for an accepted socket's hello */
 
 /* What listen() writes into the NET_HANDLE_BYTES handle. */
 struct tcp_handle {
@@ -36,7 +45,8 @@ struct tcp_handle {
   uint16_t nthreads, nsocks; /* the listener's choice; the connector follows it */
   uint64_t token;            /* a connection presenting another token is dropped */
   union sock_addr addr;
-  struct tcp_connecting* stage; /* the connector's progress between its calls (NULL at first) */
+  void* stage; /* the connector's progress between its calls: a handle (net_handle.h) of kind
+                * NET_KIND_CONNECTING, NULL at first; a made-up one is refused */
 };
 _Static_assert(sizeof(struct tcp_handle) <= NET_HANDLE_BYTES, "TCP handle too large");
 

@@ -62,6 +62,8 @@ static ncclResult_t link_create(struct conn* c, int is_send, uint32_t nslots, si
   l->slot_size = slot_size;
   l->window = nslots < NET_MAX_REQUESTS - 2 ? nslots : NET_MAX_REQUESTS - 2;
   l->deadline = sock_time_now() + (double)param_int(PARAM_BOOT_TIMEOUT);
+  if (c->key != NULL) memcpy(l->key, c->key, sizeof l->key);
+  l->keyed = c->key != NULL;
   c->map = l;
   c->map_len = sizeof *l;
   c->ctrl = l->ctrl;
@@ -85,7 +87,7 @@ static ncclResult_t net_setup(struct conn* c, int nslots, size_t slot_size, void
   struct link* l = c->map;
   l->net = net;
   l->dev = dev;
-  NCCLCHECK(net->listen(dev, d.handle, &l->listen));
+  NCCLCHECK(net->listen(dev, link_key(l), d.handle, &l->listen));
   d.magic = LINK_MAGIC;
   d.nslots = (uint32_t)nslots;
   d.slot_size = slot_size;
@@ -111,7 +113,7 @@ static ncclResult_t net_connect(struct conn* c, const void* in) {
   l->net = net;
   l->dev = dev;
   memcpy(l->handle, d.handle, NET_HANDLE_BYTES);
-  NCCLCHECK(net->listen(dev, l->priv->hello, &l->listen));
+  NCCLCHECK(net->listen(dev, link_key(l), l->priv->hello, &l->listen));
   net_link_add(l); /* the proxy thread connects */
   return ncclSuccess;
 }

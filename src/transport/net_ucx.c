@@ -121,7 +121,8 @@ static ucs_status_ptr_t post_hello_recv(struct ucomm* l) {
                             ~(ucp_tag_t)0, &prm);
 }
 
-ncclResult_t ucx_listen(int dev, void* handle, void** out) {
+ncclResult_t ucx_listen(int dev, const unsigned char* key, void* handle, void** out) {
+  (void)key; /* net.h: UCX's connections are not authenticated by Monel */
   ncclResult_t res = ncclSuccess;
   struct ucomm* l = NULL;
   struct ucx_handle h;
@@ -247,7 +248,8 @@ void req_drop(void* r) {
   ucx.f.request_free(r);
 }
 
-ncclResult_t ucx_connect(int dev, void* handle, void** out) {
+ncclResult_t ucx_connect(int dev, const unsigned char* key, void* handle, void** out) {
+  (void)key;
   struct ucx_handle h;
   *out = NULL;
   memcpy(&h, handle, sizeof h);

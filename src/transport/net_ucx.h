@@ -150,8 +150,8 @@ void ep_end(struct ucomm* c, int force);
 void req_drop(void* r);
 ncclResult_t ucx_devices(int* ndev);
 ncclResult_t ucx_get_properties(int dev, struct net_props* p);
-ncclResult_t ucx_listen(int dev, void* handle, void** out);
-ncclResult_t ucx_connect(int dev, void* handle, void** out);
+ncclResult_t ucx_listen(int dev, const unsigned char* key, void* handle, void** out);
+ncclResult_t ucx_connect(int dev, const unsigned char* key, void* handle, void** out);
 ncclResult_t ucx_accept(void* listen_comm, void** out);
 #endif
 

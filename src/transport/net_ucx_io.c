@@ -399,7 +399,7 @@ static ncclResult_t n_devices(int* n) {
 static ncclResult_t n_props(int d, struct net_props* p) {
   return none();
 }
-static ncclResult_t n_listen(int d, void* h, void** c) {
+static ncclResult_t n_listen(int d, const unsigned char* k, void* h, void** c) {
   *c = NULL;
   return none();
 }

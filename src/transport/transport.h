@@ -83,13 +83,15 @@ struct conn {
   char* slots; /* nslots of (cell, data area of slot_size bytes) */
   int nslots;
   size_t slot_size;
-  uint32_t pos;       /* my counter: next slot to fill (sender) or to read (receiver) */
-  uint32_t slot;      /* pos % nslots */
-  uint32_t head_seen; /* sender: the last value of head it read */
-  int peer;           /* comm rank of the other side */
-  int peer_pid;       /* set by the engine before setup: the peer pid on this host, -1 if this
-                       * process, 0 on another host (or over TCP, where the connection tells) */
-  void* map;          /* what free() releases (net: the link, which holds the FIFO memory) */
+  uint32_t pos;             /* my counter: next slot to fill (sender) or to read (receiver) */
+  uint32_t slot;            /* pos % nslots */
+  uint32_t head_seen;       /* sender: the last value of head it read */
+  int peer;                 /* comm rank of the other side */
+  int peer_pid;             /* set by the engine before setup: the peer pid on this host, -1 if this
+                             * process, 0 on another host (or over TCP, where the connection tells) */
+  const unsigned char* key; /* set by the engine before setup: the job's secret (os/auth.h)
+                             * that network connections prove; NULL: none */
+  void* map;                /* what free() releases (net: the link, which holds the FIFO memory) */
   size_t map_len;
   char name[64]; /* shm name while it exists */
   int owner;     /* 1 on the receiver side */

@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "util/param.h"
+#include "os/auth.h"
 #include "transport/net.h"
 #include "transport/net_tcp.h"
 #include "transport/net_ucx.h"
@@ -65,6 +66,9 @@ static void check_bytes(const char* p, int k, size_t n) {
     }
 }
 
+/* The job's secret every connection of these tests proves (os/auth.h). */
+static const unsigned char KEY[AUTH_KEY_BYTES] = "conformance-key";
+
 struct pair {
   unsigned char handle[NET_HANDLE_BYTES];
   void *l, *s, *r, *smh, *rmh;
@@ -73,11 +77,11 @@ struct pair {
 /* listen, then connect and accept from this thread until both comms are up. */
 static void pair_open(const struct net* n, struct pair* p) {
   memset(p, 0, sizeof *p);
-  CHECK_RES(n->listen(0, p->handle, &p->l), ncclSuccess);
+  CHECK_RES(n->listen(0, KEY, p->handle, &p->l), ncclSuccess);
   CHECK(p->l != NULL);
   double t0 = test_now();
   while (p->s == NULL || p->r == NULL) {
-    if (p->s == NULL) CHECK_RES(n->connect(0, p->handle, &p->s), ncclSuccess);
+    if (p->s == NULL) CHECK_RES(n->connect(0, KEY, p->handle, &p->s), ncclSuccess);
     if (p->r == NULL) CHECK_RES(n->accept(p->l, &p->r), ncclSuccess);
     CHECK(test_now() - t0 < LIMIT_S);
   }
@@ -173,7 +177,7 @@ TEST(net_connect_accept_never_block) {
   const struct net* n = the_net();
   struct pair p;
   memset(&p, 0, sizeof p);
-  CHECK_RES(n->listen(0, p.handle, &p.l), ncclSuccess);
+  CHECK_RES(n->listen(0, KEY, p.handle, &p.l), ncclSuccess);
   /* Nobody connected yet: accept returns at once with nothing. */
   for (int i = 0; i < 100; i++) {
     double t0 = test_now();
@@ -185,7 +189,7 @@ TEST(net_connect_accept_never_block) {
   double t0 = test_now();
   while (p.s == NULL || p.r == NULL) {
     double c0 = test_now();
-    if (p.s == NULL) CHECK_RES(n->connect(0, p.handle, &p.s), ncclSuccess);
+    if (p.s == NULL) CHECK_RES(n->connect(0, KEY, p.handle, &p.s), ncclSuccess);
     if (p.r == NULL) CHECK_RES(n->accept(p.l, &p.r), ncclSuccess);
     CHECK(test_now() - c0 < 0.5);
     CHECK(test_now() - t0 < LIMIT_S);
@@ -314,12 +318,12 @@ TEST(net_many_comms) {
   enum { C = 32 };
   struct pair p[C];
   for (int c = 0; c < C; c++) memset(&p[c], 0, sizeof p[c]);
-  for (int c = 0; c < C; c++) CHECK_RES(n->listen(0, p[c].handle, &p[c].l), ncclSuccess);
+  for (int c = 0; c < C; c++) CHECK_RES(n->listen(0, KEY, p[c].handle, &p[c].l), ncclSuccess);
   double t0 = test_now();
   for (int up = 0; up < C;) {
     up = 0;
     for (int c = C - 1; c >= 0; c--) {
-      if (p[c].s == NULL) CHECK_RES(n->connect(0, p[c].handle, &p[c].s), ncclSuccess);
+      if (p[c].s == NULL) CHECK_RES(n->connect(0, KEY, p[c].handle, &p[c].s), ncclSuccess);
       if (p[c].r == NULL) CHECK_RES(n->accept(p[c].l, &p[c].r), ncclSuccess);
       up += p[c].s != NULL && p[c].r != NULL;
     }
@@ -379,7 +383,7 @@ TEST(net_bad_handles) {
   pair_close(n, &p);
   if (n == &net_tcp || n == &net_ucx) { /* a handle that listen() did not fill */
     memset(handle, 0xab, sizeof handle);
-    CHECK(n->connect(0, handle, &comm) != ncclSuccess && comm == NULL);
+    CHECK(n->connect(0, KEY, handle, &comm) != ncclSuccess && comm == NULL);
   }
 }
 
@@ -612,37 +616,7 @@ TEST(tcp_registrations) {
   check_host_registrations(&net_tcp);
 }
 
-/* A connection that presents another token is dropped; the right one still gets through. */
-TEST(tcp_stranger_dropped) {
-  struct pair p;
-  memset(&p, 0, sizeof p);
-  CHECK_RES(net_tcp.listen(0, p.handle, &p.l), ncclSuccess);
-  unsigned char other[NET_HANDLE_BYTES];
-  memcpy(other, p.handle, sizeof other);
-  struct tcp_handle h;
-  memcpy(&h, other, sizeof h);
-  h.token ^= 1;
-  memcpy(other, &h, sizeof h);
-  void* stranger = NULL;
-  double t0 = test_now();
-  while (stranger == NULL) {
-    CHECK_RES(net_tcp.connect(0, other, &stranger), ncclSuccess);
-    CHECK_RES(net_tcp.accept(p.l, &p.r), ncclSuccess);
-    CHECK(p.r == NULL && test_now() - t0 < LIMIT_S);
-  }
-  for (int i = 0; i < 50; i++) {
-    CHECK_RES(net_tcp.accept(p.l, &p.r), ncclSuccess);
-    CHECK(p.r == NULL);
-  }
-  while (p.s == NULL || p.r == NULL) {
-    if (p.s == NULL) CHECK_RES(net_tcp.connect(0, p.handle, &p.s), ncclSuccess);
-    if (p.r == NULL) CHECK_RES(net_tcp.accept(p.l, &p.r), ncclSuccess);
-    CHECK(test_now() - t0 < LIMIT_S);
-  }
-  one_message(&net_tcp, &p, 1, 100, 100);
-  CHECK_RES(net_tcp.close_send(stranger), ncclSuccess);
-  pair_close(&net_tcp, &p);
-}
+#include "net_conformance_auth.h" /* the TCP network's strangers: tcp_stranger_*, tcp_auth_* */
 
 /* ---- the loader -------------------------------------------------------------------------- */
 

@@ -1,127 +1,225 @@
 #!/usr/bin/env python3
-"""Strangers at every listening port of a running job: tests/strangers/run starts the job and this
-script with the job's pid (monelrun's). Until the group is gone (or --seconds pass), it finds the TCP
-ports the job's processes listen on (ss) and sends each: 64 KB of random bytes, a huge length-like
-header, an idle connection kept open to the end, a flood of connect-and-close, and a client that
-speaks Monel's handshake (os/auth.h) with a wrong secret, which must be closed by the job.
-Prints what it did; exits 1 if a wrong-secret client was not closed."""
-import os, re, socket, struct, subprocess, sys, threading, time
+"""Strangers at every listening port of a job, each port visited before the job accepts anything
+there (tests/strangers/run).
+
+Usage: stranger.py --ranks N --log FILE [--idle K] -- job command...
+
+Starts the job with hold_listen.c preloaded: each TCP listen() of the job waits until this script
+has sent the new port its strangers, so every listener (the bootstrap root, each rank's bootstrap,
+the watch ring, the TCP network's listeners) has them in its accept queue ahead of any connection
+of the job, however short the listener's life. At each port, in this order:
+  - a client that speaks Monel's handshake (os/auth.h) with a MAC made without the job's key;
+  - 64 KB of random bytes (as much as the socket takes at once), then a close;
+  - a huge length-like header, then a close;
+  - idle connections kept open until the job ends (--idle, 1 by default; more than 1 only where
+    the listener's table drops its oldest unfinished connection when full (os/pending.h): every
+    listener but a rank's bootstrap one, which is each process's first listen() and keeps its
+    connections until the bootstrap timeout);
+  - a flood of 20 connect-and-close.
+The job's output goes to FILE. Then every wrong-secret client must have been closed by the job and
+logged under the name of one kind of listener ("<kind>: closed a connection from <its address>"),
+every port's own; every kind must have been met (the root once, each rank's bootstrap and watch
+once per rank, the TCP network at least once). Prints what each kind met; exits 1 on any failure
+or when the job exits with an error (its results are the caller's to check)."""
+import argparse, os, re, resource, socket, struct, subprocess, sys, threading
 
 AUTH_MAGIC = 0x414C4E4D  # "MNLA", little endian on the wire
+FLOOD = 20
 
 
-def job_pids(root):
-    """The root process and all its descendants (monelrun gives each rank a group of its own)."""
-    parent = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    parent[int(d)] = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                pass
-    pids, grew = ({root} if root in parent else set()), True
-    while grew:
-        more = {p for p, pp in parent.items() if pp in pids} - pids
-        grew = bool(more)
-        pids |= more
-    return pids
+USED = set()  # the wrong-secret clients' own ports: each names one client in the job's log
+USED_LOCK = threading.Lock()
 
 
-def listening(pids):
-    out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True).stdout
-    ports = set()
-    for line in out.splitlines():
-        m = re.search(r"\s(\S+):(\d+)\s", line)
-        owners = {int(p) for p in re.findall(r"pid=(\d+)", line)}
-        if m and owners & pids:
-            host = m.group(1).strip("[]")
-            ports.add(("127.0.0.1" if host in ("*", "0.0.0.0") else host, int(m.group(2))))
-    return ports
-
-
-def conn(addr, timeout=2.0):
-    fam = socket.AF_INET6 if ":" in addr[0] else socket.AF_INET
-    s = socket.socket(fam, socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    s.connect(addr)
+def conn(host, port, unique=False):
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    while True:
+        s = socket.socket(fam, socket.SOCK_STREAM)
+        if not unique:
+            break
+        s.bind((host, 0))  # not connected yet: closing it reaches no one
+        with USED_LOCK:
+            if s.getsockname()[1] not in USED:
+                USED.add(s.getsockname()[1])
+                break
+        s.close()
+    s.connect((host, port))  # the kernel completes it: the port listens (its listen() is held)
     return s
 
 
-def wrong_secret(addr):
-    """Returns 'closed' when the job hung up on a client with the wrong key."""
-    s = conn(addr, 5.0)
+def addr_str(s):
+    host, port = s.getsockname()[:2]
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def visit(host, port, rec, idle, nidle):
+    """Everything a stranger does at one port, while its listen() is held."""
+    w = conn(host, port, unique=True)
+    w.sendall(struct.pack("<I", AUTH_MAGIC) + os.urandom(16) + os.urandom(32))  # hello, a bad MAC
+    rec["client"] = addr_str(w)
+    g = conn(host, port)
+    g.setblocking(False)
+    try:  # not accepted yet: only as much as the socket buffers take without waiting
+        rec["garbage"] = g.send(os.urandom(65536))
+    except BlockingIOError:
+        rec["garbage"] = 0
+    g.close()
+    h = conn(host, port)
+    h.sendall(struct.pack("<IIQ", 0xFFFFFFFF, 0xFFFFFFFF, 1 << 62) * 4)
+    h.close()
+    for _ in range(nidle):
+        idle.append(conn(host, port))
+    for _ in range(FLOOD):
+        conn(host, port).close()
+    return w
+
+
+def await_close(w, rec):
+    """The job answers the wrong-secret client's hello (48 bytes), then must hang up."""
+    got = 0
     try:
-        s.sendall(struct.pack("<I", AUTH_MAGIC) + os.urandom(16))
-        reply = b""
-        while len(reply) < 48:
-            b = s.recv(48 - len(reply))
-            if not b:
-                return "closed"  # hung up before answering: fine too
-            reply += b
-        s.sendall(os.urandom(32))  # a MAC made without the key
-        s.sendall(b"\x00" * 64)  # and what a hello would be
         while True:
-            b = s.recv(4096)
+            b = w.recv(4096)
             if not b:
-                return "closed"
-    except (ConnectionResetError, BrokenPipeError):
-        return "closed"
-    except socket.timeout:
-        return "still open after 5 s"
-    finally:
-        s.close()
-
-
-def visit(addr, idle, stats, bad):
-    """Everything a stranger does to one port (a thread per port: ports open and close fast)."""
-    try:
-        s = conn(addr)
-        s.sendall(os.urandom(65536))
-        s.close()
-        stats["garbage"] += 1
-        s = conn(addr)
-        s.sendall(struct.pack("<IIQ", 0xFFFFFFFF, 0xFFFFFFFF, 1 << 62) * 4)
-        s.close()
-        stats["header"] += 1
-        r = wrong_secret(addr)
-        stats["wrong"] += 1
-        if r != "closed":
-            bad.append(f"{addr}: {r}")
-        idle.append(conn(addr))
-        stats["idle"] += 1
-        for _ in range(20):
-            conn(addr).close()
-            stats["flood"] += 1
+                break
+            got += len(b)
     except OSError:
-        pass  # the port closed meanwhile (a bootstrap root that served its job)
+        pass
+    rec["answered"] = got
+    w.close()
+
+
+def serve(conn_u, recs, idle, nidle, waiters, lock):
+    f = conn_u.makefile("rb")
+    pid, host, port = f.readline().decode().split()
+    rec = dict(pid=int(pid), host=host, port=int(port))
+    with lock:  # a process's first listen() is its bootstrap listener's (boot_socket.c)
+        first = all(r["pid"] != rec["pid"] for r in recs)
+        rec["first"] = first
+        recs.append(rec)
+    if first:
+        nidle = 1
+    rec["idle"] = nidle
+    try:
+        w = visit(host, int(port), rec, idle, nidle)
+    except OSError as e:
+        rec["error"] = f"{type(e).__name__}: {e}"
+        w = None
+    if w is not None:
+        t = threading.Thread(target=await_close, args=(w, rec))
+        t.start()
+        with lock:
+            waiters.append(t)
+    conn_u.sendall(b"go\n")
+    conn_u.close()
+
+
+def accept_loop(srv, recs, idle, nidle, waiters, lock):
+    while True:
+        try:
+            c, _ = srv.accept()
+        except OSError:
+            return
+        t = threading.Thread(target=serve, args=(c, recs, idle, nidle, waiters, lock), daemon=True)
+        t.start()
+        with lock:
+            waiters.append(t)
+
+
+KINDS = ("bootstrap root", "bootstrap rank", "watch", "Socket network listener")
+
+
+def listener(k):
+    return k if k.endswith("listener") else k + " listener"
+
+
+def kind_of(log, pid, client):
+    """The listener of process pid that logged closing the client ('bootstrap rank 2' counts as
+    'bootstrap rank')."""
+    m = re.search(rf":{pid}:[0-9]+ NCCL (?:WARN|INFO) ([^:\n]+): closed a connection from " +
+                  re.escape(client) + r"(?![0-9])", log)
+    if m is None:
+        return None
+    return re.sub(r" [0-9]+$", "", m.group(1))
 
 
 def main():
-    root, seconds = int(sys.argv[1]), float(sys.argv[2])
-    end = time.time() + seconds
-    idle, hit, stats, bad = [], set(), dict(garbage=0, header=0, idle=0, flood=0, wrong=0), []
-    threads = []
-    while time.time() < end:
-        pids = job_pids(root)
-        if not pids:
-            break
-        for addr in listening(pids) - hit:
-            hit.add(addr)
-            t = threading.Thread(target=visit, args=(addr, idle, stats, bad))
-            t.start()
-            threads.append(t)
-        time.sleep(0.02)  # a new port may open at any time: look again soon
-    for t in threads:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ranks", type=int, required=True)
+    ap.add_argument("--log", required=True)
+    ap.add_argument("--idle", type=int, default=1)
+    ap.add_argument("--hold-lib", required=True)
+    ap.add_argument("cmd", nargs=argparse.REMAINDER)
+    a = ap.parse_args()
+    cmd = a.cmd[1:] if a.cmd and a.cmd[0] == "--" else a.cmd
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)  # idle connections are fds here
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    sock_path = a.log + ".hold"
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(sock_path)
+    srv.listen(64)
+    recs, idle, waiters, lock = [], [], [], threading.Lock()
+    threading.Thread(target=accept_loop, args=(srv, recs, idle, a.idle, waiters, lock),
+                     daemon=True).start()
+    env = dict(os.environ, LD_PRELOAD=a.hold_lib, STRANGER_HOLD_SOCK=sock_path)
+    with open(a.log, "w") as out:
+        job = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                               start_new_session=True)
+        rc = job.wait()
+    srv.close()
+    with lock:
+        ts = list(waiters)
+    for t in ts:  # every process of the job is gone: each wrong-secret client reads its end
         t.join()
     for s in idle:
         s.close()
-    print(f"stranger: {len(hit)} ports: {stats['garbage']} x 64 KB random, {stats['header']} huge "
-          f"headers, {stats['idle']} idle connections, {stats['flood']} flood connects, "
-          f"{stats['wrong']} wrong-secret clients")
+    os.unlink(sock_path)
+    log = open(a.log, errors="replace").read()
+    met = {k: 0 for k in KINDS}
+    bad = []
+    for r in sorted(recs, key=lambda r: (r["pid"], r["port"])):
+        if "error" in r:
+            bad.append(f"pid {r['pid']} port {r['port']}: {r['error']}")
+            continue
+        k = kind_of(log, r["pid"], r["client"])
+        print(f"stranger: pid {r['pid']} {r['host']}:{r['port']}: {k or 'NOT LOGGED'}; "
+              f"wrong-secret client {r['client']} answered {r['answered']} bytes then closed; "
+              f"{r['garbage']} random bytes, a huge header, {r['idle']} idle, {FLOOD} flood connects")
+        if k is None:
+            bad.append(f"the wrong-secret client {r['client']} at port {r['port']} (pid "
+                       f"{r['pid']}) was not logged as closed")
+        elif k in met:
+            met[k] += 1
+        if k is not None and r["first"] != (k == "bootstrap rank"):
+            bad.append(f"port {r['port']} of pid {r['pid']} is a {k} listener, but the first "
+                       f"listen() of a process should be a rank's bootstrap listener")
+    want = {"bootstrap root": 1, "bootstrap rank": a.ranks, "watch": a.ranks}
+    for k in KINDS:
+        print(f"stranger: the {listener(k)}(s) met strangers at {met[k]} port(s)")
+        if k in want and met[k] != want[k]:
+            bad.append(f"{met[k]} {listener(k)}(s) met strangers where {want[k]} were expected")
+        if k not in want and met[k] < 1:
+            bad.append(f"no {listener(k)} met strangers")
+    # With more idle connections than a table holds (64 at the root and the watch, 256 at the TCP
+    # network), the job got in only because each of those listeners dropped idle ones.
+    full = {k: 0 for k in KINDS}
+    for m in re.finditer(r"NCCL (?:WARN|INFO) ([^:\n]+): closed a connection from [^ ]+ (?:that is "
+                         r"not a rank of this job: )?it had not finished its handshake and hello "
+                         r"when more connections came", log):
+        k = re.sub(r" [0-9]+$", "", m.group(1))
+        full[k] = full.get(k, 0) + 1
+    if a.idle > 1:
+        print("stranger: idle connections dropped to make room: " +
+              ", ".join(f"{k} {full[k]}" for k in KINDS))
+        for k in ("bootstrap root", "watch", "Socket network listener"):
+            if a.idle > 256 and full[k] < 1:
+                bad.append(f"no {listener(k)} dropped an idle connection to make room")
+    print(f"stranger: {len(recs)} ports held, the job exited with {rc}")
+    if rc != 0:
+        bad.append(f"the job exited with {rc}")
     for b in bad:
-        print(f"stranger: FAIL wrong-secret client not closed at {b}")
-    sys.exit(1 if bad or not hit else 0)
+        print(f"stranger: FAIL {b}")
+    sys.exit(1 if bad else 0)
 
 
 main()

@@ -241,7 +241,7 @@ static int run_host(const struct side* side, int to_peer, int from_peer) {
   char handles[NCONN][NET_HANDLE_BYTES];
   int peer = 1 - side->host;
   setenv("MONEL_HOST_ID", side->host ? "b" : "a", 1);
-  CHECK_RES(fifo_net_create(the_net(), 0, 2 * NCONN, &f), ncclSuccess);
+  CHECK_RES(fifo_net_create(the_net(), 0, NULL, 2 * NCONN, &f), ncclSuccess);
   for (int i = 0; i < 2 * NCONN; i++) {
     int k = i % NCONN;
     fifo[i] = calloc(1, fifo_len(k));
