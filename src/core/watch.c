@@ -5,7 +5,6 @@
 #include "core/watch.h"
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,14 +17,37 @@
 #include "core/fingerprint.h"
 #include "os/socket.h"
 
-/* The lock of the operations ring: held for a few loads and stores, taken by the thread that
- * runs a comm's operations once per operation and by the watch thread for its reports. A word
- * rather than a pthread mutex, whose calls cost more than the work they guard on that path. */
-static void ops_lock(struct watch* w) {
-  while (__atomic_exchange_n(&w->lock, 1, __ATOMIC_ACQUIRE)) sched_yield();
+/* The operations ring has one writer, the thread that runs the comm's operations, and it takes
+ * no lock (an atomic exchange per operation was a measurable part of an 8-byte AllReduce): every
+ * slot has a version, odd while the slot is being written, and a reader (the watch thread, for
+ * its reports) keeps a copy of a slot only when the version was even and the same before and
+ * after the copy. The words are copied with relaxed atomics, so that no access is a data race. */
+#define WOP_WORDS (sizeof(struct wop) / sizeof(uint64_t))
+_Static_assert(sizeof(struct wop) % sizeof(uint64_t) == 0, "a wop is whole 64-bit words");
+
+static void op_put(struct watch* w, const struct wop* o) {
+  uint64_t n = w->nops, words[WOP_WORDS];
+  size_t i = n % WATCH_OPS;
+  uint32_t v = w->ops_ver[i];
+  memcpy(words, o, sizeof words);
+  __atomic_store_n(&w->ops_ver[i], v + 1, __ATOMIC_RELAXED);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  for (size_t k = 0; k < WOP_WORDS; k++)
+    __atomic_store_n(&w->ops[i][k], words[k], __ATOMIC_RELAXED);
+  __atomic_store_n(&w->ops_ver[i], v + 2, __ATOMIC_RELEASE);
+  __atomic_store_n(&w->nops, n + 1, __ATOMIC_RELEASE);
 }
-static void ops_unlock(struct watch* w) {
-  __atomic_store_n(&w->lock, 0, __ATOMIC_RELEASE);
+
+/* Slot i's operation into *o; 0 when it is being written. */
+static int op_get(struct watch* w, size_t i, struct wop* o) {
+  uint64_t words[WOP_WORDS];
+  uint32_t v = __atomic_load_n(&w->ops_ver[i], __ATOMIC_ACQUIRE);
+  for (size_t k = 0; k < WOP_WORDS; k++)
+    words[k] = __atomic_load_n(&w->ops[i][k], __ATOMIC_RELAXED);
+  __atomic_thread_fence(__ATOMIC_ACQUIRE);
+  if ((v & 1u) || __atomic_load_n(&w->ops_ver[i], __ATOMIC_RELAXED) != v) return 0;
+  memcpy(o, words, sizeof words);
+  return 1;
 }
 
 static void progress_of(struct watch* w, int fresh, uint64_t* issued, uint64_t* done) {
@@ -38,24 +60,23 @@ static void progress_of(struct watch* w, int fresh, uint64_t* issued, uint64_t* 
   *issued = __atomic_load_n(&w->issued, __ATOMIC_ACQUIRE);
 }
 
-/* The oldest operation after `done` (caller holds w->lock); NULL if none is recorded. */
-static const struct wop* pending_op(struct watch* w, uint64_t done) {
-  const struct wop* best = NULL;
-  uint64_t first = w->nops > WATCH_OPS ? w->nops - WATCH_OPS : 0;
-  for (uint64_t i = first; i < w->nops; i++) {
-    const struct wop* o = &w->ops[i % WATCH_OPS];
-    if (o->seq > done && (best == NULL || o->seq < best->seq)) best = o;
-  }
-  return best;
+/* The oldest operation after `done` into *out; 0 if none is recorded. */
+static int pending_op(struct watch* w, uint64_t done, struct wop* out) {
+  uint64_t nops = __atomic_load_n(&w->nops, __ATOMIC_ACQUIRE), found = 0;
+  struct wop o;
+  for (uint64_t i = nops > WATCH_OPS ? nops - WATCH_OPS : 0; i < nops; i++)
+    if (op_get(w, i % WATCH_OPS, &o) && o.seq > done && (!found || o.seq < out->seq))
+      *out = o, found = 1;
+  return (int)found;
 }
 
-static const struct wop* op_at_coll(struct watch* w, uint64_t coll_index) {
-  uint64_t first = w->nops > WATCH_OPS ? w->nops - WATCH_OPS : 0;
-  for (uint64_t i = first; i < w->nops; i++) {
-    const struct wop* o = &w->ops[i % WATCH_OPS];
-    if (!wop_is_p2p(o) && o->coll_index == coll_index) return o;
-  }
-  return NULL;
+/* The collective number coll_index into *out; 0 if it is not recorded. */
+static int op_at_coll(struct watch* w, uint64_t coll_index, struct wop* out) {
+  uint64_t nops = __atomic_load_n(&w->nops, __ATOMIC_ACQUIRE);
+  for (uint64_t i = nops > WATCH_OPS ? nops - WATCH_OPS : 0; i < nops; i++)
+    if (op_get(w, i % WATCH_OPS, out) && !wop_is_p2p(out) && out->coll_index == coll_index)
+      return 1;
+  return 0;
 }
 
 /* ---- a dead peer ---------------------------------------------------------------------------- */
@@ -73,10 +94,8 @@ static void fail_if_pending(struct watch* w) {
   progress_of(w, 1, &issued, &done);
   if (issued <= done || !comm->engine || !comm->engine->enqueue_only) return;
   char op[160] = "an operation";
-  ops_lock(w);
-  const struct wop* o = pending_op(w, done);
-  if (o) wop_describe(o, op, sizeof op);
-  ops_unlock(w);
+  struct wop o;
+  if (pending_op(w, done, &o)) wop_describe(&o, op, sizeof op);
   comm_fail(comm, ncclRemoteError, "%s; rank %d (host %s) was waiting in %s", w->dead_text,
             comm->rank, comm->peers[comm->rank].host, op);
 }
@@ -108,13 +127,9 @@ static void fill_state(struct watch* w, struct wstate* st, uint64_t key_coll) {
   memset(st, 0, sizeof *st);
   st->filled = 1;
   st->issued = issued, st->done = done;
-  ops_lock(w);
-  st->ncoll = w->ncoll;
-  const struct wop* o = key_coll ? op_at_coll(w, key_coll) : NULL;
-  if (o) st->has_op = 1, st->op = *o;
-  const struct wop* p = issued > done ? pending_op(w, done) : NULL;
-  if (p) st->has_wait = 1, st->wait = *p;
-  ops_unlock(w);
+  st->ncoll = __atomic_load_n(&w->ncoll, __ATOMIC_RELAXED);
+  st->has_op = key_coll && op_at_coll(w, key_coll, &st->op);
+  st->has_wait = issued > done && pending_op(w, done, &st->wait);
 }
 
 static void log_report(struct watch* w, const struct hang_msg* m) {
@@ -155,13 +170,10 @@ static void check_hang(struct watch* w, double now) {
   size_t len = hang_msg_bytes(comm->nranks);
   struct hang_msg* m = calloc(1, len);
   if (m == NULL) return;
-  ops_lock(w);
-  const struct wop* o = pending_op(w, done);
-  if (o) m->stuck = *o;
-  ops_unlock(w);
+  int found = pending_op(w, done, &m->stuck);
   m->key = wop_is_p2p(&m->stuck) ? (m->stuck.seq << 20 | (uint64_t)comm->rank) << 1
                                  : m->stuck.coll_index << 1 | 1;
-  if (o && m->key != w->hang_key_sent && m->key != w->hang_key_logged) {
+  if (found && m->key != w->hang_key_sent && m->key != w->hang_key_logged) {
     w->hang_key_sent = m->key;
     m->origin = comm->rank, m->nranks = comm->nranks;
     m->waited_s = (uint32_t)(now - w->last_move);
@@ -286,30 +298,29 @@ static int reduces_op(enum coll_kind c) {
 ncclResult_t watch_issue(struct ncclComm* comm, const struct task* tasks, int ntasks) {
   struct watch* w = comm->watch;
   if (w == NULL || ntasks == 0) return ncclSuccess;
-  ops_lock(w);
+  struct wop o;
   for (int i = 0; i < ntasks; i++) {
     const struct task* t = &tasks[i];
-    struct wop* o = &w->ops[w->nops++ % WATCH_OPS];
     int p2p = t->coll == COLL_SEND || t->coll == COLL_RECV;
-    if (!p2p) w->ncoll++;
-    *o = (struct wop){t->seq,
-                      w->ncoll,
-                      t->count,
-                      (int32_t)t->coll,
-                      (int32_t)t->dtype,
-                      reduces_op(t->coll) ? t->op.kind : -1,
-                      t->root,
-                      p2p,
-                      0};
+    if (!p2p) __atomic_store_n(&w->ncoll, w->ncoll + 1, __ATOMIC_RELAXED);
+    o = (struct wop){t->seq,
+                     w->ncoll,
+                     t->count,
+                     (int32_t)t->coll,
+                     (int32_t)t->dtype,
+                     reduces_op(t->coll) ? t->op.kind : -1,
+                     t->root,
+                     p2p,
+                     0};
+    op_put(w, &o);
     if (t->seq > w->issued) __atomic_store_n(&w->issued, t->seq, __ATOMIC_RELEASE);
-    fp_issue(w->fp, t);
+    if (w->fp) fp_issue(w->fp, t);
   }
-  ops_unlock(w);
   /* The CPU engine finds dead peers itself while it waits. */
   if (!__atomic_load_n(&w->dead, __ATOMIC_ACQUIRE) || !comm->engine->enqueue_only)
     return ncclSuccess;
   char op[160];
-  wop_describe(&w->ops[(w->nops - 1) % WATCH_OPS], op, sizeof op);
+  wop_describe(&o, op, sizeof op);
   comm_fail(comm, ncclRemoteError, "%s; rank %d (host %s) called %s after that", w->dead_text,
             comm->rank, comm->peers[comm->rank].host, op);
   return ncclRemoteError;

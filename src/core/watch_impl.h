@@ -54,8 +54,10 @@ struct watch {
   struct watch* next;
   struct watch_link link[2];
   double beat_sent;
-  int lock; /* ops, ncoll: ops_lock/ops_unlock */
-  struct wop ops[WATCH_OPS];
+  /* The operations issued (struct wop as words), written by the thread that runs them without
+   * a lock and read by the watch thread (watch.c: op_put, op_get); ncoll atomic. */
+  uint64_t ops[WATCH_OPS][sizeof(struct wop) / sizeof(uint64_t)];
+  uint32_t ops_ver[WATCH_OPS];
   uint64_t nops, ncoll;
   /* Engines without a progress hook: atomics written by the thread that runs the operations
    * (done <= issued at every moment), read without the lock. */
