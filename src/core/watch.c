@@ -15,39 +15,23 @@
 #include "core/watch_impl.h"
 #include "core/watch_report.h"
 #include "core/fingerprint.h"
+#include "util/seqslot.h"
 #include "os/socket.h"
 
-/* The operations ring has one writer, the thread that runs the comm's operations, and it takes
- * no lock (an atomic exchange per operation was a measurable part of an 8-byte AllReduce): every
- * slot has a version, odd while the slot is being written, and a reader (the watch thread, for
- * its reports) keeps a copy of a slot only when the version was even and the same before and
- * after the copy. The words are copied with relaxed atomics, so that no access is a data race. */
-#define WOP_WORDS (sizeof(struct wop) / sizeof(uint64_t))
+/* The operations ring: written by the thread that runs the comm's operations without a lock (an
+ * atomic exchange per operation was a measurable part of an 8-byte AllReduce), read by the watch
+ * thread for its reports, one seqlock per slot (util/seqslot.h). */
 _Static_assert(sizeof(struct wop) % sizeof(uint64_t) == 0, "a wop is whole 64-bit words");
 
 static void op_put(struct watch* w, const struct wop* o) {
-  uint64_t n = w->nops, words[WOP_WORDS];
-  size_t i = n % WATCH_OPS;
-  uint32_t v = w->ops_ver[i];
-  memcpy(words, o, sizeof words);
-  __atomic_store_n(&w->ops_ver[i], v + 1, __ATOMIC_RELAXED);
-  __atomic_thread_fence(__ATOMIC_RELEASE);
-  for (size_t k = 0; k < WOP_WORDS; k++)
-    __atomic_store_n(&w->ops[i][k], words[k], __ATOMIC_RELAXED);
-  __atomic_store_n(&w->ops_ver[i], v + 2, __ATOMIC_RELEASE);
-  __atomic_store_n(&w->nops, n + 1, __ATOMIC_RELEASE);
+  size_t i = w->nops % WATCH_OPS;
+  seqslot_write(&w->ops_ver[i], w->ops[i], o, sizeof *o);
+  __atomic_store_n(&w->nops, w->nops + 1, __ATOMIC_RELEASE);
 }
 
 /* Slot i's operation into *o; 0 when it is being written. */
 static int op_get(struct watch* w, size_t i, struct wop* o) {
-  uint64_t words[WOP_WORDS];
-  uint32_t v = __atomic_load_n(&w->ops_ver[i], __ATOMIC_ACQUIRE);
-  for (size_t k = 0; k < WOP_WORDS; k++)
-    words[k] = __atomic_load_n(&w->ops[i][k], __ATOMIC_RELAXED);
-  __atomic_thread_fence(__ATOMIC_ACQUIRE);
-  if ((v & 1u) || __atomic_load_n(&w->ops_ver[i], __ATOMIC_RELAXED) != v) return 0;
-  memcpy(o, words, sizeof words);
-  return 1;
+  return seqslot_read(&w->ops_ver[i], w->ops[i], o, sizeof *o);
 }
 
 static void progress_of(struct watch* w, int fresh, uint64_t* issued, uint64_t* done) {
@@ -77,6 +61,11 @@ static int op_at_coll(struct watch* w, uint64_t coll_index, struct wop* out) {
     if (op_get(w, i % WATCH_OPS, out) && !wop_is_p2p(out) && out->coll_index == coll_index)
       return 1;
   return 0;
+}
+
+/* The fingerprints' descriptions of this rank's collectives (core/fingerprint.c). */
+static int fp_op(void* w, uint64_t coll_index, struct wop* out) {
+  return op_at_coll(w, coll_index, out);
 }
 
 /* ---- a dead peer ---------------------------------------------------------------------------- */
@@ -256,6 +245,7 @@ ncclResult_t watch_start(struct ncclComm* comm) {
   ncclResult_t res = ncclSuccess;
   if (comm->nranks > 1) NCCLCHECKGOTO(watch_connect(w), res, fail);
   w->fp = fp_create(comm);
+  fp_set_ops(w->fp, fp_op, w);
   w->last_move = w->beat_sent = w->pid_check = sock_time_now();
   comm->watch = w;
   NCCLCHECKGOTO(watch_thread_add(w), res, fail);
