@@ -20,18 +20,40 @@
 
 /* The operations ring: written by the thread that runs the comm's operations without a lock (an
  * atomic exchange per operation was a measurable part of an 8-byte AllReduce), read by the watch
- * thread for its reports, one seqlock per slot (util/seqslot.h). */
-_Static_assert(sizeof(struct wop) % sizeof(uint64_t) == 0, "a wop is whole 64-bit words");
+ * thread for its reports, one seqlock per slot (util/seqslot.h); the members move one by one. */
+#define PUT(member, value) __atomic_store_n(&o->member, (value), __ATOMIC_RELAXED)
 
-static void op_put(struct watch* w, const struct wop* o) {
+static int reduces_op(enum coll_kind c) {
+  return c == COLL_ALLREDUCE || c == COLL_REDUCE || c == COLL_REDUCESCATTER;
+}
+
+/* The task's record in the next slot, its members stored from the task one by one (a struct
+ * built first went through the stack twice). */
+static void op_put(struct watch* w, const struct task* t, uint64_t coll_index, int p2p) {
   size_t i = w->nops % WATCH_OPS;
-  seqslot_write(&w->ops_ver[i], w->ops[i], o, sizeof *o);
+  struct wop* o = &w->ops[i];
+  uint32_t v = seqslot_write_begin(&w->ops_ver[i]);
+  PUT(seq, t->seq), PUT(coll_index, coll_index), PUT(count, t->count);
+  PUT(coll, (int32_t)t->coll), PUT(dtype, (int32_t)t->dtype);
+  PUT(op, reduces_op(t->coll) ? t->op.kind : -1), PUT(root, t->root), PUT(p2p, p2p), PUT(pad, 0);
+  seqslot_write_end(&w->ops_ver[i], v);
   __atomic_store_n(&w->nops, w->nops + 1, __ATOMIC_RELEASE);
 }
 
-/* Slot i's operation into *o; 0 when it is being written. */
+/* Slot i's operation into *o; 0 when it was being written (*o is then of no use). */
 static int op_get(struct watch* w, size_t i, struct wop* o) {
-  return seqslot_read(&w->ops_ver[i], w->ops[i], o, sizeof *o);
+  const struct wop* slot = &w->ops[i];
+  uint32_t v = seqslot_read_begin(&w->ops_ver[i]);
+  o->seq = __atomic_load_n(&slot->seq, __ATOMIC_RELAXED);
+  o->coll_index = __atomic_load_n(&slot->coll_index, __ATOMIC_RELAXED);
+  o->count = __atomic_load_n(&slot->count, __ATOMIC_RELAXED);
+  o->coll = __atomic_load_n(&slot->coll, __ATOMIC_RELAXED);
+  o->dtype = __atomic_load_n(&slot->dtype, __ATOMIC_RELAXED);
+  o->op = __atomic_load_n(&slot->op, __ATOMIC_RELAXED);
+  o->root = __atomic_load_n(&slot->root, __ATOMIC_RELAXED);
+  o->p2p = __atomic_load_n(&slot->p2p, __ATOMIC_RELAXED);
+  o->pad = 0;
+  return seqslot_read_end(&w->ops_ver[i], v);
 }
 
 static void progress_of(struct watch* w, int fresh, uint64_t* issued, uint64_t* done) {
@@ -57,9 +79,12 @@ static int pending_op(struct watch* w, uint64_t done, struct wop* out) {
 /* The collective number coll_index into *out; 0 if it is not recorded. */
 static int op_at_coll(struct watch* w, uint64_t coll_index, struct wop* out) {
   uint64_t nops = __atomic_load_n(&w->nops, __ATOMIC_ACQUIRE);
+  struct wop o;
   for (uint64_t i = nops > WATCH_OPS ? nops - WATCH_OPS : 0; i < nops; i++)
-    if (op_get(w, i % WATCH_OPS, out) && !wop_is_p2p(out) && out->coll_index == coll_index)
+    if (op_get(w, i % WATCH_OPS, &o) && !wop_is_p2p(&o) && o.coll_index == coll_index) {
+      *out = o;
       return 1;
+    }
   return 0;
 }
 
@@ -281,36 +306,23 @@ void watch_stop(struct ncclComm* comm) {
   comm->watch = NULL;
 }
 
-static int reduces_op(enum coll_kind c) {
-  return c == COLL_ALLREDUCE || c == COLL_REDUCE || c == COLL_REDUCESCATTER;
-}
-
 ncclResult_t watch_issue(struct ncclComm* comm, const struct task* tasks, int ntasks) {
   struct watch* w = comm->watch;
   if (w == NULL || ntasks == 0) return ncclSuccess;
-  struct wop o;
   for (int i = 0; i < ntasks; i++) {
     const struct task* t = &tasks[i];
     int p2p = t->coll == COLL_SEND || t->coll == COLL_RECV;
     if (!p2p) __atomic_store_n(&w->ncoll, w->ncoll + 1, __ATOMIC_RELAXED);
-    o = (struct wop){t->seq,
-                     w->ncoll,
-                     t->count,
-                     (int32_t)t->coll,
-                     (int32_t)t->dtype,
-                     reduces_op(t->coll) ? t->op.kind : -1,
-                     t->root,
-                     p2p,
-                     0};
-    op_put(w, &o);
+    op_put(w, t, w->ncoll, p2p);
     if (t->seq > w->issued) __atomic_store_n(&w->issued, t->seq, __ATOMIC_RELEASE);
     if (w->fp) fp_issue(w->fp, t);
   }
   /* The CPU engine finds dead peers itself while it waits. */
   if (!__atomic_load_n(&w->dead, __ATOMIC_ACQUIRE) || !comm->engine->enqueue_only)
     return ncclSuccess;
-  char op[160];
-  wop_describe(&o, op, sizeof op);
+  char op[160] = "an operation";
+  struct wop o;
+  if (op_get(w, (w->nops - 1) % WATCH_OPS, &o)) wop_describe(&o, op, sizeof op);
   comm_fail(comm, ncclRemoteError, "%s; rank %d (host %s) called %s after that", w->dead_text,
             comm->rank, comm->peers[comm->rank].host, op);
   return ncclRemoteError;

@@ -54,9 +54,9 @@ struct watch {
   struct watch* next;
   struct watch_link link[2];
   double beat_sent;
-  /* The operations issued (struct wop as words), written by the thread that runs them without
+  /* The operations issued, written by the thread that runs them without
    * a lock and read by the watch thread (watch.c: op_put, op_get); ncoll atomic. */
-  uint64_t ops[WATCH_OPS][sizeof(struct wop) / sizeof(uint64_t)];
+  struct wop ops[WATCH_OPS];
   uint32_t ops_ver[WATCH_OPS];
   uint64_t nops, ncoll;
   /* Engines without a progress hook: atomics written by the thread that runs the operations
