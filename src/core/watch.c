@@ -20,40 +20,38 @@
 
 /* The operations ring: written by the thread that runs the comm's operations without a lock (an
  * atomic exchange per operation was a measurable part of an 8-byte AllReduce), read by the watch
- * thread for its reports, one seqlock per slot (util/seqslot.h); the members move one by one. */
-#define PUT(member, value) __atomic_store_n(&o->member, (value), __ATOMIC_RELAXED)
+ * thread for its reports; each record is a seqlock (util/seqslot.h) of a few words (struct wrec),
+ * stored one by one from the task: every store counts on the path of an 8-byte AllReduce. */
+#define PUT(member, value) __atomic_store_n(&r->member, (value), __ATOMIC_RELAXED)
+#define GET(member)        __atomic_load_n(&r->member, __ATOMIC_RELAXED)
 
 static int reduces_op(enum coll_kind c) {
   return c == COLL_ALLREDUCE || c == COLL_REDUCE || c == COLL_REDUCESCATTER;
 }
 
-/* The task's record in the next slot, its members stored from the task one by one (a struct
- * built first went through the stack twice). */
 static void op_put(struct watch* w, const struct task* t, uint64_t coll_index, int p2p) {
-  size_t i = w->nops % WATCH_OPS;
-  struct wop* o = &w->ops[i];
-  uint32_t v = seqslot_write_begin(&w->ops_ver[i]);
-  PUT(seq, t->seq), PUT(coll_index, coll_index), PUT(count, t->count);
-  PUT(coll, (int32_t)t->coll), PUT(dtype, (int32_t)t->dtype);
-  PUT(op, reduces_op(t->coll) ? t->op.kind : -1), PUT(root, t->root), PUT(p2p, p2p), PUT(pad, 0);
-  seqslot_write_end(&w->ops_ver[i], v);
+  struct wrec* r = &w->ops[w->nops % WATCH_OPS];
+  uint32_t v = seqslot_write_begin(&r->ver);
+  uint32_t op = (uint32_t)(reduces_op(t->coll) ? t->op.kind + 1 : 0);
+  PUT(root, t->root), PUT(seq, t->seq), PUT(coll_index, coll_index), PUT(count, t->count);
+  PUT(what, (uint32_t)t->coll | (uint32_t)t->dtype << 8 | op << 16 | (uint32_t)p2p << 24);
+  seqslot_write_end(&r->ver, v);
   __atomic_store_n(&w->nops, w->nops + 1, __ATOMIC_RELEASE);
 }
 
 /* Slot i's operation into *o; 0 when it was being written (*o is then of no use). */
 static int op_get(struct watch* w, size_t i, struct wop* o) {
-  const struct wop* slot = &w->ops[i];
-  uint32_t v = seqslot_read_begin(&w->ops_ver[i]);
-  o->seq = __atomic_load_n(&slot->seq, __ATOMIC_RELAXED);
-  o->coll_index = __atomic_load_n(&slot->coll_index, __ATOMIC_RELAXED);
-  o->count = __atomic_load_n(&slot->count, __ATOMIC_RELAXED);
-  o->coll = __atomic_load_n(&slot->coll, __ATOMIC_RELAXED);
-  o->dtype = __atomic_load_n(&slot->dtype, __ATOMIC_RELAXED);
-  o->op = __atomic_load_n(&slot->op, __ATOMIC_RELAXED);
-  o->root = __atomic_load_n(&slot->root, __ATOMIC_RELAXED);
-  o->p2p = __atomic_load_n(&slot->p2p, __ATOMIC_RELAXED);
-  o->pad = 0;
-  return seqslot_read_end(&w->ops_ver[i], v);
+  const struct wrec* r = &w->ops[i];
+  uint32_t v = seqslot_read_begin(&r->ver), what = GET(what);
+  *o = (struct wop){.seq = GET(seq),
+                    .coll_index = GET(coll_index),
+                    .count = GET(count),
+                    .coll = (int32_t)(what & 0xff),
+                    .dtype = (int32_t)(what >> 8 & 0xff),
+                    .op = (int32_t)(what >> 16 & 0xff) - 1,
+                    .root = GET(root),
+                    .p2p = (int32_t)(what >> 24 & 1)};
+  return seqslot_read_end(&r->ver, v);
 }
 
 static void progress_of(struct watch* w, int fresh, uint64_t* issued, uint64_t* done) {
