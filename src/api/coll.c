@@ -72,20 +72,17 @@ ncclResult_t api_check_usable(ncclComm_t comm, const char* fn) {
 ncclResult_t api_enqueue(enum coll_kind coll, const void* sendbuff, void* recvbuff, size_t count,
                          ncclDataType_t dt, ncclRedOp_t op, int root, ncclComm_t comm,
                          cudaStream_t stream, const char* fn, const struct task* opts) {
-  NCCLCHECK(api_check_usable(comm, fn));
-  /* The task is filled where it will wait (group_task: no copy of it per operation), from a copy
-   * of a zero task: GCC zeroes a task initialised in place with `rep stos`, whose start costs
-   * more on some CPUs (AMD EPYC) than all the checks below; a copy is a few vector moves. */
+  /* A copy of a zero task: GCC zeroes a task initialised in place with `rep stos`, whose start
+   * costs more on some CPUs (AMD EPYC) than all the checks below; a copy is a few vector moves. */
   static const struct task no_task;
-  struct task own, *t = group_task(comm, &own);
-  if (t == NULL) return ncclSystemError;
-  *t = no_task;
-  t->coll = coll, t->sendbuff = sendbuff, t->recvbuff = recvbuff, t->count = count;
-  t->dtype = dt, t->root = root, t->stream = stream;
+  struct task t = no_task;
+  t.coll = coll, t.sendbuff = sendbuff, t.recvbuff = recvbuff, t.count = count;
+  t.dtype = dt, t.root = root, t.stream = stream;
   if (opts) {
-    t->algo_mask = opts->algo_mask;
-    t->cta_min = opts->cta_min, t->cta_max = opts->cta_max, t->cta_policy = opts->cta_policy;
+    t.algo_mask = opts->algo_mask;
+    t.cta_min = opts->cta_min, t.cta_max = opts->cta_max, t.cta_policy = opts->cta_policy;
   }
+  NCCLCHECK(api_check_usable(comm, fn));
   NCCLCHECK(api_check_dtype(dt, fn));
   if (coll == COLL_ALLTOALLV) return ncclInternalError; /* built by ncclAlltoAllv itself */
   int gathers = coll == COLL_ALLGATHER || coll == COLL_REDUCESCATTER || coll == COLL_ALLTOALL ||
@@ -97,17 +94,17 @@ ncclResult_t api_enqueue(enum coll_kind coll, const void* sendbuff, void* recvbu
   if (coll == COLL_SEND || coll == COLL_RECV)
     NCCLCHECK(api_check_rank(root, comm->nranks, "peer", fn));
   int reduces = coll == COLL_ALLREDUCE || coll == COLL_REDUCE || coll == COLL_REDUCESCATTER;
-  if (reduces) NCCLCHECK(redop_resolve(comm, op, dt, &t->op, fn));
+  if (reduces) NCCLCHECK(redop_resolve(comm, op, dt, &t.op, fn));
   if (count > 0) {
     if (task_reads_send(coll, comm->rank, root)) NCCLCHECK(api_check_ptr(sendbuff, "sendbuff", fn));
     if (task_writes_recv(coll, comm->rank, root))
       NCCLCHECK(api_check_ptr(recvbuff, "recvbuff", fn));
   }
-  if (comm->engine->check_task) NCCLCHECK(comm->engine->check_task(comm, t, fn));
-  t->seq = ++comm->seq;
-  TRACE(LOG_COLL, "%s #%llu comm %p count %zu dtype %d root %d", fn, (unsigned long long)t->seq,
+  if (comm->engine->check_task) NCCLCHECK(comm->engine->check_task(comm, &t, fn));
+  t.seq = ++comm->seq;
+  TRACE(LOG_COLL, "%s #%llu comm %p count %zu dtype %d root %d", fn, (unsigned long long)t.seq,
         (void*)comm, count, (int)dt, root);
-  return group_commit(comm, t);
+  return group_enqueue(comm, &t);
 }
 
 static ncclResult_t enqueue(enum coll_kind coll, const void* sendbuff, void* recvbuff, size_t count,

@@ -48,21 +48,16 @@ static ncclResult_t push(struct ncclComm*** list, int* n, struct ncclComm* comm)
   return ncclSuccess;
 }
 
-/* Room for one more queued task on comm. */
-static ncclResult_t task_room(struct ncclComm* comm) {
-  if (comm->ntasks < comm->tasks_cap) return ncclSuccess;
-  int cap = comm->tasks_cap ? 2 * comm->tasks_cap : 16;
-  struct task* t = realloc(comm->tasks, cap * sizeof *t);
-  if (!t) {
-    WARN("out of host memory queueing an operation");
-    return ncclSystemError;
-  }
-  comm->tasks = t, comm->tasks_cap = cap;
-  return ncclSuccess;
-}
-
 static ncclResult_t add_task(struct ncclComm* comm, const struct task* task) {
-  NCCLCHECK(task_room(comm));
+  if (comm->ntasks == comm->tasks_cap) {
+    int cap = comm->tasks_cap ? 2 * comm->tasks_cap : 16;
+    struct task* t = realloc(comm->tasks, cap * sizeof *t);
+    if (!t) {
+      WARN("out of host memory queueing an operation");
+      return ncclSystemError;
+    }
+    comm->tasks = t, comm->tasks_cap = cap;
+  }
   comm->tasks[comm->ntasks++] = *task;
   return ncclSuccess;
 }
@@ -94,28 +89,6 @@ ncclResult_t group_enqueue(struct ncclComm* comm, const struct task* task) {
   }
   ncclResult_t res = add_task(comm, task);
   if (res == ncclSuccess) res = push(&g->comms, &g->ncomms, comm);
-  if (res != ncclSuccess && g->error == ncclSuccess) g->error = res;
-  return res;
-}
-
-struct task* group_task(struct ncclComm* comm, struct task* own) {
-  struct group* g = group_self();
-  if (g->depth == 0) return own;
-  ncclResult_t res = task_room(comm);
-  if (res == ncclSuccess) return &comm->tasks[comm->ntasks];
-  if (g->error == ncclSuccess) g->error = res;
-  return NULL;
-}
-
-ncclResult_t group_commit(struct ncclComm* comm, struct task* t) {
-  struct group* g = group_self();
-  if (g->depth == 0) {
-    ncclResult_t res = engine_run(comm, t, 1);
-    task_release(t);
-    return res;
-  }
-  comm->ntasks++; /* t is its slot (group_task) */
-  ncclResult_t res = push(&g->comms, &g->ncomms, comm);
   if (res != ncclSuccess && g->error == ncclSuccess) g->error = res;
   return res;
 }

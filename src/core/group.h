@@ -10,12 +10,6 @@ ncclResult_t group_end(void);
 int group_depth(void);
 /* Queue a task on comm: inside a group it waits for ncclGroupEnd; outside it runs now. */
 ncclResult_t group_enqueue(struct ncclComm* comm, const struct task* task);
-/* The same without a copy of the task (every operation comes this way): group_task gives the task
- * to fill, inside a group the comm's next queue slot, outside *own (NULL: out of memory); nothing
- * is queued until group_commit, which queues or runs it. A task given up before the commit owns
- * nothing the caller must not release itself. */
-struct task* group_task(struct ncclComm* comm, struct task* own);
-ncclResult_t group_commit(struct ncclComm* comm, struct task* t);
 /* Setup work deferred to ncclGroupEnd, where all of a group's setup jobs run side by side. */
 struct group_job {
   ncclResult_t (*fn)(void* arg);
