@@ -185,8 +185,8 @@ __attribute__((noinline)) static void issue_pairs(struct fp* f, const struct tas
   pthread_mutex_unlock(&f->mu);
 }
 
-/* A collective costs the user's thread one mix and two stores, no lock (MONEL_CHECK_CALLS=1 must
- * cost almost nothing on an 8-byte AllReduce): kind, type, op and root packed in one word,
+/* A collective costs the user's thread one mix and two stores, no lock (what MONEL_CHECK_CALLS=1
+ * adds to an 8-byte AllReduce): kind, type, op and root packed in one word,
  * spread by an odd multiplier and folded with the count (AlltoAllv: kind and type only). */
 void fp_issue(struct fp* f, const struct task* t) {
   if (f == NULL) return;
