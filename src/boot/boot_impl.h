@@ -2,6 +2,8 @@
  * vtable that boot.c dispatches through, and the layout of the unique id. */
 #ifndef MONEL_BOOT_BOOT_IMPL_H
 #define MONEL_BOOT_BOOT_IMPL_H
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "boot/boot.h"
@@ -78,5 +80,83 @@ void boot_root_reap(void);
 
 ncclResult_t boot_socket_init(const struct boot_id* id, int rank, int nranks, struct boot** out);
 ncclResult_t boot_local_init(const struct boot_id* id, int rank, int nranks, struct boot** out);
+
+/* ---- The TCP bootstrap (boot_socket.c: the handle and the rendezvous; boot_conn.c: a rank's
+ * connections to its peers and the progress thread; boot_msg.c: messages, their queue, send and
+ * receive). */
+#define INCOMING_SPARE 16 /* slots for incoming connections still in their hello, beyond nranks */
+#define ABORTED(b)     __atomic_load_n(&(b)->aborted, __ATOMIC_SEQ_CST)
+
+/* A message that arrived (or was sent to this rank itself), waiting for its receive. */
+struct sock_msg {
+  struct sock_msg* next;
+  int src, kind, tag;
+  size_t size;
+  char data[];
+};
+
+/* This rank's state of one peer rank. */
+struct peer {
+  pthread_mutex_t send_mu; /* serializes connect + writes on out_fd */
+  int out_fd;              /* written under send_mu and mu; read by the progress thread under mu */
+  int in_fd;               /* owned by the progress thread; published under mu */
+  int out_eof;             /* progress thread: the peer closed our outgoing connection ... */
+  double out_eof_at;       /* ... at this time */
+  enum sock_err out_why;   /* ... this way */
+  int refused;             /* atomic: connecting to the peer failed (it is gone) ... */
+  enum sock_err refused_why; /* ... this way (written before refused) */
+  int dead;                  /* under mu */
+  enum sock_err why;
+};
+
+/* What a rank sends first on its connection to a peer, after the handshake. */
+struct peer_hello {
+  uint32_t magic;
+  int32_t rank;
+  uint64_t secret;
+};
+
+/* An accepted connection whose hello is still arriving (progress thread only). */
+struct incoming {
+  int fd;
+  size_t got;
+  double since;
+  struct auth_srv auth; /* the handshake comes first */
+  unsigned char bytes[sizeof(struct peer_hello)];
+};
+
+/* A rank's TCP bootstrap (its struct boot). */
+struct boot_sock {
+  struct boot base;
+  uint64_t secret;
+  int64_t timeout;
+  int listen_fd;
+  int wake_fd;
+  union sock_addr* addrs;
+  struct peer* peers;
+  struct incoming* inc; /* progress thread only */
+  int ninc, inc_max;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  struct sock_msg *head, *tail;
+  volatile int aborted;
+  atomic_int stop;
+  int progress_started;
+  pthread_t progress;
+  struct boot_root* root; /* NCCL_COMM_ID: rank 0 runs the root */
+};
+
+/* boot_conn.c */
+void boot_sock_wake(struct boot_sock* b); /* makes the progress thread poll again */
+void boot_sock_peer_dead(struct boot_sock* b, int peer, enum sock_err why);
+void boot_sock_peer_str(struct boot_sock* b, int p, char* buf, size_t len);
+ncclResult_t boot_sock_connect(struct boot_sock* b, int p, int quiet); /* with send_mu held */
+void* boot_sock_progress(void* arg); /* the progress thread's body */
+/* boot_msg.c */
+void boot_sock_enqueue(struct boot_sock* b, struct sock_msg* m);
+void boot_sock_read_msg(struct boot_sock* b, int p); /* progress thread: one from p's in_fd */
+ncclResult_t boot_sock_send(struct boot* base, int p, int kind, int tag, const void* data,
+                            size_t size);
+ncclResult_t boot_sock_recv(struct boot* base, int p, int kind, int tag, void* data, size_t size);
 
 #endif

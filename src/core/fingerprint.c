@@ -64,8 +64,13 @@ struct fp {
   int rank, nranks, pairs;
   int failed;
   double sent_at;
+  /* The user's thread records a collective without taking mu: its chain hash in chains[index %
+   * FP_HIST], then ncoll (both atomic, release); chain is its own. The rest is under mu. The
+   * calls themselves (to describe them) are the watch's record (op_of). */
   uint64_t ncoll, chain, sent_ncoll;
-  struct coll_rec hist[FP_HIST];
+  uint64_t chains[FP_HIST];
+  fp_op_fn op_of;
+  void* op_ctx;
   struct coll_rec pend[FP_PEND];
   int npend;
   struct send_side* snd; /* [kind * nranks + peer] */
@@ -111,6 +116,10 @@ struct fp* fp_create(struct ncclComm* comm) {
   return f;
 }
 
+void fp_set_ops(struct fp* f, fp_op_fn op_of, void* ctx) {
+  if (f != NULL) f->op_of = op_of, f->op_ctx = ctx;
+}
+
 void fp_free(struct fp* f) {
   if (f == NULL) return;
   pthread_mutex_destroy(&f->mu);
@@ -129,33 +138,43 @@ static void pair_recv(struct fp* f, int kind, int peer, uint64_t bytes, uint64_t
   r->h[r->n % FP_PHIST] = (struct hist){r->chain, bytes, seq};
 }
 
-void fp_issue(struct fp* f, const struct task* t) {
-  if (f == NULL) return;
+static uint64_t ncoll_now(const struct fp* f) {
+  return __atomic_load_n(&f->ncoll, __ATOMIC_ACQUIRE);
+}
+
+/* The chain after this rank's collective number index; 0 when it is not recorded (not yet, or
+ * FP_HIST - 1 or more collectives ago: its slot may hold a newer one). The slot is read after
+ * an ncoll that covers it, and kept only if ncoll, read again after it, shows that the slot's
+ * next writing had not started (that writing comes after ncoll reached index + FP_HIST - 1). */
+static int chain_get(struct fp* f, uint64_t index, uint64_t* chain) {
+  if (index == 0 || index > ncoll_now(f)) return 0;
+  uint64_t v = __atomic_load_n(&f->chains[index % FP_HIST], __ATOMIC_RELAXED);
+  __atomic_thread_fence(__ATOMIC_ACQUIRE);
+  if (__atomic_load_n(&f->ncoll, __ATOMIC_RELAXED) - index >= FP_HIST - 1) return 0;
+  *chain = v;
+  return 1;
+}
+
+/* This rank's collective number index as the watch recorded it, in the form the ranks compare
+ * (count 0 for AlltoAllv, root 0 unless rooted); coll -1 when the watch no longer has it. */
+static struct wop own_op(struct fp* f, uint64_t index) {
+  struct wop o;
+  if (f->op_of == NULL || !f->op_of(f->op_ctx, index, &o))
+    return (struct wop){.coll_index = index, .coll = -1, .dtype = -1, .op = -1};
+  if (o.coll == COLL_ALLTOALLV) o.count = 0;
+  if (!rooted(o.coll)) o.root = 0;
+  return o;
+}
+
+/* Send/Recv, and AlltoAllv's counts per pair, under mu. Not inlined: fp_issue stays short. */
+__attribute__((noinline)) static void issue_pairs(struct fp* f, const struct task* t) {
   uint64_t size = dtype_size(t->dtype);
   pthread_mutex_lock(&f->mu);
-  if (t->coll == COLL_SEND || t->coll == COLL_RECV) {
-    if (f->pairs && t->root >= 0 && t->root < f->nranks) {
-      if (t->coll == COLL_SEND)
-        pair_send(f, 0, t->root, t->count * size, t->seq);
-      else
-        pair_recv(f, 0, t->root, t->count * size, t->seq);
-    }
-    goto out;
-  }
-  int reduces =
-      t->coll == COLL_ALLREDUCE || t->coll == COLL_REDUCE || t->coll == COLL_REDUCESCATTER;
-  struct coll_rec* c = &f->hist[++f->ncoll % FP_HIST];
-  c->index = f->ncoll;
-  c->op = (struct wop){.seq = t->seq,
-                       .coll_index = f->ncoll,
-                       .count = t->coll == COLL_ALLTOALLV ? 0 : t->count,
-                       .coll = (int32_t)t->coll,
-                       .dtype = (int32_t)t->dtype,
-                       .op = reduces ? t->op.kind : -1,
-                       .root = rooted(t->coll) ? t->root : 0};
-  uint64_t h = mix(mix(mix(f->chain, (uint64_t)c->op.coll), c->op.count), (uint64_t)c->op.dtype);
-  f->chain = c->chain = mix(mix(h, (uint64_t)(int64_t)c->op.op), (uint64_t)(int64_t)c->op.root);
-  if (t->coll == COLL_ALLTOALLV && f->pairs && t->vrows != NULL) {
+  if (t->coll == COLL_SEND && t->root >= 0 && t->root < f->nranks) {
+    pair_send(f, 0, t->root, t->count * size, t->seq);
+  } else if (t->coll == COLL_RECV && t->root >= 0 && t->root < f->nranks) {
+    pair_recv(f, 0, t->root, t->count * size, t->seq);
+  } else if (t->coll == COLL_ALLTOALLV && t->vrows != NULL) {
     const size_t *sendcounts = t->vrows, *recvcounts = t->vrows + 2 * (size_t)f->nranks;
     for (int p = 0; p < f->nranks; p++) {
       if (p == f->rank) continue;
@@ -163,8 +182,27 @@ void fp_issue(struct fp* f, const struct task* t) {
       pair_recv(f, 1, p, recvcounts[p] * size, t->seq);
     }
   }
-out:
   pthread_mutex_unlock(&f->mu);
+}
+
+/* A collective costs the user's thread one mix and two stores, no lock (what MONEL_CHECK_CALLS=1
+ * adds to an 8-byte AllReduce): kind, type, op and root packed in one word,
+ * spread by an odd multiplier and folded with the count (AlltoAllv: kind and type only). */
+void fp_issue(struct fp* f, const struct task* t) {
+  if (f == NULL) return;
+  int p2p = t->coll == COLL_SEND || t->coll == COLL_RECV;
+  if (!p2p) {
+    int reduces =
+        t->coll == COLL_ALLREDUCE || t->coll == COLL_REDUCE || t->coll == COLL_REDUCESCATTER;
+    uint64_t count = t->coll == COLL_ALLTOALLV ? 0 : t->count, n = f->ncoll + 1;
+    uint64_t key = (uint64_t)(uint8_t)t->coll | (uint64_t)(uint8_t)t->dtype << 8 |
+                   (uint64_t)(uint16_t)(reduces ? t->op.kind : -1) << 16 |
+                   (uint64_t)(uint32_t)(rooted(t->coll) ? t->root : 0) << 32;
+    f->chain = mix(f->chain, key * 0xff51afd7ed558ccdull ^ count);
+    __atomic_store_n(&f->chains[n % FP_HIST], f->chain, __ATOMIC_RELEASE);
+    __atomic_store_n(&f->ncoll, n, __ATOMIC_RELEASE);
+  }
+  if (f->pairs && (p2p || t->coll == COLL_ALLTOALLV)) issue_pairs(f, t);
 }
 
 /* ---- comparing ------------------------------------------------------------------------------ */
@@ -175,12 +213,13 @@ static const char* host_of(struct fp* f, int r) {
 
 /* The previous rank's record against this rank's; 1 and text on a difference. */
 static int coll_compare(struct fp* f, int from, const struct coll_rec* theirs, char* text) {
-  const struct coll_rec* mine = &f->hist[theirs->index % FP_HIST];
-  if (mine->index != theirs->index || mine->chain == theirs->chain) return 0;
+  struct coll_rec mine = {.index = theirs->index};
+  if (!chain_get(f, theirs->index, &mine.chain) || mine.chain == theirs->chain) return 0;
+  mine.op = own_op(f, theirs->index);
   char a[200], b[200];
   wop_describe(&theirs->op, a, sizeof a);
-  wop_describe(&mine->op, b, sizeof b);
-  if (!same_call(&theirs->op, &mine->op))
+  wop_describe(&mine.op, b, sizeof b);
+  if (!same_call(&theirs->op, &mine.op))
     snprintf(text, TEXT_MAX,
              "mismatched calls: rank %d (host %s) called %s where rank %d (host %s) called %s, as "
              "collective number %llu of each on this communicator; every rank must call the same "
@@ -233,11 +272,12 @@ static int pair_compare(struct fp* f, const struct pair_rec* p, char* text) {
 /* Compare the previous rank's records this rank has caught up with; keep the others. */
 static int compare_pending(struct fp* f, char* text) {
   int kept = 0, bad = 0;
+  uint64_t ncoll = ncoll_now(f);
   for (int i = 0; i < f->npend; i++) {
     const struct coll_rec* c = &f->pend[i];
-    if (c->index > f->ncoll) {
+    if (c->index > ncoll) {
       f->pend[kept++] = *c;
-    } else if (!bad && f->ncoll - c->index < FP_HIST) {
+    } else if (!bad && ncoll - c->index < FP_HIST) {
       bad = coll_compare(f, (f->rank + f->nranks - 1) % f->nranks, c, text);
     }
   }
@@ -293,20 +333,23 @@ void fp_service(struct fp* f, double now, fp_send_fn send, void* ctx) {
     pthread_mutex_unlock(&f->mu);
     return;
   }
-  uint64_t first = f->sent_ncoll + 1;
-  if (f->ncoll >= FP_BATCH && first < f->ncoll - FP_BATCH + 1) first = f->ncoll - FP_BATCH + 1;
-  int ncoll = (int)(f->ncoll + 1 - first), npair = f->nfwd;
+  uint64_t last = ncoll_now(f), first = f->sent_ncoll + 1;
+  if (last >= FP_BATCH && first < last - FP_BATCH + 1) first = last - FP_BATCH + 1;
+  int ncoll = (int)(last + 1 - first), npair = f->nfwd;
   for (int i = 0; f->pairs && i < FP_KINDS * f->nranks; i++)
     npair += f->snd[i].n != f->snd[i].sent_n;
   size_t len = sizeof(struct data_hdr) + (size_t)ncoll * sizeof(struct coll_rec) +
                (size_t)npair * sizeof(struct pair_rec);
   int have = !bad && (ncoll > 0 || npair > 0) && buf_reserve(f, len) == 0;
   if (have) {
-    struct data_hdr h = {f->rank, ncoll, npair, 0};
-    char* at = f->buf;
-    memcpy(at, &h, sizeof h), at += sizeof h;
-    for (uint64_t i = first; i <= f->ncoll; i++)
-      memcpy(at, &f->hist[i % FP_HIST], sizeof(struct coll_rec)), at += sizeof(struct coll_rec);
+    char* at = f->buf + sizeof(struct data_hdr);
+    ncoll = 0; /* a record the user's thread is overwriting (it got FP_HIST ahead) is left out */
+    for (uint64_t i = first; i <= last; i++) {
+      struct coll_rec c = {.index = i};
+      if (!chain_get(f, i, &c.chain)) continue;
+      c.op = own_op(f, i);
+      memcpy(at, &c, sizeof c), at += sizeof c, ncoll++;
+    }
     for (int i = 0; f->pairs && i < FP_KINDS * f->nranks; i++) {
       struct send_side* s = &f->snd[i];
       if (s->n == s->sent_n) continue;
@@ -316,8 +359,12 @@ void fp_service(struct fp* f, double now, fp_send_fn send, void* ctx) {
       s->sent_n = s->n;
     }
     memcpy(at, f->fwd, (size_t)f->nfwd * sizeof(struct pair_rec));
+    at += (size_t)f->nfwd * sizeof(struct pair_rec);
+    struct data_hdr h = {f->rank, ncoll, npair, 0};
+    memcpy(f->buf, &h, sizeof h);
+    len = (size_t)(at - f->buf);
     f->nfwd = 0;
-    f->sent_ncoll = f->ncoll;
+    f->sent_ncoll = last;
     f->sent_at = now;
   }
   pthread_mutex_unlock(&f->mu);
@@ -342,15 +389,16 @@ static int data_ok(const struct fp* f, const void* body, uint32_t len, struct da
 static int on_data(struct fp* f, const void* body, uint32_t len, char* text) {
   struct data_hdr h;
   int prev = (f->rank + f->nranks - 1) % f->nranks, bad = 0;
+  uint64_t ncoll = ncoll_now(f);
   if (data_ok(f, body, len, &h) != 0) return 0; /* not from a peer of this version: ignored */
   const char* at = (const char*)body + sizeof h;
   for (int i = 0; i < h.ncoll && !bad; i++, at += sizeof(struct coll_rec)) {
     struct coll_rec c;
     memcpy(&c, at, sizeof c);
-    if (c.index > f->ncoll) { /* ahead of this rank: later */
+    if (c.index > ncoll) { /* ahead of this rank: later */
       if (f->npend == FP_PEND) memmove(f->pend, f->pend + 1, sizeof(c) * (FP_PEND - 1)), f->npend--;
       f->pend[f->npend++] = c;
-    } else if (f->ncoll - c.index < FP_HIST) {
+    } else if (ncoll - c.index < FP_HIST) {
       bad = coll_compare(f, prev, &c, text);
     }
   }

@@ -1,7 +1,7 @@
 /* Mismatched calls caught (MONEL_CHECK_CALLS=1; off by default, on in make test): each rank
  * fingerprints the operations it is asked for, and the watch ring (watch.c) carries the
- * fingerprints to the other ranks, off the critical path: the user's thread only hashes a few words
- * per call; the watch thread sends and compares.
+ * fingerprints to the other ranks, off the critical path: the user's thread only hashes two words
+ * per collective and stores the result, without a lock; the watch thread sends and compares.
  *  - Collectives (everything but Send/Recv): kind, count, type, op and root must be the same on
  *    every rank at the same position in the comm's sequence of collectives (AlltoAllv: kind and
  *    type). A chain hash over the sequence goes with the latest records to the next rank, which
@@ -28,9 +28,16 @@ struct fp;
 /* Sends a message of the watch to the next rank; returns 0 when sent. */
 typedef int (*fp_send_fn)(void* ctx, uint32_t type, const void* body, uint32_t len);
 
+/* The watch's record of this rank's collective number coll_index (1, 2, ...) into *out; 0 when
+ * it has none. */
+struct wop;
+typedef int (*fp_op_fn)(void* ctx, uint64_t coll_index, struct wop* out);
+
 /* NULL when the check is off (MONEL_CHECK_CALLS=0) or the comm has one rank. */
 struct fp* fp_create(struct ncclComm* comm);
 void fp_free(struct fp* f);
+/* Where the mismatch sentences take the calls from (without it they name collective numbers). */
+void fp_set_ops(struct fp* f, fp_op_fn op_of, void* ctx);
 /* The user's thread, for every operation handed to the engine, in call order. */
 void fp_issue(struct fp* f, const struct task* t);
 /* The watch thread, now and then (now: seconds, sock_time_now): compares what waited, and sends

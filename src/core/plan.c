@@ -267,16 +267,18 @@ static void per_call_options(struct plan_in* in, struct plan_comm* pc, const str
   in->pc = pc;
 }
 
+/* A call's own options (the nccl*Config calls: task algo_mask, cta_*) replace NCCL_ALGO and
+ * narrow the comm's block limits for it alone; such a plan is not cached. */
+static int per_call_of(const struct task* t) {
+  return t->algo_mask || t->cta_min || t->cta_max || t->cta_policy;
+}
+
+/* A task that plan_tasks did not find in the comm's cache (comm->plan_last). */
 static ncclResult_t plan_one(struct ncclComm* comm, struct task* t) {
+  pthread_once(&cfg.once, load);
   size_t bytes = t->count * dtype_size(t->dtype);
   int tunable = algo_coll_is_tunable(t->coll);
-  /* A call's own options (the nccl*Config calls: task algo_mask, cta_*) replace NCCL_ALGO and
-   * narrow the comm's block limits for it alone; such a plan is not cached. */
-  int per_call = t->algo_mask || t->cta_min || t->cta_max || t->cta_policy;
-  if (!per_call && comm->plan_last[t->coll].key == bytes + 1) {
-    t->plan = comm->plan_last[t->coll].op;
-    return ncclSuccess;
-  }
+  int per_call = per_call_of(t);
   const char* var = cfg.algo_res != ncclSuccess ? "NCCL_ALGO" : "NCCL_PROTO";
   if (tunable && ((cfg.algo_res != ncclSuccess && !t->algo_mask) || cfg.proto_res != ncclSuccess)) {
     WARN("%s #%llu on rank %d: %s=\"%s\" cannot be used: %s", coll_name(t->coll),
@@ -311,10 +313,17 @@ static ncclResult_t plan_one(struct ncclComm* comm, struct task* t) {
   return ncclSuccess;
 }
 
+/* Every operation comes here: a task of the size and collective of the comm's previous one
+ * takes its plan without a call (plan_one and plan_log_table load NCCL_ALGO/NCCL_PROTO). */
 ncclResult_t plan_tasks(struct ncclComm* comm, struct task* tasks, int ntasks) {
-  pthread_once(&cfg.once, load);
   if (!comm->plan.printed) plan_log_table(comm);
-  for (int i = 0; i < ntasks; i++) NCCLCHECK(plan_one(comm, &tasks[i]));
+  for (int i = 0; i < ntasks; i++) {
+    struct task* t = &tasks[i];
+    if (comm->plan_last[t->coll].key == t->count * dtype_size(t->dtype) + 1 && !per_call_of(t))
+      t->plan = comm->plan_last[t->coll].op;
+    else
+      NCCLCHECK(plan_one(comm, t));
+  }
   return ncclSuccess;
 }
 

@@ -5,7 +5,6 @@
 #include "core/watch.h"
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,16 +15,43 @@
 #include "core/watch_impl.h"
 #include "core/watch_report.h"
 #include "core/fingerprint.h"
+#include "util/seqslot.h"
 #include "os/socket.h"
 
-/* The lock of the operations ring: held for a few loads and stores, taken by the thread that
- * runs a comm's operations once per operation and by the watch thread for its reports. A word
- * rather than a pthread mutex, whose calls cost more than the work they guard on that path. */
-static void ops_lock(struct watch* w) {
-  while (__atomic_exchange_n(&w->lock, 1, __ATOMIC_ACQUIRE)) sched_yield();
+/* The operations ring: written by the thread that runs the comm's operations without a lock (an
+ * atomic exchange per operation was a measurable part of an 8-byte AllReduce), read by the watch
+ * thread for its reports; each record is a seqlock (util/seqslot.h) of a few words (struct wrec),
+ * stored one by one from the task: every store counts on the path of an 8-byte AllReduce. */
+#define PUT(member, value) __atomic_store_n(&r->member, (value), __ATOMIC_RELAXED)
+#define GET(member)        __atomic_load_n(&r->member, __ATOMIC_RELAXED)
+
+static int reduces_op(enum coll_kind c) {
+  return c == COLL_ALLREDUCE || c == COLL_REDUCE || c == COLL_REDUCESCATTER;
 }
-static void ops_unlock(struct watch* w) {
-  __atomic_store_n(&w->lock, 0, __ATOMIC_RELEASE);
+
+static void op_put(struct watch* w, const struct task* t, uint64_t coll_index, int p2p) {
+  struct wrec* r = &w->ops[w->nops % WATCH_OPS];
+  uint32_t v = seqslot_write_begin(&r->ver);
+  uint32_t op = (uint32_t)(reduces_op(t->coll) ? t->op.kind + 1 : 0);
+  PUT(root, t->root), PUT(seq, t->seq), PUT(coll_index, coll_index), PUT(count, t->count);
+  PUT(what, (uint32_t)t->coll | (uint32_t)t->dtype << 8 | op << 16 | (uint32_t)p2p << 24);
+  seqslot_write_end(&r->ver, v);
+  __atomic_store_n(&w->nops, w->nops + 1, __ATOMIC_RELEASE);
+}
+
+/* Slot i's operation into *o; 0 when it was being written (*o is then of no use). */
+static int op_get(struct watch* w, size_t i, struct wop* o) {
+  const struct wrec* r = &w->ops[i];
+  uint32_t v = seqslot_read_begin(&r->ver), what = GET(what);
+  *o = (struct wop){.seq = GET(seq),
+                    .coll_index = GET(coll_index),
+                    .count = GET(count),
+                    .coll = (int32_t)(what & 0xff),
+                    .dtype = (int32_t)(what >> 8 & 0xff),
+                    .op = (int32_t)(what >> 16 & 0xff) - 1,
+                    .root = GET(root),
+                    .p2p = (int32_t)(what >> 24 & 1)};
+  return seqslot_read_end(&r->ver, v);
 }
 
 static void progress_of(struct watch* w, int fresh, uint64_t* issued, uint64_t* done) {
@@ -38,24 +64,31 @@ static void progress_of(struct watch* w, int fresh, uint64_t* issued, uint64_t* 
   *issued = __atomic_load_n(&w->issued, __ATOMIC_ACQUIRE);
 }
 
-/* The oldest operation after `done` (caller holds w->lock); NULL if none is recorded. */
-static const struct wop* pending_op(struct watch* w, uint64_t done) {
-  const struct wop* best = NULL;
-  uint64_t first = w->nops > WATCH_OPS ? w->nops - WATCH_OPS : 0;
-  for (uint64_t i = first; i < w->nops; i++) {
-    const struct wop* o = &w->ops[i % WATCH_OPS];
-    if (o->seq > done && (best == NULL || o->seq < best->seq)) best = o;
-  }
-  return best;
+/* The oldest operation after `done` into *out; 0 if none is recorded. */
+static int pending_op(struct watch* w, uint64_t done, struct wop* out) {
+  uint64_t nops = __atomic_load_n(&w->nops, __ATOMIC_ACQUIRE), found = 0;
+  struct wop o;
+  for (uint64_t i = nops > WATCH_OPS ? nops - WATCH_OPS : 0; i < nops; i++)
+    if (op_get(w, i % WATCH_OPS, &o) && o.seq > done && (!found || o.seq < out->seq))
+      *out = o, found = 1;
+  return (int)found;
 }
 
-static const struct wop* op_at_coll(struct watch* w, uint64_t coll_index) {
-  uint64_t first = w->nops > WATCH_OPS ? w->nops - WATCH_OPS : 0;
-  for (uint64_t i = first; i < w->nops; i++) {
-    const struct wop* o = &w->ops[i % WATCH_OPS];
-    if (!wop_is_p2p(o) && o->coll_index == coll_index) return o;
-  }
-  return NULL;
+/* The collective number coll_index into *out; 0 if it is not recorded. */
+static int op_at_coll(struct watch* w, uint64_t coll_index, struct wop* out) {
+  uint64_t nops = __atomic_load_n(&w->nops, __ATOMIC_ACQUIRE);
+  struct wop o;
+  for (uint64_t i = nops > WATCH_OPS ? nops - WATCH_OPS : 0; i < nops; i++)
+    if (op_get(w, i % WATCH_OPS, &o) && !wop_is_p2p(&o) && o.coll_index == coll_index) {
+      *out = o;
+      return 1;
+    }
+  return 0;
+}
+
+/* The fingerprints' descriptions of this rank's collectives (core/fingerprint.c). */
+static int fp_op(void* w, uint64_t coll_index, struct wop* out) {
+  return op_at_coll(w, coll_index, out);
 }
 
 /* ---- a dead peer ---------------------------------------------------------------------------- */
@@ -73,10 +106,8 @@ static void fail_if_pending(struct watch* w) {
   progress_of(w, 1, &issued, &done);
   if (issued <= done || !comm->engine || !comm->engine->enqueue_only) return;
   char op[160] = "an operation";
-  ops_lock(w);
-  const struct wop* o = pending_op(w, done);
-  if (o) wop_describe(o, op, sizeof op);
-  ops_unlock(w);
+  struct wop o;
+  if (pending_op(w, done, &o)) wop_describe(&o, op, sizeof op);
   comm_fail(comm, ncclRemoteError, "%s; rank %d (host %s) was waiting in %s", w->dead_text,
             comm->rank, comm->peers[comm->rank].host, op);
 }
@@ -108,13 +139,9 @@ static void fill_state(struct watch* w, struct wstate* st, uint64_t key_coll) {
   memset(st, 0, sizeof *st);
   st->filled = 1;
   st->issued = issued, st->done = done;
-  ops_lock(w);
-  st->ncoll = w->ncoll;
-  const struct wop* o = key_coll ? op_at_coll(w, key_coll) : NULL;
-  if (o) st->has_op = 1, st->op = *o;
-  const struct wop* p = issued > done ? pending_op(w, done) : NULL;
-  if (p) st->has_wait = 1, st->wait = *p;
-  ops_unlock(w);
+  st->ncoll = __atomic_load_n(&w->ncoll, __ATOMIC_RELAXED);
+  st->has_op = key_coll && op_at_coll(w, key_coll, &st->op);
+  st->has_wait = issued > done && pending_op(w, done, &st->wait);
 }
 
 static void log_report(struct watch* w, const struct hang_msg* m) {
@@ -157,13 +184,10 @@ static void check_hang(struct watch* w, double now) {
   size_t len = hang_msg_bytes(comm->nranks);
   struct hang_msg* m = calloc(1, len);
   if (m == NULL) return;
-  ops_lock(w);
-  const struct wop* o = pending_op(w, done);
-  if (o) m->stuck = *o;
-  ops_unlock(w);
+  int found = pending_op(w, done, &m->stuck);
   m->key = wop_is_p2p(&m->stuck) ? (m->stuck.seq << 20 | (uint64_t)comm->rank) << 1
                                  : m->stuck.coll_index << 1 | 1;
-  if (o && m->key != w->hang_key_sent && m->key != w->hang_key_logged) {
+  if (found && m->key != w->hang_key_sent && m->key != w->hang_key_logged) {
     w->hang_key_sent = m->key;
     m->origin = comm->rank, m->nranks = comm->nranks;
     m->waited_s = (uint32_t)(now - w->last_move);
@@ -251,6 +275,7 @@ ncclResult_t watch_start(struct ncclComm* comm) {
   ncclResult_t res = ncclSuccess;
   if (comm->nranks > 1) NCCLCHECKGOTO(watch_connect(w), res, fail);
   w->fp = fp_create(comm);
+  fp_set_ops(w->fp, fp_op, w);
   w->last_move = w->beat_sent = w->pid_check = sock_time_now();
   comm->watch = w;
   NCCLCHECKGOTO(watch_thread_add(w), res, fail);
@@ -286,37 +311,23 @@ void watch_stop(struct ncclComm* comm) {
   comm->watch = NULL;
 }
 
-static int reduces_op(enum coll_kind c) {
-  return c == COLL_ALLREDUCE || c == COLL_REDUCE || c == COLL_REDUCESCATTER;
-}
-
 ncclResult_t watch_issue(struct ncclComm* comm, const struct task* tasks, int ntasks) {
   struct watch* w = comm->watch;
   if (w == NULL || ntasks == 0) return ncclSuccess;
-  ops_lock(w);
   for (int i = 0; i < ntasks; i++) {
     const struct task* t = &tasks[i];
-    struct wop* o = &w->ops[w->nops++ % WATCH_OPS];
     int p2p = t->coll == COLL_SEND || t->coll == COLL_RECV;
-    if (!p2p) w->ncoll++;
-    *o = (struct wop){t->seq,
-                      w->ncoll,
-                      t->count,
-                      (int32_t)t->coll,
-                      (int32_t)t->dtype,
-                      reduces_op(t->coll) ? t->op.kind : -1,
-                      t->root,
-                      p2p,
-                      0};
+    if (!p2p) __atomic_store_n(&w->ncoll, w->ncoll + 1, __ATOMIC_RELAXED);
+    op_put(w, t, w->ncoll, p2p);
     if (t->seq > w->issued) __atomic_store_n(&w->issued, t->seq, __ATOMIC_RELEASE);
-    fp_issue(w->fp, t);
+    if (w->fp) fp_issue(w->fp, t);
   }
-  ops_unlock(w);
   /* The CPU engine finds dead peers itself while it waits. */
   if (!__atomic_load_n(&w->dead, __ATOMIC_ACQUIRE) || !comm->engine->enqueue_only)
     return ncclSuccess;
-  char op[160];
-  wop_describe(&w->ops[(w->nops - 1) % WATCH_OPS], op, sizeof op);
+  char op[160] = "an operation";
+  struct wop o;
+  if (op_get(w, (w->nops - 1) % WATCH_OPS, &o)) wop_describe(&o, op, sizeof op);
   comm_fail(comm, ncclRemoteError, "%s; rank %d (host %s) called %s after that", w->dead_text,
             comm->rank, comm->peers[comm->rank].host, op);
   return ncclRemoteError;

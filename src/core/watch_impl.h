@@ -52,16 +52,24 @@ struct watch_link {
   size_t len, cap;
 };
 
+/* An operation as the ring of struct watch holds it (struct wop, packed). */
+struct wrec {
+  uint32_t ver; /* seqlock (util/seqslot.h) */
+  int32_t root;
+  uint64_t seq, coll_index, count;
+  uint32_t what; /* coll | dtype << 8 | (RED_* + 1, 0: none) << 16 | p2p << 24 */
+  uint32_t pad;
+};
+
 struct watch {
   struct ncclComm* comm;
   struct watch* next;
   struct watch_link link[2];
   double beat_sent;
-  int lock; /* ops, ncoll: ops_lock/ops_unlock */
-  struct wop ops[WATCH_OPS];
-  uint64_t nops, ncoll;
+  struct wrec ops[WATCH_OPS]; /* written without a lock: watch.c, op_put and op_get */
+  uint64_t nops, ncoll;       /* atomics written by the thread that runs the operations */
   /* Engines without a progress hook: atomics written by the thread that runs the operations
-   * (done <= issued at every moment), read without the lock. */
+   * (done <= issued at every moment), read by the watch thread. */
   uint64_t issued, done;
   /* thread side */
   uint64_t last_done;

@@ -18,7 +18,9 @@
 #include "cpu/reduce.h"
 #include "util/dtype.h"
 
-static ncclResult_t connect_all(struct ncclComm* comm) {
+/* Not inlined: cpu_oneshot_connect runs twice per operation, and with this body inside it GCC
+ * saved every register before its first test. */
+__attribute__((noinline)) static ncclResult_t connect_all(struct ncclComm* comm) {
   struct cpu_comm* cc = comm->engine_state;
   int n = comm->nranks, rank = comm->rank, nl = 0;
   struct cpu_link* links = NULL;
@@ -32,6 +34,7 @@ static ncclResult_t connect_all(struct ncclComm* comm) {
   }
   ncclResult_t res = cpu_connect(comm, links, nl);
   free(links);
+  if (res == ncclSuccess) cc->oneshot_ready = 1;
   return res;
 }
 
@@ -108,9 +111,7 @@ ncclResult_t cpu_mesh_idle(struct ncclComm* comm, const struct task* t, struct f
 ncclResult_t cpu_oneshot_connect(struct ncclComm* comm) {
   struct cpu_comm* cc = comm->engine_state;
   if (cc->oneshot_ready || comm->nranks == 1) return ncclSuccess;
-  NCCLCHECK(connect_all(comm));
-  cc->oneshot_ready = 1;
-  return ncclSuccess;
+  return connect_all(comm);
 }
 
 ncclResult_t cpu_oneshot_allreduce(struct ncclComm* comm, const struct task* t) {
