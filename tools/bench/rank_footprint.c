@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "nccl.h"
+#include "thread_sample.h"
 
 #define CHECK(call)                                                                                \
   do {                                                                                             \
@@ -42,48 +43,6 @@ static long rss_kb(void) {
   return kb;
 }
 
-/* One sample of every thread of this process (at most 64): its name, its CPU time in ns (the
- * thread's CPU-time clock, which counts what utime + stime of /proc/self/task/<tid>/stat count, to
- * the nanosecond) and its voluntary context switches (times it went to sleep). */
-struct sample {
-  int n;
-  long tid[64];
-  char name[64][32];
-  long long ns[64];
-  long wakes[64];
-};
-
-static long long thread_ns(long tid) {
-  clockid_t clock = (clockid_t)((~(unsigned long)tid << 3) | 6); /* per-thread CPU clock */
-  struct timespec t;
-  if (clock_gettime(clock, &t) != 0) return 0;
-  return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
-static void take_sample(struct sample* s) {
-  DIR* d = opendir("/proc/self/task");
-  s->n = 0;
-  for (struct dirent* e; d && s->n < 64 && (e = readdir(d)) != NULL;) {
-    if (e->d_name[0] == '.') continue;
-    char path[300], line[256];
-    snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
-    FILE* f = fopen(path, "r");
-    if (!f) continue;
-    int i = s->n;
-    s->name[i][0] = '\0';
-    s->wakes[i] = 0;
-    while (fgets(line, sizeof line, f)) {
-      if (strncmp(line, "Name:", 5) == 0) sscanf(line + 5, " %31[^\n]", s->name[i]);
-      if (strncmp(line, "voluntary_ctxt_switches:", 24) == 0) s->wakes[i] = atol(line + 24);
-    }
-    fclose(f);
-    s->tid[i] = atol(e->d_name);
-    s->ns[i] = thread_ns(s->tid[i]);
-    s->n++;
-  }
-  if (d) closedir(d);
-}
-
 static double now_s(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -100,18 +59,14 @@ static void cpu_between(char* out, size_t len, const struct sample* a, const str
   int k = 0;
   *total_ns = 0;
   for (int i = 0; i < b->n; i++) {
-    long long before = 0;
-    long wbefore = 0;
-    for (int j = 0; j < a->n; j++)
-      if (a->tid[j] == b->tid[i]) {
-        before = a->ns[j], wbefore = a->wakes[j];
-        break;
-      }
+    int j = sample_find(a, b->tid[i]);
+    long long before = j < 0 ? 0 : a->ns[j];
+    long wbefore = j < 0 ? 0 : a->sleeps[j];
     int g = 0;
     while (g < k && strcmp(names[g], b->name[i]) != 0) g++;
     if (g == k) snprintf(names[k++], 32, "%s", b->name[i]);
     ns[g] += b->ns[i] - before;
-    wakes[g] += b->wakes[i] - wbefore;
+    wakes[g] += b->sleeps[i] - wbefore;
     *total_ns += b->ns[i] - before;
   }
   out[0] = '\0';
@@ -160,15 +115,15 @@ int main(int argc, char** argv) {
   static struct sample sa, sb, sc;
   char cpu_idle[2048], cpu_busy[2048];
   long long idle_ns, busy_ns;
-  take_sample(&sa);
+  sample_take(&sa);
   double t0 = now_s();
   usleep((useconds_t)(idle * 1e6)); /* the idle period being measured */
-  take_sample(&sb);
+  sample_take(&sb);
   double t1 = now_s();
   for (int i = 0; i < iters; i++)
     CHECK(ncclAllReduce(buf, buf, bytes / sizeof(float), ncclFloat32, ncclSum, comm, NULL));
   double t2 = now_s();
-  take_sample(&sc);
+  sample_take(&sc);
   cpu_between(cpu_idle, sizeof cpu_idle, &sa, &sb, &idle_ns);
   cpu_between(cpu_busy, sizeof cpu_busy, &sb, &sc, &busy_ns);
   printf("rank %d/%d: after init fds %d threads %d rss %ld MB; after AllReduce 8 B, 512 B, 32 KB, "
