@@ -27,13 +27,16 @@ static const void** holders;
 static int nholders, cap;
 static pthread_t thread;
 static int running, stop;
+static int asleep; /* the thread armed the links to sleep: the first kick wakes it, others not */
 
 /* Sleeps until there may be work (see the top of the file); 1 if the pass after arming moved
  * something (it did not sleep then). */
 static int sleep_until_work(void) {
+  __atomic_store_n(&asleep, 1, __ATOMIC_SEQ_CST); /* before any waiting word names the thread */
   int bounded = net_link_arm(1);
   int moved = net_link_progress();
   if (!moved && !__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) net_link_wait(bounded ? 1 : -1);
+  __atomic_store_n(&asleep, 0, __ATOMIC_SEQ_CST);
   net_link_arm(0);
   return moved;
 }
@@ -127,6 +130,8 @@ void proxy_release(const void* holder) {
   pthread_mutex_unlock(&lock);
 }
 
+/* Only the first kick after the thread armed the links makes the system call: the others find
+ * it awake, or about to make a pass that sees their counters. */
 void proxy_kick(void) {
-  net_link_kick();
+  if (__atomic_exchange_n(&asleep, 0, __ATOMIC_ACQ_REL)) net_link_kick();
 }
