@@ -14,6 +14,7 @@
 #include "util/check.h"
 #include "util/param.h"
 #include "cpu/cpu.h"
+#include "proxy/proxy.h"
 
 static void futex_wait(uint32_t* addr, uint32_t val, int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -22,6 +23,13 @@ static void futex_wait(uint32_t* addr, uint32_t val, int ms) {
 
 void fifo_wake(uint32_t* addr) {
   syscall(SYS_futex, addr, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+void fifo_notify(uint32_t* addr, uint32_t who) {
+  if (who == FIFO_WAITING_PROXY)
+    proxy_kick();
+  else
+    fifo_wake(addr);
 }
 
 /* A process is gone when signalling it fails or it is a zombie. */
@@ -183,6 +191,10 @@ void fifo_close(struct conn* c, int lost_rank) {
   __atomic_store_n(&c->ctrl->closed, FIFO_CLOSED_PEER, __ATOMIC_SEQ_CST);
   fifo_wake(&c->ctrl->head);
   fifo_wake(&c->ctrl->tail);
+  /* On a network FIFO the proxy thread tells the peer (net_link.c): wake it if it sleeps. */
+  if (__atomic_load_n(&c->ctrl->head_waiting, __ATOMIC_SEQ_CST) == FIFO_WAITING_PROXY ||
+      __atomic_load_n(&c->ctrl->tail_waiting, __ATOMIC_SEQ_CST) == FIFO_WAITING_PROXY)
+    proxy_kick();
 }
 
 static double now_ms(void) {

@@ -19,6 +19,9 @@ ncclResult_t fifo_recv_slot(struct conn* c, const struct wait_ctx* w, const void
                             size_t* bytes);
 /* Wake a side that sleeps on *addr. */
 void fifo_wake(uint32_t* addr);
+/* Wake whoever a waiting word names (`who`, transport.h): the thread sleeping on *addr, or the
+ * proxy thread through its doorbell. */
+void fifo_notify(uint32_t* addr, uint32_t who);
 /* Map the cell and the first FIFO_PREFAULT_BYTES of data of every slot of a point-to-point
  * connection into this process now (where the kernel can), so that the first small messages
  * of each size do not each pay a page fault. */
@@ -35,7 +38,8 @@ static inline int fifo_reached(const uint32_t* word, uint32_t target) {
  * and load with SEQ_CST, so that one of them sees the other's). */
 static inline void fifo_publish(uint32_t* word, uint32_t value, uint32_t* waiting) {
   __atomic_store_n(word, value, __ATOMIC_SEQ_CST);
-  if (__atomic_load_n(waiting, __ATOMIC_SEQ_CST)) fifo_wake(word);
+  uint32_t who = __atomic_load_n(waiting, __ATOMIC_SEQ_CST);
+  if (who) fifo_notify(word, who);
 }
 
 /* The sender reads head only when the head it saw last leaves no free slot. */

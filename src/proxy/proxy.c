@@ -1,10 +1,13 @@
 /* The host progress thread: see proxy.h. It passes over the live network links and the GPU's
  * network FIFO connections (fifo_net.h) without sleeping while data moves, yields for a while
- * when nothing did, then sleeps in net_link_wait 1 ms at a time (a local counter moved by an
- * executor is noticed at the next pass). While GPU network connections exist it never sleeps
- * there: a kernel's tail is a word in host memory that no socket announces, and a graph replay
- * enqueues nothing the host could see, so the thread polls, napping NAP_NS at a time after
- * IDLE_SPINS idle passes. */
+ * when nothing did, then sleeps in net_link_wait: it first arms the links' waiting words
+ * (net_link_arm), so that an executor that posts a slot or frees one rings the doorbell
+ * (proxy_kick), makes one more pass to catch what was posted before, and sleeps until a socket
+ * or the doorbell wakes it, without a timeout when every link is up and the network has a
+ * doorbell (the built-in TCP one), else 1 ms at a time. While GPU network connections exist it
+ * never sleeps there: a kernel's tail is a word in host memory that no socket announces, and a
+ * graph replay enqueues nothing the host could see, so the thread polls, napping NAP_NS at a
+ * time after IDLE_SPINS idle passes. */
 #include "proxy/proxy.h"
 #include <pthread.h>
 #include <sched.h>
@@ -24,6 +27,19 @@ static const void** holders;
 static int nholders, cap;
 static pthread_t thread;
 static int running, stop;
+static int asleep; /* the thread armed the links to sleep: the first kick wakes it, others not */
+
+/* Sleeps until there may be work (see the top of the file); 1 if the pass after arming moved
+ * something (it did not sleep then). */
+static int sleep_until_work(void) {
+  __atomic_store_n(&asleep, 1, __ATOMIC_SEQ_CST); /* before any waiting word names the thread */
+  int bounded = net_link_arm(1);
+  int moved = net_link_progress();
+  if (!moved && !__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) net_link_wait(bounded ? 1 : -1);
+  __atomic_store_n(&asleep, 0, __ATOMIC_SEQ_CST);
+  net_link_arm(0);
+  return moved;
+}
 
 static void* proxy_main(void* arg) {
   (void)arg;
@@ -43,8 +59,8 @@ static void* proxy_main(void* arg) {
       }
     } else if (++idle < IDLE_YIELDS) {
       sched_yield();
-    } else {
-      net_link_wait(1);
+    } else if (sleep_until_work()) {
+      idle = 0;
     }
   }
   return NULL;
@@ -106,9 +122,16 @@ void proxy_release(const void* holder) {
       break;
     }
   if (nholders == 0 && running) {
-    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&stop, 1, __ATOMIC_SEQ_CST);
+    net_link_kick();
     pthread_join(thread, NULL);
     running = 0;
   }
   pthread_mutex_unlock(&lock);
+}
+
+/* Only the first kick after the thread armed the links makes the system call: the others find
+ * it awake, or about to make a pass that sees their counters. */
+void proxy_kick(void) {
+  if (__atomic_exchange_n(&asleep, 0, __ATOMIC_ACQ_REL)) net_link_kick();
 }

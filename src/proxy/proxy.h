@@ -2,7 +2,8 @@
  * (net_socket) connection: it moves slots between the local FIFOs and the network so that the
  * engines wait on local memory only. A communicator takes the thread with
  * proxy_acquire() before its first network connection and gives it back with proxy_release() after
- * freeing its connections; the thread stops when no communicator holds it.
+ * freeing its connections; the thread stops when no communicator holds it. With nothing in
+ * flight it sleeps until the network has news or an engine rings its doorbell (proxy_kick).
  * Who may call: the engines (cpu/, gpu/). */
 #ifndef MONEL_PROXY_PROXY_H
 #define MONEL_PROXY_PROXY_H
@@ -12,5 +13,8 @@
 ncclResult_t proxy_acquire(const void* holder);
 /* No-op for a holder that never acquired; stops and joins the thread after the last one. */
 void proxy_release(const void* holder);
+/* The doorbell: an engine moved a counter of a network FIFO whose waiting word says that the
+ * proxy thread sleeps (FIFO_WAITING_PROXY, transport.h): wake it. Cheap when it is awake. */
+void proxy_kick(void);
 
 #endif

@@ -90,8 +90,10 @@ extern const struct net net_ucx;
 /* The built-in TCP implementation (net_tcp.c, net_tcp_io.c). */
 extern const struct net net_tcp;
 /* For a progress thread using net_tcp: sleep until one of its comms may progress (a control
- * socket with a request waiting is ready, or a helper thread finished a piece), at most `ms`
- * milliseconds. Several threads may wait at once. */
+ * socket with a request waiting is ready, or a helper thread finished a piece) or net_tcp_wake
+ * is called, at most `ms` milliseconds (< 0: no limit). Several threads may wait at once. */
 void net_tcp_wait(int ms);
+/* Wakes the threads in net_tcp_wait (or the next one to wait: the wakeup is kept until then). */
+void net_tcp_wake(void);
 
 #endif

@@ -483,11 +483,35 @@ void net_link_wait(int ms) {
   if (n == &net_tcp) {
     net_tcp_wait(ms);
   } else if (n == &net_ucx) {
-    net_ucx_wait(ms);
+    net_ucx_wait(ms < 0 ? 1 : ms);
   } else {
     struct timespec ts = {0, 200 * 1000}; /* a plugin gives nothing to wait on: poll it often */
     nanosleep(&ts, NULL);
   }
+}
+
+/* The waiting word of the counter that the executor moves and the proxy thread reads. */
+static uint32_t* proxy_waiting(struct link* l) {
+  return l->is_send ? &l->ctrl->tail_waiting : &l->ctrl->head_waiting;
+}
+
+int net_link_arm(int arm) {
+  const struct net* n = __atomic_load_n(&net_link_chosen, __ATOMIC_ACQUIRE);
+  int bounded = n != &net_tcp;
+  pthread_mutex_lock(&links_lock);
+  for (struct link* l = links; l != NULL; l = l->next) {
+    pthread_mutex_lock(&l->lock);
+    if (!l->dead && (!l->up || l->broken != NULL)) bounded = 1;
+    __atomic_store_n(proxy_waiting(l), arm ? FIFO_WAITING_PROXY : 0, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&l->lock);
+  }
+  pthread_mutex_unlock(&links_lock);
+  __atomic_thread_fence(__ATOMIC_SEQ_CST); /* the words before the counters of the next pass */
+  return bounded;
+}
+
+void net_link_kick(void) {
+  if (__atomic_load_n(&net_link_chosen, __ATOMIC_ACQUIRE) == &net_tcp) net_tcp_wake();
 }
 
 void net_link_add(struct link* l) {
@@ -495,6 +519,7 @@ void net_link_add(struct link* l) {
   l->next = links;
   links = l;
   pthread_mutex_unlock(&links_lock);
+  net_link_kick(); /* a sleeping proxy thread starts connecting it */
 }
 
 void net_link_remove(struct link* l) {

@@ -156,9 +156,8 @@ ncclResult_t net_tcp_test(void* request, int* done, size_t* sizes);
 void net_tcp_comm_stop(struct tcp_comm* c);
 /* The comm's failure, once: records it and logs it (INFO for a peer gone, else WARN). */
 void net_tcp_comm_fail(struct tcp_comm* c, int why, int err, ncclResult_t res);
-/* Registers/unregisters an object for net_tcp_wait; wakes a waiter. */
+/* Registers/unregisters an object for net_tcp_wait (net_tcp_wake, in net.h, wakes a waiter). */
 void net_tcp_poll_add(struct tcp_poll* p);
 void net_tcp_poll_remove(struct tcp_poll* p);
-void net_tcp_wake(void);
 
 #endif

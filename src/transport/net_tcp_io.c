@@ -123,7 +123,7 @@ static void* helper_main(void* arg) {
     }
     if (moved) continue;
     fds[nf++] = (struct pollfd){.fd = h->wake_fd, .events = POLLIN};
-    if (poll(fds, (nfds_t)nf, 1000) > 0 && (fds[nf - 1].revents & POLLIN)) {
+    if (poll(fds, (nfds_t)nf, -1) > 0 && (fds[nf - 1].revents & POLLIN)) {
       uint64_t v;
       if (read(h->wake_fd, &v, sizeof v) < 0) { /* nothing to do: it was drained already */
       }
@@ -487,12 +487,24 @@ static void register_fork_handler(void) {
   pthread_atfork(NULL, NULL, after_fork_child);
 }
 
-void net_tcp_poll_add(struct tcp_poll* p) {
+/* The waiters' eventfd, made by the first of net_tcp_poll_add, net_tcp_wait and net_tcp_wake, so
+ * that a wakeup that comes before the first wait is kept for it. */
+static int wake_fd_get(void) {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
+  int fd = __atomic_load_n(&wake_fd, __ATOMIC_ACQUIRE);
+  if (fd >= 0) return fd;
   pthread_once(&once, register_fork_handler);
   pthread_mutex_lock(&reg_lock);
   if (wake_fd < 0)
     __atomic_store_n(&wake_fd, eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), __ATOMIC_RELEASE);
+  fd = wake_fd;
+  pthread_mutex_unlock(&reg_lock);
+  return fd;
+}
+
+void net_tcp_poll_add(struct tcp_poll* p) {
+  (void)wake_fd_get();
+  pthread_mutex_lock(&reg_lock);
   p->next = reg;
   reg = p;
   pthread_mutex_unlock(&reg_lock);
@@ -509,7 +521,7 @@ void net_tcp_poll_remove(struct tcp_poll* p) {
 }
 
 void net_tcp_wake(void) {
-  int fd = __atomic_load_n(&wake_fd, __ATOMIC_ACQUIRE);
+  int fd = wake_fd_get();
   uint64_t one = 1;
   if (fd >= 0 && write(fd, &one, sizeof one) < 0) { /* full: a wakeup is pending anyway */
   }
@@ -518,6 +530,8 @@ void net_tcp_wake(void) {
 void net_tcp_wait(int ms) {
   struct pollfd* fds = NULL;
   int n = 0;
+  int wfd = wake_fd_get();
+  if (wfd < 0 && ms < 0) ms = 1; /* nothing could end the wait */
   pthread_mutex_lock(&reg_lock);
   for (struct tcp_poll* p = reg; p != NULL; p = p->next) n++;
   fds = malloc(sizeof *fds * (size_t)(n + 1));
@@ -526,10 +540,9 @@ void net_tcp_wait(int ms) {
     int ev = __atomic_load_n(&p->events, __ATOMIC_RELAXED);
     if (ev != 0) fds[n++] = (struct pollfd){.fd = p->fd, .events = (short)ev};
   }
-  int wfd = wake_fd;
   pthread_mutex_unlock(&reg_lock);
   if (fds == NULL) {
-    poll(NULL, 0, ms);
+    poll(NULL, 0, 1);
     return;
   }
   if (wfd >= 0) fds[n++] = (struct pollfd){.fd = wfd, .events = POLLIN};

@@ -15,7 +15,8 @@
 #include "transport/net_link_impl.h"
 
 static void name_set(void) {
-  snprintf(net_link_name, sizeof net_link_name, "net_socket/%s", net_link_chosen->name);
+  const struct net* n = __atomic_load_n(&net_link_chosen, __ATOMIC_ACQUIRE); /* others store it */
+  snprintf(net_link_name, sizeof net_link_name, "net_socket/%s", n->name);
 }
 
 /* The network of this process; names the transport after it. */

@@ -34,11 +34,17 @@ struct fifo_cell {
   unsigned char data[FIFO_INLINE_BYTES]; /* the bytes, when they fit */
 };
 
+/* A waiting word (fifo_ctrl below) is 0 while nobody sleeps on its counter, 1 while the engine's
+ * thread sleeps on it (a futex wait on the counter), FIFO_WAITING_PROXY while the proxy thread
+ * sleeps and wants to be woken through its doorbell when the counter moves (net transport: the
+ * sender's tail, the receiver's head, the counters the engine moves and the proxy reads). */
+#define FIFO_WAITING_PROXY 2
+
 struct fifo_ctrl {
   _Alignas(64) uint32_t tail; /* written by the sender */
-  uint32_t tail_waiting;      /* the receiver sleeps on tail */
+  uint32_t tail_waiting;      /* the receiver (or the sender's proxy) sleeps on tail */
   _Alignas(64) uint32_t head; /* written by the receiver */
-  uint32_t head_waiting;      /* the sender sleeps on head */
+  uint32_t head_waiting;      /* the sender (or the receiver's proxy) sleeps on head */
   _Alignas(64) uint32_t refs; /* mappings of one process sharing this memory */
   uint32_t closed;            /* FIFO_CLOSED_*: the side that waits stops with an error */
   uint32_t lost;              /* with FIFO_CLOSED_PEER: 1 + the rank whose loss made the

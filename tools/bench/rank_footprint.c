@@ -2,8 +2,9 @@
  * again after a few AllReduce sizes and one Send/Recv with each ring neighbour, the open file
  * descriptors (/proc/self/fd), the threads (/proc/self/task) and the resident memory; then the CPU
  * time all of its threads spend while the comm sits idle for --idle seconds (utime + stime of
- * /proc/self/task/<tid>/stat, per thread name), and while one AllReduce of --bytes runs --iters
- * times. One line per rank.
+ * /proc/self/task/<tid>/stat, to the ns, per thread name, with the times each thread went to
+ * sleep), and while one AllReduce of --bytes runs --iters times (CPU per operation and per byte,
+ * all threads). One line per rank.
  * Usage: monelrun -n N [--fake-hosts F] rank_footprint [--idle S] [--bytes B] [--iters K] */
 #include <dirent.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "nccl.h"
+#include "thread_sample.h"
 
 #define CHECK(call)                                                                                \
   do {                                                                                             \
@@ -41,54 +43,40 @@ static long rss_kb(void) {
   return kb;
 }
 
-/* CPU ticks of every thread of this process; names[i]/ticks[i] per thread (at most 64). */
-static int thread_ticks(char names[][32], long* ticks, int max) {
-  DIR* d = opendir("/proc/self/task");
-  int n = 0;
-  for (struct dirent* e; d && n < max && (e = readdir(d)) != NULL;) {
-    if (e->d_name[0] == '.') continue;
-    char path[300], buf[1024];
-    snprintf(path, sizeof path, "/proc/self/task/%s/stat", e->d_name);
-    FILE* f = fopen(path, "r");
-    if (!f) continue;
-    size_t len = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[len] = '\0';
-    char *open = strchr(buf, '('), *close = strrchr(buf, ')');
-    if (!open || !close) continue;
-    snprintf(names[n], 32, "%.*s", (int)(close - open - 1), open + 1);
-    long ut = 0, st = 0;
-    /* after ") ": state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime
-     */
-    sscanf(close + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %ld %ld", &ut, &st);
-    ticks[n++] = ut + st;
-  }
-  if (d) closedir(d);
-  return n;
-}
-
 static double now_s(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 
-/* CPU ms per thread name between two samples, as "name 12 ms, name2 0 ms". */
-static void cpu_between(char* out, size_t len, char a[][32], long* ta, int na, char b[][32],
-                        long* tb, int nb) {
-  long hz = sysconf(_SC_CLK_TCK);
+/* CPU ms and sleeps per thread between two samples ("monel-proxy 1.2 ms/3, ..."), the threads
+ * of one name added up; *total_ns: all threads. */
+static void cpu_between(char* out, size_t len, const struct sample* a, const struct sample* b,
+                        long long* total_ns) {
+  char names[64][32];
+  long long ns[64] = {0};
+  long wakes[64] = {0};
+  int k = 0;
+  *total_ns = 0;
+  for (int i = 0; i < b->n; i++) {
+    int j = sample_find(a, b->tid[i]);
+    long long before = j < 0 ? 0 : a->ns[j];
+    long wbefore = j < 0 ? 0 : a->sleeps[j];
+    int g = 0;
+    while (g < k && strcmp(names[g], b->name[i]) != 0) g++;
+    if (g == k) snprintf(names[k++], 32, "%s", b->name[i]);
+    ns[g] += b->ns[i] - before;
+    wakes[g] += b->sleeps[i] - wbefore;
+    *total_ns += b->ns[i] - before;
+  }
   out[0] = '\0';
-  long total = 0;
-  for (int i = 0; i < nb; i++) {
-    long before = 0;
-    for (int j = 0; j < na; j++)
-      if (strcmp(a[j], b[i]) == 0) before = ta[j];
-    total += tb[i] - before;
+  for (int g = 0; g < k; g++) {
     size_t at = strlen(out);
-    snprintf(out + at, len - at, "%s%s %ld", at ? ", " : "", b[i], (tb[i] - before) * 1000 / hz);
+    snprintf(out + at, len - at, "%s%s %.1f ms/%ld", at ? ", " : "", names[g], ns[g] / 1e6,
+             wakes[g]);
   }
   size_t at = strlen(out);
-  snprintf(out + at, len - at, " (total %ld ms)", total * 1000 / hz);
+  snprintf(out + at, len - at, " (total %.1f ms)", *total_ns / 1e6);
 }
 
 int main(int argc, char** argv) {
@@ -124,25 +112,25 @@ int main(int argc, char** argv) {
   }
   int fd1 = count_dir("/proc/self/fd"), th1 = count_dir("/proc/self/task");
   long rss1 = rss_kb();
-  char na[64][32], nb[64][32], nc[64][32], cpu_idle[1024], cpu_busy[1024];
-  long ta[64], tb[64], tc[64];
-  int ka = thread_ticks(na, ta, 64);
+  static struct sample sa, sb, sc;
+  char cpu_idle[2048], cpu_busy[2048];
+  long long idle_ns, busy_ns;
+  sample_take(&sa);
   double t0 = now_s();
   usleep((useconds_t)(idle * 1e6)); /* the idle period being measured */
-  int kb = thread_ticks(nb, tb, 64);
+  sample_take(&sb);
   double t1 = now_s();
   for (int i = 0; i < iters; i++)
     CHECK(ncclAllReduce(buf, buf, bytes / sizeof(float), ncclFloat32, ncclSum, comm, NULL));
   double t2 = now_s();
-  int kc = thread_ticks(nc, tc, 64);
-  cpu_between(cpu_idle, sizeof cpu_idle, na, ta, ka, nb, tb, kb);
-  cpu_between(cpu_busy, sizeof cpu_busy, nb, tb, kb, nc, tc, kc);
+  sample_take(&sc);
+  cpu_between(cpu_idle, sizeof cpu_idle, &sa, &sb, &idle_ns);
+  cpu_between(cpu_busy, sizeof cpu_busy, &sb, &sc, &busy_ns);
   printf("rank %d/%d: after init fds %d threads %d rss %ld MB; after AllReduce 8 B, 512 B, 32 KB, "
-         "2 MB and "
-         "Send/Recv fds %d threads %d rss %ld MB; CPU ms idle %.1f s: %s; %d x AllReduce %zu B in "
-         "%.3f s: %s\n",
+         "2 MB and Send/Recv fds %d threads %d rss %ld MB; CPU ms/sleeps idle %.1f s: %s; %d x "
+         "AllReduce %zu B in %.3f s: %s = %.1f us CPU per op, %.3f ns per byte\n",
          rank, n, fd0, th0, rss0 / 1024, fd1, th1, rss1 / 1024, t1 - t0, cpu_idle, iters, bytes,
-         t2 - t1, cpu_busy);
+         t2 - t1, cpu_busy, busy_ns / 1e3 / iters, (double)busy_ns / iters / (double)bytes);
   CHECK(ncclCommDestroy(comm));
   free(buf);
   return 0;
