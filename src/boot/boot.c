@@ -93,3 +93,18 @@ const unsigned char* boot_key(const struct boot* b) {
 void boot_free(struct boot* b) {
   if (b != NULL) b->ops->free(b);
 }
+
+ncclResult_t boot_msg_deliver(const struct boot* base, int peer, int tag, void* msg,
+                              const void* got, size_t got_size, void* data, size_t size) {
+  ncclResult_t res = ncclSuccess;
+  if (got_size != size) {
+    WARN("bootstrap rank %d: message from rank %d (tag %d) has %zu bytes where %zu were expected; "
+         "the ranks disagree about the protocol",
+         base->rank, peer, tag, got_size, size);
+    res = ncclInternalError;
+  } else if (size > 0) {
+    memcpy(data, got, size);
+  }
+  free(msg);
+  return res;
+}

@@ -81,6 +81,11 @@ void boot_root_reap(void);
 ncclResult_t boot_socket_init(const struct boot_id* id, int rank, int nranks, struct boot** out);
 ncclResult_t boot_local_init(const struct boot_id* id, int rank, int nranks, struct boot** out);
 
+/* A received message of got bytes into the caller's buffer of size bytes: both implementations'
+ * rule (the sizes must agree: the ranks speak one protocol), then the message is freed. */
+ncclResult_t boot_msg_deliver(const struct boot* base, int peer, int tag, void* msg,
+                              const void* got, size_t got_size, void* data, size_t size);
+
 /* ---- The TCP bootstrap (boot_socket.c: the handle and the rendezvous; boot_conn.c: a rank's
  * connections to its peers and the progress thread; boot_msg.c: messages, their queue, send and
  * receive). */

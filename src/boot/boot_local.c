@@ -139,7 +139,6 @@ static ncclResult_t local_recv(struct boot* base, int peer, int kind, int tag, v
   struct boot_local* b = (struct boot_local*)base;
   struct local_shared* sh = b->sh;
   struct local_msg* m = NULL;
-  ncclResult_t res = ncclSuccess;
   pthread_mutex_lock(&sh->mu);
   while ((m = take(sh, base->rank, peer, kind, tag)) == NULL && !b->aborted)
     pthread_cond_wait(&sh->cv, &sh->mu);
@@ -148,17 +147,7 @@ static ncclResult_t local_recv(struct boot* base, int peer, int kind, int tag, v
     INFO(LOG_BOOTSTRAP, "bootstrap rank %d: receive from rank %d aborted", base->rank, peer);
     return ncclRemoteError;
   }
-  if (m->size != size) {
-    WARN("bootstrap rank %d: message from rank %d (tag %d) has %zu bytes where %zu were expected; "
-         "the ranks disagree about the protocol",
-         base->rank, peer, tag, m->size, size);
-    res = ncclInternalError;
-    goto out;
-  }
-  if (size > 0) memcpy(data, m->data, size);
-out:
-  free(m);
-  return res;
+  return boot_msg_deliver(base, peer, tag, m, m->data, m->size, data, size);
 }
 
 static void local_abort(struct boot* base) {

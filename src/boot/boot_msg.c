@@ -149,7 +149,6 @@ ncclResult_t boot_sock_recv(struct boot* base, int p, int kind, int tag, void* d
     /* a peer that cannot be reached is declared dead by the progress thread, after the
      * messages it sent before exiting are in */
     if (res != ncclSuccess && res != ncclRemoteError) return res;
-    res = ncclSuccess;
   }
   pthread_mutex_lock(&b->mu);
   while (m == NULL && (m = take(b, p, kind, tag)) == NULL && !ABORTED(b) && !b->peers[p].dead)
@@ -165,15 +164,5 @@ ncclResult_t boot_sock_recv(struct boot* base, int p, int kind, int tag, void* d
     return ncclRemoteError;
   }
   if (m == NULL) return ncclRemoteError;
-  if (m->size != size) {
-    WARN("bootstrap rank %d: message from rank %d (tag %d) has %zu bytes where %zu were expected; "
-         "the ranks disagree about the protocol",
-         base->rank, p, tag, m->size, size);
-    res = ncclInternalError;
-    goto out;
-  }
-  if (size > 0) memcpy(data, m->data, size);
-out:
-  free(m);
-  return res;
+  return boot_msg_deliver(base, p, tag, m, m->data, m->size, data, size);
 }
