@@ -1,9 +1,10 @@
 /* The TCP bootstrap's connections between ranks (boot_impl.h). Every rank listens on its own
  * socket; a message to a peer goes over this rank's outgoing connection to it, opened on first
  * use (the handshake of os/auth.h, then a hello with the job secret). A progress thread per rank
- * accepts incoming connections, reads their hellos without blocking (a peer slow to speak after
- * connecting, on a loaded machine, is neither dropped nor stalls the others) and hands every
- * message that arrives to boot_msg.c's queue.
+ * accepts incoming connections, reads their handshakes and hellos without blocking, all at once
+ * (os/pending.h: a peer slow to speak after connecting, on a loaded machine, is neither dropped
+ * nor stalls the others; strangers are closed and logged, and idle ones cannot keep a peer out)
+ * and hands every message that arrives to boot_msg.c's queue.
  *
  * Death: a receive that finds no message queued first opens this rank's outgoing connection to
  * the peer (a dead peer refuses it), and the progress thread watches every outgoing connection: a
@@ -39,75 +40,40 @@ void boot_sock_peer_dead(struct boot_sock* b, int peer, enum sock_err why) {
   pthread_mutex_unlock(&b->mu);
 }
 
-/* Accept one pending connection; its hello is read by incoming_read. Call with a free slot. */
-static void accept_peer(struct boot_sock* b) {
-  int fd = -1;
-  if (sock_conn_accept(b->listen_fd, &fd, NULL) != ncclSuccess) return;
-  b->inc[b->ninc++] = (struct incoming){.fd = fd, .got = 0, .since = sock_time_now(), .auth = {0}};
+/* A connection that proved the key and sent its hello: it becomes its rank's in_fd, or is
+ * dropped with a WARN. */
+static void incoming_take(struct boot_sock* b, int fd, const struct peer_hello* h) {
+  if (h->magic != BOOT_MAGIC_TCP || h->secret != b->secret || h->rank < 0 ||
+      h->rank >= b->base.nranks) {
+    WARN("bootstrap rank %d: dropped an incoming connection that is not a peer of this job (bad "
+         "hello); check that nothing else connects to the bootstrap ports",
+         b->base.rank);
+    close(fd);
+    return;
+  }
+  pthread_mutex_lock(&b->mu);
+  if (b->peers[h->rank].in_fd < 0) b->peers[h->rank].in_fd = fd, fd = -1;
+  pthread_mutex_unlock(&b->mu);
+  if (fd >= 0) {
+    WARN("bootstrap rank %d: rank %d connected twice; dropped the second connection", b->base.rank,
+         h->rank);
+    close(fd);
+  }
 }
 
-/* Read what has arrived of an incoming connection's hello. Returns 1 while it is incomplete, 0
- * when the connection became its rank's in_fd or was dropped. */
-static int incoming_read(struct boot_sock* b, struct incoming* c) {
-  struct peer_hello h = {0};
-  const char* bad = NULL;
-  char where[64];
-  int step = auth_srv_step(&c->auth, c->fd, b->base.key, &bad);
-  if (step != 0) {
-    if (step < 0) {
-      snprintf(where, sizeof where, "bootstrap rank %d", b->base.rank);
-      auth_stranger(where, c->fd, bad);
-      sock_close(&c->fd);
-    }
-    return step > 0;
+/* Accept what is waiting, read what arrived of every handshake and hello (os/pending.h: strangers
+ * and connections silent too long are dropped and logged) and take the complete ones. */
+static void incoming_step(struct boot_sock* b) {
+  pend_accept(&b->inc, b->listen_fd);
+  pend_progress(&b->inc);
+  for (int i = 0; i < b->inc.n; i++) {
+    if (!pend_complete(&b->inc, &b->inc.p[i])) continue;
+    struct peer_hello h;
+    int fd = b->inc.p[i].fd;
+    memcpy(&h, b->inc.p[i].hello, sizeof h);
+    pend_remove(&b->inc, i--, 1);
+    incoming_take(b, fd, &h);
   }
-  ssize_t k = recv(c->fd, c->bytes + c->got, sizeof(c->bytes) - c->got, MSG_DONTWAIT);
-  if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 1;
-  if (k <= 0) {
-    bad = k == 0 ? sock_err_str(SOCK_EOF) : sock_err_str(SOCK_RESET);
-  } else {
-    c->got += (size_t)k;
-    if (c->got < sizeof(c->bytes)) return 1;
-    memcpy(&h, c->bytes, sizeof(h));
-    if (h.magic != BOOT_MAGIC_TCP || h.secret != b->secret || h.rank < 0 ||
-        h.rank >= b->base.nranks)
-      bad = "bad hello";
-  }
-  if (bad == NULL) {
-    pthread_mutex_lock(&b->mu);
-    if (b->peers[h.rank].in_fd < 0) b->peers[h.rank].in_fd = c->fd, c->fd = -1;
-    pthread_mutex_unlock(&b->mu);
-    if (c->fd >= 0) {
-      WARN("bootstrap rank %d: rank %d connected twice; dropped the second connection",
-           b->base.rank, h.rank);
-      sock_close(&c->fd);
-    }
-    return 0;
-  }
-  WARN("bootstrap rank %d: dropped an incoming connection that is not a peer of this job (%s); "
-       "check that nothing else connects to the bootstrap ports",
-       b->base.rank, bad);
-  sock_close(&c->fd);
-  return 0;
-}
-
-/* Read the hellos that have arrived (all of them when `ready` is NULL, else those whose ready
- * entry is set) and drop connections silent for longer than the bootstrap timeout. */
-static void incoming_progress(struct boot_sock* b, const struct pollfd* ready) {
-  int kept = 0;
-  double now = sock_time_now();
-  for (int i = 0; i < b->ninc; i++) {
-    struct incoming* c = &b->inc[i];
-    int more = ready == NULL || ready[i].revents ? incoming_read(b, c) : 1;
-    if (more && now - c->since > (double)b->timeout) {
-      WARN("bootstrap rank %d: dropped an incoming connection that sent no hello within %lld s",
-           b->base.rank, (long long)b->timeout);
-      sock_close(&c->fd);
-      more = 0;
-    }
-    if (more) b->inc[kept++] = *c;
-  }
-  b->ninc = kept;
 }
 
 /* The peer closed our outgoing connection, or refused to open one: it exited (or freed its
@@ -117,9 +83,7 @@ static void out_closed(struct boot_sock* b, int p, enum sock_err why) {
   b->peers[p].out_eof = 1;
   b->peers[p].out_eof_at = sock_time_now();
   b->peers[p].out_why = why;
-  struct pollfd l = {.fd = b->listen_fd, .events = POLLIN};
-  while (b->ninc < b->inc_max && poll(&l, 1, 0) > 0 && (l.revents & POLLIN)) accept_peer(b);
-  incoming_progress(b, NULL);
+  incoming_step(b);
 }
 
 /* Declare gone the peers that closed our connection and have no connection to us that could still
@@ -131,7 +95,7 @@ static int settle(struct boot_sock* b) {
   for (int p = 0; p < b->base.nranks; p++) {
     struct peer* q = &b->peers[p];
     if (!q->out_eof || q->in_fd >= 0 || q->dead) continue;
-    if (b->ninc == 0 || now - q->out_eof_at > SETTLE_S)
+    if (b->inc.n == 0 || now - q->out_eof_at > SETTLE_S)
       boot_sock_peer_dead(b, p, q->out_why);
     else
       undecided = 1;
@@ -143,11 +107,11 @@ static int settle(struct boot_sock* b) {
 void* boot_sock_progress(void* arg) {
   struct boot_sock* b = arg;
   int n = b->base.nranks, base = 2 + 2 * n, wait_ms = -1;
-  struct pollfd* fds = calloc((size_t)(base + b->inc_max), sizeof(*fds));
+  struct pollfd* fds = calloc((size_t)(base + b->inc.max), sizeof(*fds));
   if (fds == NULL) return NULL;
   while (!atomic_load(&b->stop) && !ABORTED(b)) {
     fds[0] = (struct pollfd){.fd = b->wake_fd, .events = POLLIN};
-    fds[1] = (struct pollfd){.fd = b->ninc < b->inc_max ? b->listen_fd : -1, .events = POLLIN};
+    fds[1] = (struct pollfd){.fd = b->listen_fd, .events = POLLIN};
     pthread_mutex_lock(&b->mu);
     for (int p = 0; p < n; p++) {
       fds[2 + 2 * p] = (struct pollfd){.fd = b->peers[p].in_fd, .events = POLLIN};
@@ -155,9 +119,9 @@ void* boot_sock_progress(void* arg) {
       fds[3 + 2 * p] = (struct pollfd){.fd = watch ? b->peers[p].out_fd : -1, .events = POLLIN};
     }
     pthread_mutex_unlock(&b->mu);
-    int ninc = b->ninc;
+    int ninc = b->inc.n; /* all unfinished: complete ones were taken */
     for (int i = 0; i < ninc; i++)
-      fds[base + i] = (struct pollfd){.fd = b->inc[i].fd, .events = POLLIN};
+      fds[base + i] = (struct pollfd){.fd = b->inc.p[i].fd, .events = POLLIN};
     if (ninc > 0 && wait_ms < 0) wait_ms = 1000; /* to drop silent connections */
     if (poll(fds, (nfds_t)(base + ninc), wait_ms) < 0 && errno != EINTR) break;
     if (atomic_load(&b->stop) || ABORTED(b)) break;
@@ -166,8 +130,7 @@ void* boot_sock_progress(void* arg) {
       if (read(b->wake_fd, &v, sizeof(v)) < 0) { /* spurious: nothing to drain */
       }
     }
-    incoming_progress(b, fds + base);
-    if ((fds[1].revents & POLLIN) && b->ninc < b->inc_max) accept_peer(b);
+    incoming_step(b);
     for (int p = 0; p < n; p++) {
       if (fds[2 + 2 * p].revents) boot_sock_read_msg(b, p);
       if (fds[3 + 2 * p].revents) { /* a peer never writes on our outgoing connection: EOF */

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include "boot/boot.h"
 #include "os/auth.h"
+#include "os/pending.h"
 #include "os/socket.h"
 
 #define BOOT_MAGIC_TCP    0x4d4e4c42u /* "MNLB" */
@@ -64,6 +65,10 @@ struct boot_reply {
 };
 #define BOOT_REPLY_TEXT_MAX 4096
 
+/* The bootstrap's listeners (the root's and each rank's) read the handshake and hello of every
+ * new connection at once (os/pending.h); one still unfinished after this long is dropped. */
+#define BOOT_HELLO_WAIT_S 30.0
+
 /* The root listener: serves one job (collects nranks hellos, answers them) and exits, or exits
  * when MONEL_BOOT_TIMEOUT passes. *addr: where to listen (port 0 = ephemeral), gets the port.
  * registered: kept in a process-wide list so that boot_root_release() can join it. */
@@ -89,7 +94,10 @@ ncclResult_t boot_msg_deliver(const struct boot* base, int peer, int tag, void* 
 /* ---- The TCP bootstrap (boot_socket.c: the handle and the rendezvous; boot_conn.c: a rank's
  * connections to its peers and the progress thread; boot_msg.c: messages, their queue, send and
  * receive). */
-#define INCOMING_SPARE 16 /* slots for incoming connections still in their hello, beyond nranks */
+/* A rank's table of incoming connections still in their handshake and hello holds one per peer
+ * and this many more (os/pending.h: when it is full, the unfinished one that sent the fewest bytes
+ * goes, so idle strangers cannot keep a peer out). */
+#define INCOMING_SPARE 64
 #define ABORTED(b)     __atomic_load_n(&(b)->aborted, __ATOMIC_SEQ_CST)
 
 /* A message that arrived (or was sent to this rank itself), waiting for its receive. */
@@ -121,14 +129,7 @@ struct peer_hello {
   uint64_t secret;
 };
 
-/* An accepted connection whose hello is still arriving (progress thread only). */
-struct incoming {
-  int fd;
-  size_t got;
-  double since;
-  struct auth_srv auth; /* the handshake comes first */
-  unsigned char bytes[sizeof(struct peer_hello)];
-};
+_Static_assert(sizeof(struct peer_hello) <= PEND_HELLO_MAX, "a peer's hello fits a pending entry");
 
 /* A rank's TCP bootstrap (its struct boot). */
 struct boot_sock {
@@ -139,8 +140,8 @@ struct boot_sock {
   int wake_fd;
   union sock_addr* addrs;
   struct peer* peers;
-  struct incoming* inc; /* progress thread only */
-  int ninc, inc_max;
+  struct pend_set inc; /* progress thread only: incoming connections still in their hello */
+  char inc_where[32];  /* names this rank's listener in the log */
   pthread_mutex_t mu;
   pthread_cond_t cv;
   struct sock_msg *head, *tail;

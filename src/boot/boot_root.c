@@ -2,10 +2,11 @@
  * (checking magic, secret, rank and size), and sends every rank the table of all ranks' listening
  * addresses. Hellos are read from all new connections at once (non-blocking), so a rank that is
  * slow to speak after connecting (a loaded machine) neither stalls the others nor is dropped; a
- * connection that stays silent for HELLO_WAIT_S is dropped, and so is the oldest silent one when
- * PENDING_MAX are being read (os/pending.h: idle strangers cannot keep a rank out). Bad connections
- * are dropped with a WARN and the root keeps serving. When MONEL_BOOT_TIMEOUT passes first it tells
- * the waiting ranks which ranks never arrived. Either way the thread exits after one job. */
+ * connection that stays silent for BOOT_HELLO_WAIT_S is dropped, and so is the unfinished one that
+ * sent the fewest bytes when PENDING_MAX are being read (os/pending.h: idle strangers cannot keep a
+ * rank out). Bad connections are dropped with a WARN and the root keeps serving. When
+ * MONEL_BOOT_TIMEOUT passes first it tells the waiting ranks which ranks never arrived. Either way
+ * the thread exits after one job. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -20,9 +21,6 @@
 #include "util/log.h"
 #include "util/param.h"
 
-/* Longest wait for one connection's handshake and hello; silent connections do not stall the
- * others. */
-#define HELLO_WAIT_S 30.0
 /* Connections whose handshake and hello are read at once; when more come, the oldest of them is
  * dropped (os/pending.h), so idle strangers cannot keep a rank out. */
 #define PENDING_MAX 64
@@ -184,7 +182,7 @@ static void* root_main(void* arg) {
   struct pend_set ps = {.p = pend,
                         .max = PENDING_MAX,
                         .want = ROOT_MSG_BYTES,
-                        .limit_s = HELLO_WAIT_S,
+                        .limit_s = BOOT_HELLO_WAIT_S,
                         .key = r->key,
                         .where = "bootstrap root"};
   struct pollfd fds[1 + PENDING_MAX];

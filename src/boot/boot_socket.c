@@ -38,8 +38,8 @@ static void sock_boot_free(struct boot* base) {
     sock_close(&b->peers[p].out_fd);
     pthread_mutex_destroy(&b->peers[p].send_mu);
   }
-  for (int i = 0; b->inc != NULL && i < b->ninc; i++) sock_close(&b->inc[i].fd);
-  free(b->inc);
+  if (b->inc.p != NULL) pend_close_all(&b->inc);
+  free(b->inc.p);
   for (struct sock_msg *m = b->head, *nx; m != NULL; m = nx) {
     nx = m->next;
     free(m);
@@ -72,9 +72,14 @@ static ncclResult_t sock_boot_alloc(int rank, int nranks, uint64_t secret, struc
   b->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   b->peers = calloc((size_t)nranks, sizeof(*b->peers));
   b->addrs = calloc((size_t)nranks, sizeof(*b->addrs));
-  b->inc_max = nranks + INCOMING_SPARE;
-  b->inc = calloc((size_t)b->inc_max, sizeof(*b->inc));
-  if (b->peers == NULL || b->addrs == NULL || b->inc == NULL || b->wake_fd < 0) {
+  snprintf(b->inc_where, sizeof b->inc_where, "bootstrap rank %d", rank);
+  b->inc = (struct pend_set){.p = calloc((size_t)nranks + INCOMING_SPARE, sizeof(struct pend)),
+                             .max = nranks + INCOMING_SPARE,
+                             .want = sizeof(struct peer_hello),
+                             .limit_s = BOOT_HELLO_WAIT_S,
+                             .key = b->base.key,
+                             .where = b->inc_where};
+  if (b->peers == NULL || b->addrs == NULL || b->inc.p == NULL || b->wake_fd < 0) {
     b->base.nranks = 0; /* no per-peer state was initialized */
     sock_boot_free(&b->base);
     goto oom;
@@ -160,6 +165,7 @@ ncclResult_t boot_socket_init(const struct boot_id* id, int rank, int nranks, st
   memcpy(b->base.key, id->key, sizeof b->base.key);
   NCCLCHECKGOTO(sock_iface_find(&me, NULL, 0), res, out);
   NCCLCHECKGOTO(sock_listen_open(&me, &b->listen_fd), res, out);
+  SYSCHECKGOTO(sock_nonblock(b->listen_fd), "fcntl(O_NONBLOCK)", res, out);
   if ((id->flags & BOOT_FLAG_COMM_ID) && rank == 0) {
     res = boot_root_start(&root_addr, id->secret, id->key, 0, &b->root);
     if (res != ncclSuccess) {
