@@ -14,7 +14,7 @@ struct cpu_comm {
   /* Point-to-point FIFOs, one per (peer, direction), created when a group first needs them. */
   struct conn *p2p_send, *p2p_recv;               /* nranks each */
   unsigned char *p2p_send_ready, *p2p_recv_ready; /* nranks each */
-  struct cpu_tree* tree; /* tree.c's connections, NULL until an operation runs on a tree */
+  struct cpu_tree* tree; /* tree.c's connections (cpu_tree_init, with the comm) */
   int oneshot_ready;     /* the point-to-point FIFOs to and from every peer exist */
   int lost_rank;         /* a peer found gone, or named by a peer that stopped for it; -1 if none */
 };
@@ -64,6 +64,7 @@ ncclResult_t cpu_twoshot_allreduce(struct ncclComm* comm, const struct task* t);
 ncclResult_t cpu_mesh_idle(struct ncclComm* comm, const struct task* t, struct fifo_idle* idle,
                            int moved, struct conn* waiting);
 /* Close the tree connections (peers waiting on them stop), and free them. */
+ncclResult_t cpu_tree_init(struct ncclComm* comm);
 void cpu_tree_close(struct ncclComm* comm, int lost_rank);
 void cpu_tree_free(struct ncclComm* comm);
 /* Send/Recv, AlltoAll(v), Gather, Scatter: all messages of the tasks progress together. */

@@ -122,6 +122,7 @@ static ncclResult_t cpu_comm_init(struct ncclComm* comm) {
   NCCLCALLOC(cc->p2p_recv, comm->nranks);
   NCCLCALLOC(cc->p2p_send_ready, comm->nranks);
   NCCLCALLOC(cc->p2p_recv_ready, comm->nranks);
+  NCCLCHECK(cpu_tree_init(comm));
   int64_t slot = param_int(PARAM_CPU_SLOT_SIZE), nslots = param_int(PARAM_CPU_SLOTS);
   if (slot < 4096) slot = 4096;
   if (nslots < 2) nslots = 2;

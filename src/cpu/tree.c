@@ -60,20 +60,19 @@ struct exec {
   struct red_op comb; /* combines two partial results: no pre step */
 };
 
-static ncclResult_t tree_state(struct ncclComm* comm, struct cpu_tree** out) {
+/* The tables of connections exist from the comm's creation on, so an abort from another thread
+ * (core/watch.c) never meets them half made; the FIFOs in them are created when needed. */
+ncclResult_t cpu_tree_init(struct ncclComm* comm) {
   struct cpu_comm* cc = comm->engine_state;
-  if (cc->tree == NULL) {
-    struct cpu_tree* tr = NULL;
-    NCCLCALLOC(tr, 1);
-    cc->tree = tr;
-    for (int t = 0; t < TREE_COUNT; t++) {
-      NCCLCALLOC(tr->send[t], comm->nranks);
-      NCCLCALLOC(tr->recv[t], comm->nranks);
-      NCCLCALLOC(tr->send_ready[t], comm->nranks);
-      NCCLCALLOC(tr->recv_ready[t], comm->nranks);
-    }
+  struct cpu_tree* tr = NULL;
+  NCCLCALLOC(tr, 1);
+  cc->tree = tr;
+  for (int t = 0; t < TREE_COUNT; t++) {
+    NCCLCALLOC(tr->send[t], comm->nranks);
+    NCCLCALLOC(tr->recv[t], comm->nranks);
+    NCCLCALLOC(tr->send_ready[t], comm->nranks);
+    NCCLCALLOC(tr->recv_ready[t], comm->nranks);
   }
-  *out = cc->tree;
   return ncclSuccess;
 }
 
@@ -226,10 +225,9 @@ ncclResult_t cpu_tree_run(struct ncclComm* comm, const struct task* t) {
       red_apply(x.out, NULL, x.in, t->count, x.dt, x.op, RED_FIRST | RED_LAST);
     return ncclSuccess;
   }
-  struct cpu_tree* tr = NULL;
+  struct cpu_tree* tr = cc->tree;
   struct tree_node nd[TREE_COUNT];
   struct links l[TREE_COUNT];
-  NCCLCHECK(tree_state(comm, &tr));
   for (int k = 0; k < TREE_COUNT; k++) {
     nd[k] = tree_node_in_order(rank, n, root, k, comm->ring_order, comm->ring_pos);
     l[k] = op_links(&nd[k], t->coll);
