@@ -11,15 +11,16 @@ of the job, however short the listener's life. At each port, in this order:
   - a client that speaks Monel's handshake (os/auth.h) with a MAC made without the job's key;
   - 64 KB of random bytes (as much as the socket takes at once), then a close;
   - a huge length-like header, then a close;
-  - idle connections kept open until the job ends (--idle, 1 by default; more than 1 only where
-    the listener's table drops its oldest unfinished connection when full (os/pending.h): every
-    listener but a rank's bootstrap one, which is each process's first listen() and keeps its
-    connections until the bootstrap timeout);
+  - idle connections kept open until the job ends (--idle, 1 by default; every listener reads
+    its new connections through a table that, when full, drops the unfinished connection that
+    sent the fewest bytes (os/pending.h), so idle ones cannot keep the job out);
   - a flood of 20 connect-and-close.
 The job's output goes to FILE. Then every wrong-secret client must have been closed by the job and
 logged under the name of one kind of listener ("<kind>: closed a connection from <its address>"),
 every port's own; every kind must have been met (the root once, each rank's bootstrap and watch
-once per rank, the TCP network at least once). Prints what each kind met; exits 1 on any failure
+once per rank, the TCP network at least once). With more idle connections than the largest table
+holds, every kind must have dropped some to make room (each rank's bootstrap listener, a
+process's first listen(), by itself). Prints what each kind met; exits 1 on any failure
 or when the job exits with an error (its results are the caller's to check)."""
 import argparse, os, re, resource, socket, struct, subprocess, sys, threading
 
@@ -94,11 +95,8 @@ def serve(conn_u, recs, idle, nidle, waiters, lock):
     pid, host, port = f.readline().decode().split()
     rec = dict(pid=int(pid), host=host, port=int(port))
     with lock:  # a process's first listen() is its bootstrap listener's (boot_socket.c)
-        first = all(r["pid"] != rec["pid"] for r in recs)
-        rec["first"] = first
+        rec["first"] = all(r["pid"] != rec["pid"] for r in recs)
         recs.append(rec)
-    if first:
-        nidle = 1
     rec["idle"] = nidle
     try:
         w = visit(host, int(port), rec, idle, nidle)
@@ -200,20 +198,28 @@ def main():
             bad.append(f"{met[k]} {listener(k)}(s) met strangers where {want[k]} were expected")
         if k not in want and met[k] < 1:
             bad.append(f"no {listener(k)} met strangers")
-    # With more idle connections than a table holds (64 at the root and the watch, 256 at the TCP
-    # network), the job got in only because each of those listeners dropped idle ones.
-    full = {k: 0 for k in KINDS}
-    for m in re.finditer(r"NCCL (?:WARN|INFO) ([^:\n]+): closed a connection from [^ ]+ (?:that is "
-                         r"not a rank of this job: )?it had not finished its handshake and hello "
-                         r"when more connections came", log):
-        k = re.sub(r" [0-9]+$", "", m.group(1))
+    # With more idle connections than a table holds (64 at the root and the watch, nranks + 64 at
+    # a rank's bootstrap listener, 256 at the TCP network), the job got in only because each of
+    # those listeners dropped idle ones.
+    full, ranks_full = {k: 0 for k in KINDS}, set()
+    for m in re.finditer(r":([0-9]+):[0-9]+ NCCL (?:WARN|INFO) ([^:\n]+): closed a connection from "
+                         r"[^ ]+ (?:that is not a rank of this job: )?it had not finished its "
+                         r"handshake and hello when more connections came", log):
+        k = re.sub(r" [0-9]+$", "", m.group(2))
         full[k] = full.get(k, 0) + 1
+        if k == "bootstrap rank":
+            ranks_full.add(int(m.group(1)))
     if a.idle > 1:
         print("stranger: idle connections dropped to make room: " +
-              ", ".join(f"{k} {full[k]}" for k in KINDS))
-        for k in ("bootstrap root", "watch", "Socket network listener"):
-            if a.idle > 256 and full[k] < 1:
-                bad.append(f"no {listener(k)} dropped an idle connection to make room")
+              ", ".join(f"{k} {full[k]}" for k in KINDS) +
+              f"; bootstrap rank listeners that dropped some: {len(ranks_full)}")
+        if a.idle > 256:
+            for k in ("bootstrap root", "watch", "Socket network listener"):
+                if full[k] < 1:
+                    bad.append(f"no {listener(k)} dropped an idle connection to make room")
+            if len(ranks_full) != a.ranks:
+                bad.append(f"{len(ranks_full)} bootstrap rank listener(s) dropped idle connections "
+                           f"to make room where all {a.ranks} should have")
     print(f"stranger: {len(recs)} ports held, the job exited with {rc}")
     if rc != 0:
         bad.append(f"the job exited with {rc}")
