@@ -53,13 +53,18 @@ static size_t heard(const struct pend* e) {
   return 4 + AUTH_NONCE_BYTES + (e->auth.stage == 1 ? e->auth.got : AUTH_MAC_BYTES) + e->got;
 }
 
-/* Room for one more: of the unfinished entries, the one that sent the fewest bytes goes, the
- * oldest of those (an idle stranger before a rank whose answer is on its way). */
+/* Room for one more: of the unfinished entries silent for PEND_IDLE_S, the one that sent the
+ * fewest bytes goes, the oldest of those; a connection still speaking (a rank whose handshake is
+ * on its way) keeps its place. */
 static int room(struct pend_set* s) {
   int pick = -1;
+  double now = sock_time_now();
   if (s->n < s->max) return 1;
-  for (int i = 0; i < s->n; i++) /* entries are in order of arrival */
-    if (!pend_complete(s, &s->p[i]) && (pick < 0 || heard(&s->p[i]) < heard(&s->p[pick]))) pick = i;
+  for (int i = 0; i < s->n; i++) { /* entries are in order of arrival */
+    const struct pend* e = &s->p[i];
+    if (pend_complete(s, e) || now - e->last < PEND_IDLE_S) continue;
+    if (pick < 0 || heard(e) < heard(&s->p[pick])) pick = i;
+  }
   if (pick < 0) return 0;
   drop(s, pick, "it had not finished its handshake and hello when more connections came");
   return 1;
@@ -78,7 +83,8 @@ void pend_accept(struct pend_set* s, int lfd) {
     int one = 1;
     const char* why = NULL;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    s->p[s->n] = (struct pend){.fd = fd, .since = sock_time_now()};
+    double now = sock_time_now();
+    s->p[s->n] = (struct pend){.fd = fd, .since = now, .last = now};
     /* what arrived with it is read at once: a stranger that sent everything goes now */
     if (step(s, &s->p[s->n++], &why) < 0) drop(s, s->n - 1, why);
   }
@@ -90,7 +96,9 @@ void pend_progress(struct pend_set* s) {
     struct pend* e = &s->p[i];
     const char* why = NULL;
     if (pend_complete(s, e)) continue;
+    size_t before = heard(e);
     int r = step(s, e, &why);
+    if (heard(e) != before) e->last = now;
     if (r == 1 && now - e->since > s->limit_s) {
       why = "it did not complete its handshake and hello in time";
       r = -1;

@@ -1,19 +1,24 @@
 /* Connections accepted by a listener until each proved the job's key (os/auth.h) and sent its
  * hello (a fixed number of bytes): read without blocking, all at once, so neither a rank slow to
  * speak nor a stranger holds up the others. A stranger (a failed handshake, one too slow, or,
- * when the table is full, the unfinished connection that sent the fewest bytes, the oldest of
- * those) is closed and logged (auth_stranger), so idle connections can never keep out a rank of
- * the job, which speaks at once. */
+ * when the table is full, an unfinished connection that has sent nothing for PEND_IDLE_S, the one
+ * that sent the fewest bytes, the oldest of those) is closed and logged (auth_stranger), so idle
+ * connections can never keep out a rank of the job, which speaks at once. A connection still
+ * speaking is never dropped to make room: while the table is full of them, new ones wait in the
+ * listen backlog (a job of many ranks connecting at once loses none). */
 #ifndef MONEL_OS_PENDING_H
 #define MONEL_OS_PENDING_H
 #include <stddef.h>
 #include "os/auth.h"
 
 #define PEND_HELLO_MAX 128
+/* Silence after which an unfinished connection may give its place to a new one. */
+#define PEND_IDLE_S 1.0
 
 struct pend {
   int fd;
   double since; /* accepted at (sock_time_now) */
+  double last;  /* when its last bytes arrived (or since) */
   struct auth_srv auth;
   size_t got; /* hello bytes in */
   unsigned char hello[PEND_HELLO_MAX];
@@ -33,8 +38,9 @@ static inline int pend_complete(const struct pend_set* s, const struct pend* p) 
   return p->got == s->want;
 }
 /* Accepts the connections waiting on lfd (non-blocking: sock_nonblock) while the table has room;
- * when it is full, one more per call in place of the unfinished entry that sent the fewest bytes
- * (none while every entry is complete). Call again after pend_progress while lfd is readable. */
+ * when it is full, one more per call in place of an entry silent for PEND_IDLE_S (none while
+ * every unfinished entry is still speaking). Call again after pend_progress while lfd is
+ * readable. */
 void pend_accept(struct pend_set* s, int lfd);
 /* Reads what arrived on every unfinished connection (the handshake, then the hello); drops and
  * logs those that failed or are older than limit_s. */
