@@ -192,18 +192,24 @@ static int load(void) {
 static void wakeup_start(void) {
   const char* lib = param_str(PARAM_UCX_LIB);
   if (ucx.f.worker_get_efd == NULL || ucx.f.worker_arm == NULL) {
-    INFO(LOG_INIT | LOG_NET, "NET/UCX: %s has no ucp_worker_get_efd or ucp_worker_arm: the "
-         "progress thread polls UCX", lib);
+    INFO(LOG_INIT | LOG_NET,
+         "NET/UCX: %s has no ucp_worker_get_efd or ucp_worker_arm: the "
+         "progress thread polls UCX",
+         lib);
     return;
   }
   ucs_status_t s = ucx.f.worker_get_efd(ucx.worker, &ucx.efd);
   if (s != UCS_OK) {
     ucx.efd = -1;
-    INFO(LOG_INIT | LOG_NET, "NET/UCX: UCX gives no wakeup descriptor (ucp_worker_get_efd: %s): "
-         "the progress thread polls UCX", ucx.f.status_string(s));
+    INFO(LOG_INIT | LOG_NET,
+         "NET/UCX: UCX gives no wakeup descriptor (ucp_worker_get_efd: %s): "
+         "the progress thread polls UCX",
+         ucx.f.status_string(s));
   } else if (ucx.f.worker_signal == NULL) {
-    INFO(LOG_INIT | LOG_NET, "NET/UCX: %s has no ucp_worker_signal: the progress thread cannot "
-         "be woken and looks for work every 1 ms", lib);
+    INFO(LOG_INIT | LOG_NET,
+         "NET/UCX: %s has no ucp_worker_signal: the progress thread cannot "
+         "be woken and looks for work every 1 ms",
+         lib);
   }
 }
 
