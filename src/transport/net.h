@@ -76,6 +76,16 @@ struct net {
    * wait for; else tested with test(). Callers call it for CUDA memory only. */
   ncclResult_t (*iflush)(void* recv_comm, int n, void** data, size_t* sizes, void** mhandles,
                          void** request);
+  /* Optional, both or neither (NULL: the network has no doorbell and a progress thread polls
+   * it, as with a plugin: NCCL's plugin API has no call to block on a plugin's events nor one
+   * to wake a thread blocked in it). wait(ms) sleeps until one of the network's comms may
+   * progress (a call such as test() may find news) or wake() is called, at most `ms`
+   * milliseconds (< 0: no limit; a network that finds at run time that it cannot be woken
+   * bounds the sleep itself). It may return early; the caller makes a pass over its comms
+   * after it. wake() may be called from any thread, before or during a wait: a wake that comes
+   * before the wait is kept for it. */
+  void (*wait)(int ms);
+  void (*wake)(void);
 };
 
 /* The network this process uses, chosen once: an external plugin (NCCL_NET_PLUGIN, or
@@ -89,11 +99,5 @@ extern const struct net net_ucx;
 
 /* The built-in TCP implementation (net_tcp.c, net_tcp_io.c). */
 extern const struct net net_tcp;
-/* For a progress thread using net_tcp: sleep until one of its comms may progress (a control
- * socket with a request waiting is ready, or a helper thread finished a piece) or net_tcp_wake
- * is called, at most `ms` milliseconds (< 0: no limit). Several threads may wait at once. */
-void net_tcp_wait(int ms);
-/* Wakes the threads in net_tcp_wait (or the next one to wait: the wakeup is kept until then). */
-void net_tcp_wake(void);
 
 #endif

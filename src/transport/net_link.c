@@ -27,7 +27,6 @@
  * sender's own receive on the back connection is completed by the receiver's BYE, and it posts
  * none after it. Only a failure (CLOSE, a lost peer) leaves receives posted at close. */
 #include "transport/net_link.h"
-#include "transport/net_ucx.h"
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
@@ -480,12 +479,10 @@ int net_link_progress(void) {
 
 void net_link_wait(int ms) {
   const struct net* n = __atomic_load_n(&net_link_chosen, __ATOMIC_ACQUIRE);
-  if (n == &net_tcp) {
-    net_tcp_wait(ms);
-  } else if (n == &net_ucx) {
-    net_ucx_wait(ms < 0 ? 1 : ms);
-  } else {
-    struct timespec ts = {0, 200 * 1000}; /* a plugin gives nothing to wait on: poll it often */
+  if (n != NULL && n->wait != NULL) {
+    n->wait(ms);
+  } else { /* no doorbell (a plugin): poll it often */
+    struct timespec ts = {0, 200 * 1000};
     nanosleep(&ts, NULL);
   }
 }
@@ -497,7 +494,7 @@ static uint32_t* proxy_waiting(struct link* l) {
 
 int net_link_arm(int arm) {
   const struct net* n = __atomic_load_n(&net_link_chosen, __ATOMIC_ACQUIRE);
-  int bounded = n != &net_tcp;
+  int bounded = n == NULL || n->wait == NULL;
   pthread_mutex_lock(&links_lock);
   for (struct link* l = links; l != NULL; l = l->next) {
     pthread_mutex_lock(&l->lock);
@@ -511,7 +508,8 @@ int net_link_arm(int arm) {
 }
 
 void net_link_kick(void) {
-  if (__atomic_load_n(&net_link_chosen, __ATOMIC_ACQUIRE) == &net_tcp) net_tcp_wake();
+  const struct net* n = __atomic_load_n(&net_link_chosen, __ATOMIC_ACQUIRE);
+  if (n != NULL && n->wake != NULL) n->wake();
 }
 
 void net_link_add(struct link* l) {

@@ -15,18 +15,19 @@
 
 /* One non-blocking pass over every live link; returns 1 if any byte or counter moved. */
 int net_link_progress(void);
-/* Sleep until the network may have news (a socket of the TCP network is ready, or one of its
- * helper threads finished a piece) or net_link_kick is called, at most `ms` milliseconds (< 0:
- * no limit; only after net_link_arm(1) returned 0); with a plugin, a short sleep. */
+/* Sleep until the network may have news (its wait, net.h: a socket of the TCP network is ready,
+ * UCX's worker has an event, ...) or net_link_kick is called, at most `ms` milliseconds (< 0:
+ * no limit; only after net_link_arm(1) returned 0); with a network without wait (a plugin), a
+ * short sleep. */
 void net_link_wait(int ms);
 /* arm = 1, before sleeping: sets the waiting word of every live link that the executor's side
  * moves (sender: tail; receiver: head) to FIFO_WAITING_PROXY, so that an executor posting or
  * freeing a slot calls net_link_kick (through proxy_kick), then a full fence; the caller makes
  * one more pass (net_link_progress) before it sleeps. Returns 1 when the sleep must be bounded:
  * a link is still connecting or hearing out a broken connection (timers run), or the network
- * has no doorbell (UCX, a plugin). arm = 0, after sleeping: clears those words. */
+ * has no doorbell (no wait and wake: a plugin). arm = 0, after sleeping: clears those words. */
 int net_link_arm(int arm);
-/* Wakes a thread sleeping in net_link_wait (the TCP network's eventfd); also for a new link or a
+/* Wakes a thread sleeping in net_link_wait (the network's wake); also for a new link or a
  * stopping thread. Nothing to do with a network that has no doorbell (its waits are bounded). */
 void net_link_kick(void);
 /* In a child after fork(): drop the parent's links without touching them. */

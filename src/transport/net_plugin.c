@@ -327,6 +327,8 @@ static ncclResult_t p_close_listen(void* c) {
   return p_close(c, NET_KIND_LISTEN);
 }
 
+/* No wait and wake: NCCL's plugin API has no call to block on a plugin's events nor one to wake
+ * a thread blocked in it, so a progress thread polls a plugin (net_link_wait). */
 static struct net plugin_net = {
     .devices = p_devices,
     .get_properties = p_get_properties,

@@ -478,4 +478,6 @@ const struct net net_tcp = {
     .close_send = tcp_close_send,
     .close_recv = tcp_close_recv,
     .close_listen = tcp_close_listen,
+    .wait = net_tcp_wait,
+    .wake = net_tcp_wake,
 };

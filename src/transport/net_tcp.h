@@ -156,7 +156,13 @@ ncclResult_t net_tcp_test(void* request, int* done, size_t* sizes);
 void net_tcp_comm_stop(struct tcp_comm* c);
 /* The comm's failure, once: records it and logs it (INFO for a peer gone, else WARN). */
 void net_tcp_comm_fail(struct tcp_comm* c, int why, int err, ncclResult_t res);
-/* Registers/unregisters an object for net_tcp_wait (net_tcp_wake, in net.h, wakes a waiter). */
+/* net.h's wait and wake for net_tcp: sleep until one of its comms may progress (a control
+ * socket with a request waiting is ready, or a helper thread finished a piece) or net_tcp_wake
+ * is called, at most `ms` milliseconds (< 0: no limit). Several threads may wait at once.
+ * net_tcp_wake wakes them (or the next one to wait: the wakeup is kept until then, an eventfd). */
+void net_tcp_wait(int ms);
+void net_tcp_wake(void);
+/* Registers/unregisters an object for net_tcp_wait. */
 void net_tcp_poll_add(struct tcp_poll* p);
 void net_tcp_poll_remove(struct tcp_poll* p);
 

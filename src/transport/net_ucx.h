@@ -19,9 +19,6 @@ const char* net_ucx_why(void);
  * RoCE), and the transports it found ("tcp/eth0 rc_mlx5/mlx5_0:1 ..."). */
 int net_ucx_rdma(void);
 const char* net_ucx_transports(void);
-/* For a progress thread using net_ucx: sleep until UCX's worker has an event (its wakeup file
- * descriptor), at most `ms` milliseconds; briefly when UCX gives none. */
-void net_ucx_wait(int ms);
 
 #ifdef MONEL_HAVE_UCX
 #include <pthread.h>
@@ -61,8 +58,9 @@ struct ucx_fns {
   ucs_status_t (*mem_map)(ucp_context_h, const ucp_mem_map_params_t*, ucp_mem_h*);
   ucs_status_t (*mem_unmap)(ucp_context_h, ucp_mem_h);
   const char* (*status_string)(ucs_status_t);
-  ucs_status_t (*worker_get_efd)(ucp_worker_h, int*);
+  ucs_status_t (*worker_get_efd)(ucp_worker_h, int*); /* these three may be NULL (polling) */
   ucs_status_t (*worker_arm)(ucp_worker_h);
+  ucs_status_t (*worker_signal)(ucp_worker_h);
   ucs_status_t (*worker_get_address)(ucp_worker_h, ucp_address_t**, size_t*);
   void (*worker_release_address)(ucp_worker_h, ucp_address_t*);
   ucs_status_t (*rkey_pack)(ucp_context_h, ucp_mem_h, void**, size_t*);
@@ -153,6 +151,13 @@ ncclResult_t ucx_get_properties(int dev, struct net_props* p);
 ncclResult_t ucx_listen(int dev, const unsigned char* key, void* handle, void** out);
 ncclResult_t ucx_connect(int dev, const unsigned char* key, void* handle, void** out);
 ncclResult_t ucx_accept(void* listen_comm, void** out);
+/* net.h's wait and wake (net_ucx_lib.c): sleep on the worker's wakeup descriptor (armed with
+ * ucp_worker_arm) until UCX has an event or net_ucx_wake (ucp_worker_signal) is called, at most
+ * `ms` milliseconds (< 0: no limit; 1 ms when UCX has no ucp_worker_signal); without a
+ * descriptor (UCX lacks the functions or gives none) 50 us. Without the descriptor or
+ * ucp_worker_signal, net_ucx_wake does nothing. */
+void net_ucx_wait(int ms);
+void net_ucx_wake(void);
 #endif
 
 #endif

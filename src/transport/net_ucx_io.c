@@ -384,6 +384,8 @@ const struct net net_ucx = {
     .close_recv = u_close_recv,
     .close_listen = u_close_listen,
     .iflush = u_iflush,
+    .wait = net_ucx_wait,
+    .wake = net_ucx_wake,
 };
 
 #else /* built without UCX's headers: the network exists and says why it cannot start */

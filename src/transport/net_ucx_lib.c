@@ -36,12 +36,6 @@ int net_ucx_rdma(void) {
   return 0;
 }
 
-void net_ucx_wait(int ms) {
-  struct timespec ts = {0, 50 * 1000};
-  (void)ms;
-  nanosleep(&ts, NULL);
-}
-
 #else
 
 struct ucx_state ucx = {.lock = PTHREAD_MUTEX_INITIALIZER, .efd = -1};
@@ -79,8 +73,6 @@ static const struct {
     SYM(mem_map, "ucp_mem_map"),
     SYM(mem_unmap, "ucp_mem_unmap"),
     SYM(status_string, "ucs_status_string"),
-    SYM(worker_get_efd, "ucp_worker_get_efd"),
-    SYM(worker_arm, "ucp_worker_arm"),
     SYM(worker_get_address, "ucp_worker_get_address"),
     SYM(worker_release_address, "ucp_worker_release_address"),
     SYM(rkey_pack, "ucp_rkey_pack"),
@@ -88,6 +80,16 @@ static const struct {
     SYM(ep_rkey_unpack, "ucp_ep_rkey_unpack"),
     SYM(rkey_destroy, "ucp_rkey_destroy"),
     SYM(get_nbx, "ucp_get_nbx"),
+};
+
+/* The wakeup functions (net_ucx_wait, net_ucx_wake): optional (wakeup_start). */
+static const struct {
+  void** slot;
+  const char* name;
+} wakeup_syms[] = {
+    SYM(worker_get_efd, "ucp_worker_get_efd"),
+    SYM(worker_arm, "ucp_worker_arm"),
+    SYM(worker_signal, "ucp_worker_signal"),
 };
 
 static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
@@ -170,6 +172,8 @@ static int load(void) {
       return 0;
     }
   }
+  for (size_t i = 0; i < sizeof wakeup_syms / sizeof *wakeup_syms; i++)
+    *wakeup_syms[i].slot = dlsym(lib, wakeup_syms[i].name);
   unsigned maj = 0, min = 0, rel = 0;
   ucx.f.get_version(&maj, &min, &rel);
   if (maj < UCX_MIN_MAJOR || (maj == UCX_MIN_MAJOR && min < UCX_MIN_MINOR)) {
@@ -181,6 +185,32 @@ static int load(void) {
   }
   snprintf(st.tls, sizeof st.tls, "%u.%u.%u", maj, min, rel);
   return 1;
+}
+
+/* The worker's wakeup descriptor, when UCX has the functions and gives one; an INFO line says
+ * how the progress thread looks for work otherwise. */
+static void wakeup_start(void) {
+  const char* lib = param_str(PARAM_UCX_LIB);
+  if (ucx.f.worker_get_efd == NULL || ucx.f.worker_arm == NULL) {
+    INFO(LOG_INIT | LOG_NET,
+         "NET/UCX: %s has no ucp_worker_get_efd or ucp_worker_arm: the "
+         "progress thread polls UCX",
+         lib);
+    return;
+  }
+  ucs_status_t s = ucx.f.worker_get_efd(ucx.worker, &ucx.efd);
+  if (s != UCS_OK) {
+    ucx.efd = -1;
+    INFO(LOG_INIT | LOG_NET,
+         "NET/UCX: UCX gives no wakeup descriptor (ucp_worker_get_efd: %s): "
+         "the progress thread polls UCX",
+         ucx.f.status_string(s));
+  } else if (ucx.f.worker_signal == NULL) {
+    INFO(LOG_INIT | LOG_NET,
+         "NET/UCX: %s has no ucp_worker_signal: the progress thread cannot "
+         "be woken and looks for work every 1 ms",
+         lib);
+  }
 }
 
 static int start(void) {
@@ -220,7 +250,7 @@ static int start(void) {
     ucx.f.cleanup(ucx.ctx);
     return 0;
   }
-  if (ucx.f.worker_get_efd(ucx.worker, &ucx.efd) != UCS_OK) ucx.efd = -1;
+  wakeup_start();
   char version[32];
   snprintf(version, sizeof version, "%.31s", st.tls);
   st.tls[0] = '\0';
@@ -241,20 +271,36 @@ int net_ucx_rdma(void) {
   return ucx.rdma;
 }
 
+static int kicked; /* atomic: net_ucx_wake was called since the last wait began to sleep */
+
 void net_ucx_wait(int ms) {
-  if (st.res != ncclSuccess || ucx.efd < 0) {
+  if (st.res != ncclSuccess || ucx.efd < 0) { /* nothing to sleep on: poll UCX often */
     struct timespec ts = {0, 50 * 1000};
     nanosleep(&ts, NULL);
     return;
   }
+  if (ms < 0 && ucx.f.worker_signal == NULL) ms = 1; /* nothing could end the wait early */
+  /* Events UCX already has are handled by progress, and the descriptor is armed only once none
+   * is left (UCS_ERR_BUSY: some came in between). If progress moved anything, a request may
+   * have completed here: return, so that the caller's pass sees it. */
+  unsigned moved = 0, k;
   pthread_mutex_lock(&ucx.lock);
-  while (ucx.f.worker_progress(ucx.worker) != 0) {
-  }
-  ucs_status_t s = ucx.f.worker_arm(ucx.worker); /* UCS_ERR_BUSY: events are waiting already */
+  while ((k = ucx.f.worker_progress(ucx.worker)) != 0) moved += k;
+  ucs_status_t s = moved ? UCS_ERR_BUSY : ucx.f.worker_arm(ucx.worker);
   pthread_mutex_unlock(&ucx.lock);
-  if (s != UCS_OK) return;
-  struct pollfd p = {.fd = ucx.efd, .events = POLLIN};
-  (void)poll(&p, 1, ms);
+  /* A wake after this point signals the armed descriptor; one before it left `kicked` set. */
+  if (s == UCS_OK && !__atomic_exchange_n(&kicked, 0, __ATOMIC_SEQ_CST)) {
+    struct pollfd p = {.fd = ucx.efd, .events = POLLIN};
+    (void)poll(&p, 1, ms);
+  }
+  __atomic_store_n(&kicked, 0, __ATOMIC_SEQ_CST);
+}
+
+/* ucp_worker_signal may be called from any thread without the worker's lock (UCX's API). */
+void net_ucx_wake(void) {
+  if (st.res != ncclSuccess || ucx.efd < 0 || ucx.f.worker_signal == NULL) return;
+  __atomic_store_n(&kicked, 1, __ATOMIC_SEQ_CST);
+  (void)ucx.f.worker_signal(ucx.worker);
 }
 
 #endif

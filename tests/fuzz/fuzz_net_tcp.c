@@ -96,7 +96,7 @@ static void control(const uint8_t* d, size_t n) {
     for (int done = 0; req[k] != NULL && !done;) {
       if (net_tcp.test(req[k], &done, NULL) != ncclSuccess) break;
       if (sock_time_now() - t0 > HANG_S) abort(); /* a request that never ends */
-      if (!done) net_tcp_wait(1);
+      if (!done) net_tcp.wait(1);
     }
   net_tcp.dereg_mr(r, mh);
   net_tcp.close_recv(r);
