@@ -4,10 +4,10 @@
  * (net_link_arm), so that an executor that posts a slot or frees one rings the doorbell
  * (proxy_kick), makes one more pass to catch what was posted before, and sleeps until a socket
  * or the doorbell wakes it, without a timeout when every link is up and the network has a
- * doorbell (net.h's wait and wake: the built-in TCP and UCX networks), else briefly. While GPU network connections exist it
- * never sleeps there: a kernel's tail is a word in host memory that no socket announces, and a
- * graph replay enqueues nothing the host could see, so the thread polls, napping NAP_NS at a
- * time after IDLE_SPINS idle passes. */
+ * doorbell (net.h's wait and wake: the built-in TCP and UCX networks), else briefly. While GPU
+ * network connections exist it never sleeps there: a kernel's tail is a word in host memory that no
+ * socket announces, and a graph replay enqueues nothing the host could see, so the thread polls,
+ * napping NAP_NS at a time after IDLE_SPINS idle passes. */
 #include "proxy/proxy.h"
 #include <pthread.h>
 #include <sched.h>
