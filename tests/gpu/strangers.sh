@@ -42,8 +42,8 @@ else
   rc=1
 fi
 # the A/B: two ranks (threads) sharing the GPUs
-PERF="$B/bin/all_reduce_perf -t 2 -g 1" N8=2000 NL=20 ROUNDS=7 tools/bench/ab-env \
+PERF="$B/bin/all_reduce_perf -t 2 -g 1" N8=2000 NL=20 ROUNDS=7 AB_TIMEOUT=30 tools/bench/ab-env \
   MONEL_CHECK_CALLS 0 1 2>&1 | tee "$LOG/ab-check-calls.log" | tail -2
-PERF="$B/bin/all_reduce_perf -t 2 -g 1 -G 100" N8=2000 NL=20 ROUNDS=7 tools/bench/ab-env \
+PERF="$B/bin/all_reduce_perf -t 2 -g 1 -G 100" N8=2000 NL=20 ROUNDS=7 AB_TIMEOUT=30 tools/bench/ab-env \
   MONEL_CHECK_CALLS 0 1 2>&1 | tee "$LOG/ab-check-calls-graph.log" | tail -2
 exit $rc
