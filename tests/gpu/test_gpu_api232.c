@@ -300,8 +300,9 @@ static int coll_check(struct rank_ctx* c, const char* what, int kind, size_t cou
 
 /* ncclCollConfig_t.launchCompletionEvent: rank 0 arms its event (pending on a held stream),
  * calls with it and waits until it fires before rank 1 calls at all; only a record at the
- * kernel's launch (or, on the copy-engine path, before its copies) fires it then. One-shot and
- * ring AllReduce kernels, the point-to-point kernel (AlltoAll), the copy-engine path (AllGather
+ * kernel's launch (or, on the copy-engine path, before its copies) fires it then. AllReduce
+ * kernels of 8 ints and of 1M (one-shot and ring with GPU-memory FIFOs, the ring twice through
+ * host memory), the point-to-point kernel (AlltoAll), the copy-engine path (AllGather
  * with NCCL_CTA_POLICY_ZERO, after cta_zero set the path up: the first call with ZERO waits on
  * the host for every rank to reach it) and a call that moves nothing. */
 static int launch_events(struct rank_ctx* c) {
@@ -310,8 +311,8 @@ static int launch_events(struct rank_ctx* c) {
     int kind;
     size_t count;
     int zero;
-  } cases[] = {{"AllReduce (one-shot kernel)", 0, 8, 0},
-               {"AllReduce (ring kernel)", 0, C, 0},
+  } cases[] = {{"AllReduce of 8 ints (a small kernel)", 0, 8, 0},
+               {"AllReduce of 1M ints (a large kernel)", 0, C, 0},
                {"AlltoAll (point-to-point kernel)", 1, 1024, 0},
                {"AllGather (copy engine)", 2, 4096, 1},
                {"AllReduce of 0 elements", 0, 0, 0}};
