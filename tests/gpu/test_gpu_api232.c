@@ -40,6 +40,7 @@ static pthread_cond_t grow_cond = PTHREAD_COND_INITIALIZER;
 
 enum { N = 3, LIMIT_S = 240 }; /* 2 ranks, then one more joins; the watchdog's limit */
 static const char* _Atomic step_of[N];
+static pthread_barrier_t all_done; /* every rank's last communication is done */
 static int* recv_of[N]; /* each rank's d_recv, which holds its window */
 static int p2p_off;     /* NCCL_P2P_DISABLE=1: FIFOs in host memory, no copy-engine path */
 
@@ -560,6 +561,13 @@ static void* rank_main(void* p) {
     step(a->rank, "PutSignal/Signal/WaitSignal");
     onesided(&c);
     if (a->rank == 0) printf("PASS PutSignal/Signal/WaitSignal\n");
+  }
+  /* No rank frees device memory (a destroy) while another still communicates: the free waits
+   * for the device, whose kernels may wait for a peer's next launch, which CUDA holds back
+   * behind the free (ranks sharing a GPU as threads of one process). */
+  step(a->rank, "waiting for every rank before the destroys");
+  pthread_barrier_wait(&all_done);
+  if (!joining) {
     step(a->rank, "ncclCommDestroy");
     NC(ncclCommDestroy(c.comm));
   }
@@ -713,6 +721,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && strcmp(argv[1], "procs") == 0) return procs_main();
   printf("STEP %d ranks as threads on %d GPU%s\n", N, ngpus, ngpus == 1 ? "" : "s");
   pthread_t t[N];
+  pthread_barrier_init(&all_done, NULL, N);
   struct arg a[N];
   if (ncclGetUniqueId(&first_id) != ncclSuccess) return 1;
   for (int r = 0; r < N; r++) {
