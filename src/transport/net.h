@@ -14,7 +14,9 @@
  *  - connect() and accept() never block: they succeed with *comm == NULL until the connection is
  *    up, and are called again.
  *  - isend()/irecv() never block: *request == NULL means "not now, call again". A send matches
- *    the receive with the same tag, in order. Sizes given to irecv are upper bounds; test()
+ *    the receive with the same tag, in order: the n-th send with a tag on a connection, the
+ *    n-th receive with it, however the network delivers them. Tags are 0 to NET_MAX_TAG (the
+ *    UCX network carries them in 16 bits). Sizes given to irecv are upper bounds; test()
  *    reports the received size. Zero-byte messages are legal and match.
  *  - test() sets *done; a finished request is freed by the implementation. An error from any
  *    call is fatal to that connection (ncclRemoteError when the peer went away).
@@ -37,6 +39,7 @@
 
 #define NET_HANDLE_BYTES 128
 #define NET_MAX_REQUESTS 32
+#define NET_MAX_TAG      0xffff
 #define NET_PTR_HOST     0x1
 #define NET_PTR_CUDA     0x2
 

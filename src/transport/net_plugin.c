@@ -459,21 +459,14 @@ static void choose_ucx(void) {
     chosen.net = &net_ucx;
     INFO(LOG_INIT | LOG_NET, "Using network UCX (NCCL_NET=UCX): transports %s",
          net_ucx_transports());
-    WARN("NET/UCX: the UCX network has a known fault: when some of a link's messages are empty "
-         "(e.g. AllReduce of fewer elements than ranks), a receive can be matched with another "
-         "step's message and the operation fails (docs/NET.md); prefer NCCL_NET=Socket or a net "
-         "plugin until it is fixed");
     return;
   }
   WARN("NCCL_NET=UCX asked for the UCX network, but %s", net_ucx_why());
   chosen.res = ncclSystemError;
 }
 
-/* No plugin and no NCCL_NET: Socket. UCX would be taken when it reaches an RDMA transport, but
- * not while its known fault stands (docs/NET.md, "UCX: a known fault": with empty messages among
- * a link's steps, a receive can be matched with another step's message); NCCL_NET=UCX forces
- * it. UCX is only loaded when the kernel lists an RDMA device, which its rc, dc and ud transports
- * need. */
+/* No plugin and no NCCL_NET: UCX when it reaches an RDMA transport, else Socket. UCX is only
+ * loaded when the kernel lists an RDMA device, which UCX's rc, dc and ud transports need. */
 static void choose_default(void) {
   DIR* d = opendir("/sys/class/infiniband");
   int rdma_dev = 0;
@@ -487,10 +480,9 @@ static void choose_default(void) {
     INFO(LOG_INIT | LOG_NET, "NET/UCX: not used: UCX reports no RDMA transport (only %s)",
          net_ucx_transports());
   } else {
-    INFO(LOG_INIT | LOG_NET,
-         "NET/UCX: not taken by default (a known fault, docs/NET.md); "
-         "NCCL_NET=UCX forces it; transports %s",
-         net_ucx_transports());
+    chosen.net = &net_ucx;
+    INFO(LOG_INIT | LOG_NET, "Using network UCX: transports %s", net_ucx_transports());
+    return;
   }
   INFO(LOG_INIT | LOG_NET, "Using network Socket");
 }

@@ -15,9 +15,15 @@
  *   128-byte handle once UCX has several devices or shared-memory transports (215 bytes with
  *   UCX 1.13's default transports on a plain machine), which is why it is not carried there.
  *   A UCX listen comm takes one connection (Monel listens once per connection).
- * - Messages: tag = kind (8 bits) | the listen comm's id (24 bits) | the caller's tag (32 bits),
- *   so each connection's messages match only its own receives, in order, by tag. A grouped
- *   receive posts one tagged receive per buffer.
+ * - Messages: tag = kind (1 bit) | the listen comm's id (24 bits) | the caller's tag (16 bits)
+ *   | the message's number among the connection's messages with that tag (23 bits), counted by
+ *   the send comm per send and by the receive comm per receive posted. So each connection's
+ *   messages match only its own receives, and each receive exactly its message, in net.h's
+ *   order even where UCX delivers otherwise: UCX 1.13 over TCP can match a later message of an
+ *   endpoint with an earlier receive while the endpoint is being set up (docs/NET.md, "UCX:
+ *   message order"). The number wraps at 2^23: harmless unless a connection's sender runs 2^23
+ *   messages of one tag ahead of its receiver. A grouped receive posts one tagged receive per
+ *   buffer.
  * - Failures: endpoints use UCX's peer error handling; a peer that dies or closes fails the
  *   comm (ncclRemoteError). A receive comm whose peer is gone still takes messages that arrived
  *   before (they are probed); a receive that can no longer complete is cancelled.
@@ -117,7 +123,7 @@ ncclResult_t ucx_get_properties(int dev, struct net_props* p) {
 static ucs_status_ptr_t post_hello_recv(struct ucomm* l) {
   ucp_request_param_t prm;
   memset(&prm, 0, sizeof prm);
-  return ucx.f.tag_recv_nbx(ucx.worker, &l->hello, sizeof l->hello, tag_of(KIND_HELLO, l->id, 0),
+  return ucx.f.tag_recv_nbx(ucx.worker, &l->hello, sizeof l->hello, tag_of(KIND_HELLO, l->id, 0, 0),
                             ~(ucp_tag_t)0, &prm);
 }
 
@@ -270,8 +276,8 @@ ncclResult_t ucx_connect(int dev, const unsigned char* key, void* handle, void**
     c->hello.token = h.token;
     ucp_request_param_t prm;
     memset(&prm, 0, sizeof prm);
-    c->hello_req =
-        ucx.f.tag_send_nbx(c->ep, &c->hello, sizeof c->hello, tag_of(KIND_HELLO, c->id, 0), &prm);
+    c->hello_req = ucx.f.tag_send_nbx(c->ep, &c->hello, sizeof c->hello,
+                                      tag_of(KIND_HELLO, c->id, 0, 0), &prm);
     if (UCS_PTR_IS_ERR(c->hello_req)) {
       WARN("NET/UCX: the hello to connection %u could not be sent: %s", c->id,
            ucx.f.status_string(UCS_PTR_STATUS(c->hello_req)));

@@ -84,12 +84,19 @@ extern struct ucx_state ucx;
 
 #define UCX_MAGIC     0x6d756378u /* "mucx" */
 #define UCX_MAX_RECVS 8
-#define KIND_DATA     1u
-#define KIND_HELLO    2u
+#define KIND_DATA     0u
+#define KIND_HELLO    1u
+#define SEQ_BITS      23
 #define CLOSE_WAIT_S  5.0
 
-static inline uint64_t tag_of(unsigned kind, uint32_t id, int tag) {
-  return ((uint64_t)kind << 56) | ((uint64_t)(id & 0xffffffu) << 32) | (uint32_t)tag;
+/* A message's UCP tag: kind (1 bit) | the listen comm's id (24 bits) | the caller's tag (16
+ * bits, NET_MAX_TAG) | the message's number among its connection's messages with that tag
+ * (SEQ_BITS, modulo 2^SEQ_BITS). The number makes each receive match its own message: UCX 1.13
+ * can match a connection's later message with an earlier receive of the same tag while the
+ * connection is being set up (docs/NET.md, "UCX: message order"). */
+static inline uint64_t tag_of(unsigned kind, uint32_t id, int tag, uint32_t seq) {
+  return ((uint64_t)kind << 63) | ((uint64_t)(id & 0xffffffu) << (SEQ_BITS + 16)) |
+         ((uint64_t)(tag & NET_MAX_TAG) << SEQ_BITS) | (seq & ((1u << SEQ_BITS) - 1));
 }
 
 struct ucx_handle {
@@ -105,6 +112,12 @@ struct hello {
   uint64_t token;
 };
 
+/* Per caller tag of a comm: messages sent (send comm) or receives posted (receive comm). */
+struct tag_seq {
+  int tag;
+  uint32_t next;
+};
+
 struct ucomm {
   enum net_kind kind;
   void* handle;
@@ -115,7 +128,9 @@ struct ucomm {
   ucs_status_t fail_status;
   int nreqs;
   void* reqs[NET_MAX_REQUESTS]; /* handles of requests in flight */
-  struct hello hello;           /* send: the hello sent; listen: the hello received */
+  struct tag_seq* seqs;         /* one per tag used, nseqs of them */
+  int nseqs;
+  struct hello hello; /* send: the hello sent; listen: the hello received */
   void* hello_req;
   /* listen comm */
   ucp_listener_h listener;

@@ -107,6 +107,26 @@ static void req_end(struct ureq* q) {
   free(q);
 }
 
+/* A tag of net.h's range, else a WARN naming the call. */
+static int tag_ok(int tag, const char* call) {
+  if (tag >= 0 && tag <= NET_MAX_TAG) return 1;
+  WARN("NET/UCX: %s was given tag %d; tags are 0 to %d", call, tag, NET_MAX_TAG);
+  return 0;
+}
+
+/* Holds the lock. The number of the next message (send comm) or receive (receive comm) with
+ * `tag` on c, 0 at its first use; NULL when out of memory. */
+static uint32_t* seq_of(struct ucomm* c, int tag) {
+  for (int i = 0; i < c->nseqs; i++)
+    if (c->seqs[i].tag == tag) return &c->seqs[i].next;
+  struct tag_seq* s = realloc(c->seqs, (size_t)(c->nseqs + 1) * sizeof *s);
+  if (s == NULL) return NULL;
+  c->seqs = s;
+  s[c->nseqs].tag = tag;
+  s[c->nseqs].next = 0;
+  return &s[c->nseqs++].next;
+}
+
 static void op_param(ucp_request_param_t* p, void* mhandle) {
   struct umr* m = mhandle ? net_handle_get(mhandle, NET_KIND_MR) : NULL;
   memset(p, 0, sizeof *p);
@@ -121,20 +141,22 @@ static ncclResult_t u_isend(void* send_comm, void* data, size_t size, int tag, v
   struct ucomm* c = get_comm(send_comm, NET_KIND_SEND, "isend");
   ncclResult_t res = ncclSuccess;
   *request = NULL;
-  if (c == NULL) return ncclInvalidArgument;
+  if (c == NULL || !tag_ok(tag, "isend")) return ncclInvalidArgument;
   if (ucx_failed(c)) return ncclRemoteError;
   pthread_mutex_lock(&ucx.lock);
   if (c->nreqs < NET_MAX_REQUESTS) {
     struct ureq* q = calloc(1, sizeof *q);
+    uint32_t* seq = q ? seq_of(c, tag) : NULL;
     ucp_request_param_t p;
     op_param(&p, mhandle);
     ucs_status_ptr_t r =
-        q ? ucx.f.tag_send_nbx(c->ep, data, size, tag_of(KIND_DATA, c->id, tag), &p)
-          : UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
+        seq ? ucx.f.tag_send_nbx(c->ep, data, size, tag_of(KIND_DATA, c->id, tag, *seq), &p)
+            : UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
     if (UCS_PTR_IS_ERR(r)) {
       res = status_res(UCS_PTR_STATUS(r), "a send could not be posted");
       free(q);
     } else {
+      ++*seq;
       q->n = 1;
       q->is_send = 1;
       q->r[0] = r;
@@ -147,13 +169,32 @@ static ncclResult_t u_isend(void* send_comm, void* data, size_t size, int tag, v
   return res;
 }
 
-/* A comm whose peer is gone may still receive what arrived before: every tag must be waiting. */
-static int all_arrived(struct ucomm* c, int n, const int* tags) {
+/* Holds the lock. The UCP tags of a receive's n buffers: each the next receive of its tag on c
+ * (a tag given twice: the later buffer takes the later message). The numbers are taken only
+ * once the receive is posted (recv_taken). */
+static ncclResult_t recv_tags(struct ucomm* c, int n, const int* tags, ucp_tag_t* out) {
+  for (int i = 0; i < n; i++) {
+    uint32_t* seq = seq_of(c, tags[i]);
+    if (seq == NULL) return ncclSystemError;
+    uint32_t k = *seq;
+    for (int j = 0; j < i; j++) k += tags[j] == tags[i];
+    out[i] = tag_of(KIND_DATA, c->id, tags[i], k);
+  }
+  return ncclSuccess;
+}
+
+static void recv_taken(struct ucomm* c, int n, const int* tags) {
+  for (int i = 0; i < n; i++)
+    for (int k = 0; k < c->nseqs; k++)
+      if (c->seqs[k].tag == tags[i]) c->seqs[k].next++;
+}
+
+/* A comm whose peer is gone may still receive what arrived before: every message must be
+ * waiting. */
+static int all_arrived(int n, const ucp_tag_t* utags) {
   ucp_tag_recv_info_t info;
   for (int i = 0; i < n; i++)
-    if (ucx.f.tag_probe_nb(ucx.worker, tag_of(KIND_DATA, c->id, tags[i]), ~(ucp_tag_t)0, 0,
-                           &info) == NULL)
-      return 0;
+    if (ucx.f.tag_probe_nb(ucx.worker, utags[i], ~(ucp_tag_t)0, 0, &info) == NULL) return 0;
   return 1;
 }
 
@@ -167,9 +208,14 @@ static ncclResult_t u_irecv(void* recv_comm, int n, void** data, size_t* sizes, 
     WARN("NET/UCX: irecv was asked to group %d buffers; UCX groups 1 to %d", n, UCX_MAX_RECVS);
     return ncclInvalidArgument;
   }
+  for (int i = 0; i < n; i++)
+    if (!tag_ok(tags[i], "irecv")) return ncclInvalidArgument;
+  ucp_tag_t utags[UCX_MAX_RECVS];
   pthread_mutex_lock(&ucx.lock);
   ucx.f.worker_progress(ucx.worker);
-  if (ucx_failed(c) && !all_arrived(c, n, tags)) {
+  if ((res = recv_tags(c, n, tags, utags)) != ncclSuccess) {
+    WARN("NET/UCX: out of memory for a receive's tags");
+  } else if (ucx_failed(c) && !all_arrived(n, utags)) {
     res = ncclRemoteError;
   } else if (c->nreqs < NET_MAX_REQUESTS) {
     struct ureq* q = calloc(1, sizeof *q);
@@ -180,8 +226,8 @@ static ncclResult_t u_irecv(void* recv_comm, int n, void** data, size_t* sizes, 
       /* always a request, whose size ucp_tag_recv_request_test reports (UCX 1.13 leaves
        * recv_info unfilled when a receive finishes at once) */
       p.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-      ucs_status_ptr_t r = ucx.f.tag_recv_nbx(ucx.worker, data[i], sizes[i],
-                                              tag_of(KIND_DATA, c->id, tags[i]), ~(ucp_tag_t)0, &p);
+      ucs_status_ptr_t r =
+          ucx.f.tag_recv_nbx(ucx.worker, data[i], sizes[i], utags[i], ~(ucp_tag_t)0, &p);
       q->n = i + 1;
       if (UCS_PTR_IS_ERR(r)) {
         res = status_res(UCS_PTR_STATUS(r), "a receive could not be posted");
@@ -190,6 +236,7 @@ static ncclResult_t u_irecv(void* recv_comm, int n, void** data, size_t* sizes, 
       q->r[i] = r;
     }
     if (q != NULL && res == ncclSuccess) res = req_wrap(c, q, request);
+    if (q != NULL && res == ncclSuccess) recv_taken(c, n, tags);
     if (q != NULL && res != ncclSuccess) {
       for (int i = 0; i < q->n; i++) req_drop(q->r[i]);
       free(q);
@@ -329,6 +376,7 @@ static void comm_end(struct ucomm* c, int force) {
   c->hello_req = NULL;
   ep_end(c, force);
   net_handle_free(c->handle);
+  free(c->seqs);
   free(c);
 }
 

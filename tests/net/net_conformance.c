@@ -263,7 +263,8 @@ TEST(net_max_requests_in_order) {
   pair_close(n, &p);
 }
 
-#include "net_conformance_wait.h" /* net_wait_and_wake */
+#include "net_conformance_wait.h"  /* net_wait_and_wake */
+#include "net_conformance_order.h" /* net_order_while_connecting, ucx_tag_range */
 
 /* A grouped receive takes one message per buffer, matched by tag whatever the send order. */
 TEST(net_grouped_irecv_by_tag) {
