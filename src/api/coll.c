@@ -81,6 +81,7 @@ ncclResult_t api_enqueue(enum coll_kind coll, const void* sendbuff, void* recvbu
   if (opts) {
     t.algo_mask = opts->algo_mask;
     t.cta_min = opts->cta_min, t.cta_max = opts->cta_max, t.cta_policy = opts->cta_policy;
+    t.launch_event = opts->launch_event;
   }
   NCCLCHECK(api_check_usable(comm, fn));
   NCCLCHECK(api_check_dtype(dt, fn));

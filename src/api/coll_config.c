@@ -1,7 +1,8 @@
 /* The nccl*Config collectives: the plain collectives with per-call options (ncclCollConfig_t).
  * The options are checked here and travel in the task: algSelection becomes the task's
  * algo_mask (core/algo.c picks among those by the cost model), minCTAs/maxCTAs/CTAPolicy narrow
- * the comm's thread-block limits for this call (GPU engine). */
+ * the comm's thread-block limits for this call (GPU engine; NCCL_CTA_POLICY_ZERO moves it to the
+ * copy engines), launchCompletionEvent is recorded when the GPU engine launches the call. */
 #include <stddef.h>
 #include <string.h>
 #include "api/api.h"
@@ -119,12 +120,16 @@ static ncclResult_t parse(ncclComm_t comm, enum coll_kind coll, const ncclCollCo
   NCCLCHECK(check_ext(c.ext, fn));
   NCCLCHECK(check_ctas(comm, &c, o, fn));
   NCCLCHECK(check_algo(comm, coll, &c, o, fn));
-  if (c.launchCompletionEvent != NULL) {
-    WARN("%s: config->launchCompletionEvent is set; Monel does not record launch-completion "
-         "events, leave it NULL and record an event on the stream after the call instead",
-         fn);
+  if (c.launchCompletionEvent != NULL && !comm->engine->enqueue_only) {
+    /* The CPU engine uses no GPU: the call runs on host threads and is over when it (or its
+     * group) returns; there is no launch on a stream for an event to mark. */
+    WARN("%s: config->launchCompletionEvent is set, but comm %p runs on Monel's CPU engine, "
+         "which launches nothing on a CUDA stream (the call is complete when it, or its group, "
+         "returns); leave it NULL",
+         fn, (void*)comm);
     return ncclInvalidUsage;
   }
+  o->launch_event = c.launchCompletionEvent; /* the GPU engine checks it (gpu/task_check.c) */
   /* userProfilerTag: Monel loads no profiler plugin, so there is nobody to hand it to. */
   return ncclSuccess;
 }

@@ -1,7 +1,9 @@
 /* Exported window calls: registration (core/comm_ext.c keeps the list), the user pointer, and
- * the host-side device-pointer helpers of NCCL's device API. On the CPU engine a rank reaches
- * the window of a peer of its process (its address) and of a peer of another process of its host
- * whose window lies in memory of ncclMemAlloc (a shared segment, mapped at registration). */
+ * the host-side device-pointer helpers of NCCL's device API. A rank reaches the window of a peer
+ * of its process (its address; on the GPU engine, on the same GPU or one with peer access) and of
+ * a peer of another process of its host: on the CPU engine when the window lies in memory of
+ * ncclMemAlloc (a shared segment), on the GPU engine in device memory CUDA IPC can share (mapped
+ * at registration, unmapped at deregistration). */
 #include <stdlib.h>
 #include <string.h>
 #include "api/api.h"
@@ -10,23 +12,24 @@
 #include "core/group.h"
 #include "util/check.h"
 
-/* Registration is collective: on the CPU engine every rank sends its record of the window
- * (address, size, shared segment: core/comm_ext.h) to every peer and receives theirs, which maps
- * the peers' parts this rank can reach (ncclGetPeerDevicePointer) and opens the point-to-point
- * paths to every peer both ways, because a path is set up by both of its ends and a one-sided
- * put must not wait for its target to set up its end (api/onesided.c). Inside a group, or on a
- * suspended comm, nothing is exchanged: only the calling rank's part is known. */
+/* Registration is collective: every rank sends its record of the window (address, size, shared
+ * segment, the engine's handle: core/comm_ext.h) to every peer and receives theirs, which maps
+ * the peers' parts this rank can reach (ncclGetPeerDevicePointer). On the CPU engine the records
+ * go over Send/Recv, which also opens the point-to-point paths to every peer both ways, because
+ * a path is set up by both of its ends and a one-sided put must not wait for its target to set
+ * up its end (api/onesided.c); the GPU engine's paths are open from init, and its records go
+ * through the bootstrap (comm_window_share). Inside a group, or on a suspended comm, nothing is
+ * exchanged: only the calling rank's part is known. */
 static ncclResult_t exchange(ncclComm_t comm, struct comm_window* cw, const char* fn) {
-  if (comm->nranks == 1 || strcmp(comm->engine->name, "cpu") != 0 || group_depth() > 0 ||
-      comm->suspended)
-    return ncclSuccess;
+  if (comm->nranks == 1 || group_depth() > 0 || comm->suspended) return ncclSuccess;
+  if (comm->engine->enqueue_only) return comm_window_share(cw);
   struct window_rec* recs = calloc((size_t)comm->nranks + 1, sizeof *recs);
   if (recs == NULL) {
     WARN("%s: out of host memory on rank %d", fn, comm->rank);
     return ncclSystemError;
   }
   struct window_rec* mine = &recs[comm->nranks];
-  comm_window_rec(cw->buff, cw->size, mine);
+  comm_window_rec(comm, cw->buff, cw->size, mine);
   ncclResult_t res = pncclGroupStart(), end;
   for (int p = 0; p < comm->nranks && res == ncclSuccess; p++) {
     if (p == comm->rank) continue;
@@ -107,9 +110,9 @@ static ncclResult_t peer_pointer(ncclWindow_t window, size_t offset, int peer, v
   *out = comm_window_peer_ptr(cw, peer, offset);
   if (*out == NULL)
     INFO(LOG_REG,
-         "%s: rank %d cannot reach rank %d's part of window %p (another host, another "
-         "process's memory not allocated by ncclMemAlloc, another engine than the CPU "
-         "one, or registered inside a group): NULL",
+         "%s: rank %d cannot reach rank %d's part of window %p (another host, another GPU "
+         "without peer access, another process's memory CUDA IPC cannot share or host memory "
+         "not allocated by ncclMemAlloc, or registered inside a group): NULL",
          fn, comm->rank, peer, (void*)window);
   return ncclSuccess;
 }

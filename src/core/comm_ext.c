@@ -41,7 +41,13 @@ ncclResult_t comm_window_add(struct ncclComm* comm, void* buff, size_t size, int
 
 /* Unmaps what the window mapped of its peers and frees its record. */
 static void window_free(struct comm_window* cw) {
-  for (int i = 0; i < cw->nmaps; i++) os_shm_unmap(cw->maps[i].base, cw->maps[i].len);
+  for (int i = 0; i < cw->nmaps; i++) {
+    struct window_map* m = &cw->maps[i];
+    if (m->len == 0)
+      cw->comm->engine->win_unmap(cw->comm, m->base);
+    else
+      os_shm_unmap(m->base, m->len);
+  }
   free(cw->maps);
   free(cw->peers);
   free(cw->handle);
@@ -85,17 +91,25 @@ ncclResult_t comm_window_remove(struct ncclComm* comm, struct ncclWindow_vidmem*
   return ncclSuccess;
 }
 
-void comm_window_rec(const void* buff, size_t size, struct window_rec* out) {
+void comm_window_rec(struct ncclComm* comm, const void* buff, size_t size, struct window_rec* out) {
   memset(out, 0, sizeof *out);
   out->addr = (uint64_t)(uintptr_t)buff;
   out->size = size;
   out->shared = size > 0 && mem_shared_find(buff, size, &out->shm);
+  if (size > 0 && comm->engine->win_export) comm->engine->win_export(comm, buff, size, out);
 }
 
 /* Where this rank reaches peer p's part described by r; NULL: it cannot. */
 static char* map_peer(struct comm_window* cw, int p, const struct window_rec* r) {
-  const struct peer_info *me = &cw->comm->peers[cw->comm->rank], *pi = &cw->comm->peers[p];
+  struct ncclComm* comm = cw->comm;
+  const struct peer_info *me = &comm->peers[comm->rank], *pi = &comm->peers[p];
   if (pi->host_hash != me->host_hash || r->size == 0) return NULL;
+  if (r->device) { /* the engine's memory: the engine maps it */
+    void* map = NULL;
+    char* at = comm->engine->win_import ? comm->engine->win_import(comm, p, r, &map) : NULL;
+    if (map != NULL) cw->maps[cw->nmaps++] = (struct window_map){map, 0};
+    return at;
+  }
   if (pi->pid == me->pid) return (char*)(uintptr_t)r->addr; /* a thread of this process */
   if (!r->shared) return NULL;                              /* another process's private memory */
   void* base = NULL;
@@ -118,6 +132,20 @@ ncclResult_t comm_window_map_peers(struct comm_window* cw, const struct window_r
     cw->peers[p].size = cw->peers[p].ptr ? (size_t)recs[p].size : 0;
   }
   return ncclSuccess;
+}
+
+ncclResult_t comm_window_share(struct comm_window* cw) {
+  struct ncclComm* comm = cw->comm;
+  struct window_rec* recs = calloc((size_t)comm->nranks, sizeof *recs);
+  if (recs == NULL) {
+    WARN("ncclCommWindowRegister: out of host memory on rank %d", comm->rank);
+    return ncclSystemError;
+  }
+  comm_window_rec(comm, cw->buff, cw->size, &recs[comm->rank]);
+  ncclResult_t res = boot_allgather(comm->boot, recs, sizeof *recs);
+  if (res == ncclSuccess) res = comm_window_map_peers(cw, recs);
+  free(recs);
+  return res;
 }
 
 void* comm_window_peer_ptr(const struct comm_window* cw, int peer, size_t offset) {

@@ -26,23 +26,30 @@ struct comm_window {
   } * peers;
   struct window_map {
     void* base;
-    size_t len;
+    size_t len; /* 0: the engine's mapping (engine->win_unmap), else a shared segment's */
   } * maps;
   int nmaps;
 };
 
-/* What a rank tells every peer of its part of a window when it registers it (CPU engine). */
+/* What a rank tells every peer of its part of a window when it registers it. */
 struct window_rec {
   uint64_t addr, size;
   int shared; /* shm is set: the part lies in a shared segment of ncclMemAlloc */
   struct mem_shared shm;
+  int device;             /* the part is the engine's memory, described by dev (win_export) */
+  unsigned char dev[128]; /* the engine's own record (gpu/window.c) */
 };
-/* This rank's record of [buff, buff+size). */
-void comm_window_rec(const void* buff, size_t size, struct window_rec* out);
-/* Maps the peers' parts of cw from their records (recs[comm->nranks]; own entry ignored): a
- * peer of this process gives its address, a peer of another process of this host its shared
- * segment mapped here; other peers stay unmapped. */
+/* This rank's record of [buff, buff+size) on comm (the engine adds its part: win_export). */
+void comm_window_rec(struct ncclComm* comm, const void* buff, size_t size, struct window_rec* out);
+/* Maps the peers' parts of cw from their records (recs[comm->nranks]; own entry ignored): a part
+ * in the engine's memory as the engine maps it (win_import), else a peer of this process gives
+ * its address, a peer of another process of this host its shared segment mapped here; other
+ * peers stay unmapped. */
 ncclResult_t comm_window_map_peers(struct comm_window* cw, const struct window_rec* recs);
+/* The exchange of registration on an engine whose point-to-point paths need no opening (the
+ * CUDA engine): every rank's record through the bootstrap, then comm_window_map_peers.
+ * Collective over cw's comm. */
+ncclResult_t comm_window_share(struct comm_window* cw);
 /* Byte `offset` of rank peer's part of cw as this rank can use it; NULL when not mapped or
  * offset lies beyond that part. */
 void* comm_window_peer_ptr(const struct comm_window* cw, int peer, size_t offset);

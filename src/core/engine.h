@@ -10,6 +10,7 @@
 
 struct ncclComm;
 struct task;
+struct window_rec;
 
 struct engine {
   const char* name;
@@ -61,6 +62,22 @@ struct engine {
   ncclResult_t (*stream_wait)(cudaStream_t stream, const char* fn);
   ncclResult_t (*copy)(void* dst, const void* src, size_t bytes, cudaStream_t stream,
                        const char* fn);
+  /* Collective setup some tasks need before run() (the CUDA engine sets up its copy-engine path
+   * for the first call with a per-call NCCL_CTA_POLICY_ZERO): prepare_needed decides from the
+   * tasks and what every rank of the comm holds alike, so every rank prepares at the same point
+   * of its operations; core/group.c prepares the comms of one thread's group side by side.
+   * NULL: nothing to prepare. */
+  int (*prepare_needed)(const struct ncclComm* comm, const struct task* tasks, int ntasks);
+  ncclResult_t (*prepare)(struct ncclComm* comm);
+  /* Windows in the engine's memory (ncclGetPeerDevicePointer; core/comm_ext.c). win_export adds
+   * to this rank's record of its part [buff, buff+size) what peers need to reach it (setting
+   * rec->device), and leaves the record alone when the part is not the engine's memory.
+   * win_import: a peer's part (rec->device set) as this rank can load and store it, or NULL;
+   * *map (NULL: none) is what win_unmap closes when the window goes. NULL members: the engine's
+   * windows lie in host memory. */
+  void (*win_export)(struct ncclComm* comm, const void* buff, size_t size, struct window_rec* rec);
+  void* (*win_import)(struct ncclComm* comm, int peer, const struct window_rec* rec, void** map);
+  void (*win_unmap)(struct ncclComm* comm, void* map);
 };
 
 extern const struct engine cpu_engine;

@@ -79,11 +79,21 @@ static ncclResult_t engine_run(struct ncclComm* comm, struct task* tasks, int nt
   return res;
 }
 
+/* Whether the engine must prepare comm for these tasks first (struct engine prepare). */
+static int needs_prepare(const struct ncclComm* comm, const struct task* tasks, int ntasks) {
+  return comm->engine->prepare_needed && comm->engine->prepare_needed(comm, tasks, ntasks);
+}
+
+static ncclResult_t prepare_job(void* comm) {
+  return ((struct ncclComm*)comm)->engine->prepare(comm);
+}
+
 ncclResult_t group_enqueue(struct ncclComm* comm, const struct task* task) {
   struct group* g = group_self();
   if (g->depth == 0) {
     struct task t = *task;
-    ncclResult_t res = engine_run(comm, &t, 1);
+    ncclResult_t res = needs_prepare(comm, &t, 1) ? comm->engine->prepare(comm) : ncclSuccess;
+    if (res == ncclSuccess) res = engine_run(comm, &t, 1);
     task_release(&t);
     return res;
   }
@@ -189,7 +199,16 @@ ncclResult_t group_end(void) {
     /* Inits first: a comm created in this group may also have tasks in it. */
     for (int i = 0; i < g->ninits; i++) jobs[i] = (struct job){.setup = g->inits[i], .is_init = 1};
     if (g->ninits) res = run_jobs(jobs, g->ninits);
+    /* Then what the engines must prepare collectively, side by side (one thread may hold
+     * several ranks of a comm). */
     int k = 0;
+    for (int i = 0; i < g->ncomms; i++) {
+      struct ncclComm* c = g->comms[i];
+      if (c->ntasks && needs_prepare(c, c->tasks, c->ntasks))
+        jobs[k++] = (struct job){.setup = {prepare_job, c}, .is_init = 1};
+    }
+    if (res == ncclSuccess && k) res = run_jobs(jobs, k);
+    k = 0;
     for (int i = 0; i < g->ncomms; i++)
       if (g->comms[i]->ntasks) jobs[k++] = (struct job){.comm = g->comms[i]};
     if (res == ncclSuccess && k) res = run_jobs(jobs, k);

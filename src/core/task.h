@@ -39,9 +39,10 @@ struct task {
   /* How the engine runs it: filled by core (core/plan.c) for every task before engine->run. */
   struct plan_op plan;
   /* Per-call options of the nccl*Config calls (api/coll_config.c); 0 keeps the comm's. */
-  unsigned algo_mask;   /* algorithms this call may use (1 << ALGO_*) */
-  int cta_min, cta_max; /* thread blocks of its GPU kernels */
-  int cta_policy;       /* NCCL_CTA_POLICY_* + 1 */
+  unsigned algo_mask;       /* algorithms this call may use (1 << ALGO_*) */
+  int cta_min, cta_max;     /* thread blocks of its GPU kernels */
+  int cta_policy;           /* NCCL_CTA_POLICY_* + 1 */
+  cudaEvent_t launch_event; /* ncclCollConfig_t.launchCompletionEvent (GPU engine), or NULL */
 };
 
 /* Release what a task owns (accepts a task that owns nothing). Whoever drops or completes a

@@ -165,40 +165,51 @@ out:
 /* Launchers of one (protocol, data type) pair, defined where COLLS_INSTANTIATE is set (one
  * generated file per pair, CMakeLists.txt) and called by ring.cu's dispatch. */
 template <int PROTO, typename T>
-cudaError_t colls_ring_launch(const struct dev_ring_args* a, cudaStream_t stream);
+cudaError_t colls_ring_launch(const struct dev_ring_args* a, cudaStream_t stream,
+                              const struct dev_launch_ex* ex);
 template <int PROTO, typename T> cudaError_t colls_ring_preload(int op);
 template <int PROTO, typename T>
-cudaError_t colls_tree_launch(const struct dev_tree_args* a, cudaStream_t stream);
+cudaError_t colls_tree_launch(const struct dev_tree_args* a, cudaStream_t stream,
+                              const struct dev_launch_ex* ex);
 template <int PROTO, typename T> cudaError_t colls_tree_preload(int op);
 
 #ifdef COLLS_INSTANTIATE
 #define RING_LAUNCH(T, OP)                                                                         \
+  if (ex)                                                                                          \
+    return dev_launch_by(ex, ring_kernel<PROTO, T, OP>, a->nchannels, DEV_NTHREADS, a, stream);    \
   ring_kernel<PROTO, T, OP><<<a->nchannels, DEV_NTHREADS, 0, stream>>>(*a);                        \
   return cudaGetLastError();
 #define RING_PRELOAD(T, OP) return dev_preload_fn(ring_kernel<PROTO, T, OP>);
 #define TREE_LAUNCH(T, OP)                                                                         \
+  if (ex)                                                                                          \
+    return dev_launch_by(ex, tree_kernel<PROTO, T, OP>, 2 * a->ntrees * a->nchannels,              \
+                         DEV_TREE_NTHREADS, a, stream);                                            \
   tree_kernel<PROTO, T, OP><<<2 * a->ntrees * a->nchannels, DEV_TREE_NTHREADS, 0, stream>>>(*a);   \
   return cudaGetLastError();
 #define TREE_PRELOAD(T, OP) return dev_preload_fn(tree_kernel<PROTO, T, OP>);
 
 template <int PROTO, typename T>
-cudaError_t colls_ring_launch(const struct dev_ring_args* a, cudaStream_t stream) {
+cudaError_t colls_ring_launch(const struct dev_ring_args* a, cudaStream_t stream,
+                              const struct dev_launch_ex* ex) {
   DEV_SWITCH_OP(T, a->op, RING_LAUNCH)
 }
 template <int PROTO, typename T> cudaError_t colls_ring_preload(int op) {
   DEV_SWITCH_OP(T, op, RING_PRELOAD)
 }
 template <int PROTO, typename T>
-cudaError_t colls_tree_launch(const struct dev_tree_args* a, cudaStream_t stream) {
+cudaError_t colls_tree_launch(const struct dev_tree_args* a, cudaStream_t stream,
+                              const struct dev_launch_ex* ex) {
   DEV_SWITCH_OP(T, a->op, TREE_LAUNCH)
 }
 template <int PROTO, typename T> cudaError_t colls_tree_preload(int op) {
   DEV_SWITCH_OP(T, op, TREE_PRELOAD)
 }
 #define COLLS_INSTANCE(PR, T)                                                                      \
-  template cudaError_t colls_ring_launch<PR, T>(const struct dev_ring_args*, cudaStream_t);        \
+  template cudaError_t colls_ring_launch<PR, T>(const struct dev_ring_args*, cudaStream_t,         \
+                                                const struct dev_launch_ex*);                      \
   template cudaError_t colls_ring_preload<PR, T>(int);                                             \
-  template cudaError_t colls_tree_launch<PR, T>(const struct dev_tree_args*, cudaStream_t);        \
+  template cudaError_t colls_tree_launch<PR, T>(const struct dev_tree_args*, cudaStream_t,         \
+                                                const struct dev_launch_ex*);                      \
   template cudaError_t colls_tree_preload<PR, T>(int);
 #endif
 #endif

@@ -296,21 +296,39 @@ struct dev_onehop_args {
   char* recv_fifo[DEV_MAX_PEERS]; /* my channel 0 FIFO that peer r fills */
 };
 
+/* A launch the host side makes itself instead of <<<grid, block, 0, stream>>>(*args) (gpu/driver.c:
+ * with a launch-completion event, the event of ncclCollConfig_t.launchCompletionEvent). kernel:
+ * the kernel's host address; arg: its one argument (the args struct). The launchers below take
+ * one of these, or NULL for the plain launch. */
+struct dev_launch_ex;
+typedef cudaError_t (*dev_launch_ex_fn)(const struct dev_launch_ex* ex, const void* kernel,
+                                        unsigned grid, unsigned block, void* arg,
+                                        cudaStream_t stream);
+struct dev_launch_ex {
+  dev_launch_ex_fn launch;
+  cudaEvent_t event;
+};
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 /* Launch a ring collective: one block of DEV_NTHREADS threads per channel on `stream`. */
-cudaError_t dev_ring_launch(const struct dev_ring_args* args, cudaStream_t stream);
+cudaError_t dev_ring_launch(const struct dev_ring_args* args, cudaStream_t stream,
+                            const struct dev_launch_ex* ex);
 /* Launch a tree collective: 2 x ntrees x nchannels blocks of DEV_TREE_NTHREADS threads. */
-cudaError_t dev_tree_launch(const struct dev_tree_args* args, cudaStream_t stream);
+cudaError_t dev_tree_launch(const struct dev_tree_args* args, cudaStream_t stream,
+                            const struct dev_launch_ex* ex);
 cudaError_t dev_tree_preload(int proto, int dtype, int op);
 /* Launch a one-shot LL collective: grid blocks of DEV_LL_NTHREADS threads. */
-cudaError_t dev_oneshot_launch(const struct dev_oneshot_args* args, cudaStream_t stream);
+cudaError_t dev_oneshot_launch(const struct dev_oneshot_args* args, cudaStream_t stream,
+                               const struct dev_launch_ex* ex);
 /* Launch a list of point-to-point messages: one block per entry of args->blocks. */
-cudaError_t dev_p2p_launch(const struct dev_p2p_args* args, cudaStream_t stream);
+cudaError_t dev_p2p_launch(const struct dev_p2p_args* args, cudaStream_t stream,
+                           const struct dev_launch_ex* ex);
 cudaError_t dev_p2p_preload(void);
 /* Launch a one-hop AllReduce: one block of DEV_NTHREADS threads. */
-cudaError_t dev_onehop_launch(const struct dev_onehop_args* args, cudaStream_t stream);
+cudaError_t dev_onehop_launch(const struct dev_onehop_args* args, cudaStream_t stream,
+                              const struct dev_launch_ex* ex);
 cudaError_t dev_onehop_preload(int dtype, int op);
 /* Load the kernels of (dtype, op) (dtype an ncclDataType_t, op a RED_* kind) on the current
  * device, so that no first launch pays for lazy module loading. */

@@ -113,10 +113,12 @@ out:
 }
 
 #define ONEHOP_LAUNCH(T, OP)                                                                       \
+  if (ex) return dev_launch_by(ex, onehop_kernel<T, OP>, 1, DEV_NTHREADS, a, stream);              \
   onehop_kernel<T, OP><<<1, DEV_NTHREADS, 0, stream>>>(*a);                                        \
   return cudaGetLastError();
 
-extern "C" cudaError_t dev_onehop_launch(const struct dev_onehop_args* a, cudaStream_t stream) {
+extern "C" cudaError_t dev_onehop_launch(const struct dev_onehop_args* a, cudaStream_t stream,
+                                         const struct dev_launch_ex* ex) {
   DEV_SWITCH_TYPE(a->dtype, a->op, ONEHOP_LAUNCH)
 }
 

@@ -168,10 +168,12 @@ __global__ void __launch_bounds__(DEV_LL_NTHREADS) oneshot_kernel(struct dev_one
 }
 
 #define ONESHOT_LAUNCH(T, OP)                                                                      \
+  if (ex) return dev_launch_by(ex, oneshot_kernel<T, OP>, a->grid, DEV_LL_NTHREADS, a, stream);    \
   oneshot_kernel<T, OP><<<a->grid, DEV_LL_NTHREADS, 0, stream>>>(*a);                              \
   return cudaGetLastError();
 
-extern "C" cudaError_t dev_oneshot_launch(const struct dev_oneshot_args* a, cudaStream_t stream) {
+extern "C" cudaError_t dev_oneshot_launch(const struct dev_oneshot_args* a, cudaStream_t stream,
+                                          const struct dev_launch_ex* ex) {
   DEV_SWITCH_TYPE(a->dtype, a->op, ONESHOT_LAUNCH)
 }
 

@@ -80,7 +80,9 @@ out:
   block_finished(&a.ctl);
 }
 
-extern "C" cudaError_t dev_p2p_launch(const struct dev_p2p_args* a, cudaStream_t stream) {
+extern "C" cudaError_t dev_p2p_launch(const struct dev_p2p_args* a, cudaStream_t stream,
+                                      const struct dev_launch_ex* ex) {
+  if (ex) return dev_launch_by(ex, p2p_kernel, a->nblocks, DEV_NTHREADS, a, stream);
   p2p_kernel<<<a->nblocks, DEV_NTHREADS, 0, stream>>>(*a);
   return cudaGetLastError();
 }

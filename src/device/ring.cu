@@ -32,8 +32,10 @@
     return cudaErrorInvalidValue;                                                                  \
   }
 
-template <int PROTO> static cudaError_t ring_launch(const struct dev_ring_args* a, cudaStream_t s) {
-#define CALL(T) return colls_ring_launch<PROTO, T>(a, s);
+template <int PROTO>
+static cudaError_t ring_launch(const struct dev_ring_args* a, cudaStream_t s,
+                               const struct dev_launch_ex* ex) {
+#define CALL(T) return colls_ring_launch<PROTO, T>(a, s, ex);
   SWITCH_T(a->dtype, CALL)
 #undef CALL
 }
@@ -42,8 +44,10 @@ template <int PROTO> static cudaError_t ring_preload(int dtype, int op) {
   SWITCH_T(dtype, CALL)
 #undef CALL
 }
-template <int PROTO> static cudaError_t tree_launch(const struct dev_tree_args* a, cudaStream_t s) {
-#define CALL(T) return colls_tree_launch<PROTO, T>(a, s);
+template <int PROTO>
+static cudaError_t tree_launch(const struct dev_tree_args* a, cudaStream_t s,
+                               const struct dev_launch_ex* ex) {
+#define CALL(T) return colls_tree_launch<PROTO, T>(a, s, ex);
   SWITCH_T(a->dtype, CALL)
 #undef CALL
 }
@@ -53,14 +57,15 @@ template <int PROTO> static cudaError_t tree_preload(int dtype, int op) {
 #undef CALL
 }
 
-extern "C" cudaError_t dev_ring_launch(const struct dev_ring_args* a, cudaStream_t stream) {
+extern "C" cudaError_t dev_ring_launch(const struct dev_ring_args* a, cudaStream_t stream,
+                                       const struct dev_launch_ex* ex) {
   switch (a->proto) {
   case DEV_PROTO_LL:
-    return ring_launch<DEV_PROTO_LL>(a, stream);
+    return ring_launch<DEV_PROTO_LL>(a, stream, ex);
   case DEV_PROTO_LL128:
-    return ring_launch<DEV_PROTO_LL128>(a, stream);
+    return ring_launch<DEV_PROTO_LL128>(a, stream, ex);
   default:
-    return ring_launch<DEV_PROTO_SIMPLE>(a, stream);
+    return ring_launch<DEV_PROTO_SIMPLE>(a, stream, ex);
   }
 }
 
@@ -76,14 +81,15 @@ extern "C" cudaError_t dev_ring_preload(int proto, int dtype, int op) {
   }
 }
 
-extern "C" cudaError_t dev_tree_launch(const struct dev_tree_args* a, cudaStream_t stream) {
+extern "C" cudaError_t dev_tree_launch(const struct dev_tree_args* a, cudaStream_t stream,
+                                       const struct dev_launch_ex* ex) {
   switch (a->proto) {
   case DEV_PROTO_LL:
-    return tree_launch<DEV_PROTO_LL>(a, stream);
+    return tree_launch<DEV_PROTO_LL>(a, stream, ex);
   case DEV_PROTO_LL128:
-    return tree_launch<DEV_PROTO_LL128>(a, stream);
+    return tree_launch<DEV_PROTO_LL128>(a, stream, ex);
   default:
-    return tree_launch<DEV_PROTO_SIMPLE>(a, stream);
+    return tree_launch<DEV_PROTO_SIMPLE>(a, stream, ex);
   }
 }
 

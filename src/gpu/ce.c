@@ -75,44 +75,97 @@ static void load_entry_points(void) {
   for (size_t i = 0; i < CE_FLAGS / 4; i++) all_set[i] = 1;
 }
 
-ncclResult_t gpu_ce_setup(struct ncclComm* comm, struct gpu_comm* g) {
+/* Every rank decides alike: the path if any rank wants it (*mode, the largest TUNE_CE_* of
+ * `want`), usable if every rank can (*all_can). */
+static ncclResult_t agree(struct ncclComm* comm, int want, int can, int* mode, int* all_can) {
   int n = comm->nranks, me = comm->rank, *all = NULL;
   ncclResult_t res = ncclSuccess;
-  int want = param_int(PARAM_COPY_ENGINE) == 1 || comm->config.CTAPolicy == NCCL_CTA_POLICY_ZERO
-                 ? TUNE_CE_ALL
-             : param_int(PARAM_CE_MIN_BYTES) > 0 ? TUNE_CE_TUNED
-                                                 : TUNE_CE_OFF;
-  pthread_once(&load_once, load_entry_points);
-  int can = wait_value32 != NULL && write_value32 != NULL;
-  if (n == 1) { /* copies to myself only */
-    g->ce_mode = want, g->ce_ok = can;
-    return ncclSuccess;
-  }
-  /* Every rank decides alike: the path if any rank wants it, usable if every rank can. */
   NCCLCALLOC(all, 2 * n);
   all[2 * me] = want, all[2 * me + 1] = can;
   NCCLCHECKGOTO(boot_allgather(comm->boot, all, 2 * sizeof *all), res, out);
-  g->ce_mode = TUNE_CE_OFF, can = 1;
+  *mode = TUNE_CE_OFF, *all_can = 1;
   for (int r = 0; r < n; r++) {
-    if (all[2 * r] > g->ce_mode) g->ce_mode = all[2 * r];
-    can &= all[2 * r + 1];
+    if (all[2 * r] > *mode) *mode = all[2 * r];
+    *all_can &= all[2 * r + 1];
   }
-  if (g->ce_mode == TUNE_CE_OFF || !can || g->host_fifos || n > DEV_MAX_PEERS || gpu_net_any(comm))
-    goto out; /* one host, peer access: copies between GPUs of a host only */
+out:
+  free(all);
+  return res;
+}
+
+/* The flags and staging buffers, mapped by every rank (collective), where the path can run:
+ * every rank can, on one host, with peer access. ce_ready says it was decided. */
+static ncclResult_t set_up(struct ncclComm* comm, struct gpu_comm* g, int can) {
+  int n = comm->nranks;
+  g->ce_ready = 1;
+  if (!can || g->host_fifos || n > DEV_MAX_PEERS || gpu_net_any(comm))
+    return ncclSuccess; /* one host, peer access: copies between GPUs of a host only */
   size_t stage = (size_t)param_int(PARAM_CE_STAGE_BYTES), min_stage = (size_t)n * (64 << 10);
   if (stage < min_stage) stage = min_stage;
   if (stage > ((size_t)1 << 30)) stage = (size_t)1 << 30;
   g->ce_region = (stage / (size_t)n) & ~(size_t)255;
-  NCCLCHECKGOTO(gpu_shared_alloc(comm, g, CE_FLAGS + g->ce_region * n, 0, &g->ce_mem), res, out);
-  NCCLCHECKGOTO(gpu_connect_ce(comm, g), res, out);
-out:
-  free(all);
-  if (res == ncclSuccess && g->ce_mode != TUNE_CE_OFF)
-    INFO(LOG_INIT | LOG_P2P, "comm %p rank %d copy-engine path: %s%s, %zu bytes per pair and round",
-         (void*)comm, me, g->ce_mode == TUNE_CE_ALL ? "always" : "from MONEL_CE_MIN_BYTES",
-         g->ce_ok ? "" : " but unusable (no stream memory operations or no peer access)",
-         g->ce_region);
-  return res;
+  NCCLCHECK(gpu_shared_alloc(comm, g, CE_FLAGS + g->ce_region * n, 0, &g->ce_mem));
+  return gpu_connect_ce(comm, g);
+}
+
+static int can_run(void) {
+  pthread_once(&load_once, load_entry_points);
+  return wait_value32 != NULL && write_value32 != NULL;
+}
+
+ncclResult_t gpu_ce_setup(struct ncclComm* comm, struct gpu_comm* g) {
+  int want = param_int(PARAM_COPY_ENGINE) == 1 || comm->config.CTAPolicy == NCCL_CTA_POLICY_ZERO
+                 ? TUNE_CE_ALL
+             : param_int(PARAM_CE_MIN_BYTES) > 0 ? TUNE_CE_TUNED
+                                                 : TUNE_CE_OFF;
+  int can = can_run();
+  if (comm->nranks == 1) { /* copies to myself only */
+    g->ce_mode = want, g->ce_ok = can, g->ce_ready = 1;
+    return ncclSuccess;
+  }
+  NCCLCHECK(agree(comm, want, can, &g->ce_mode, &can));
+  if (g->ce_mode == TUNE_CE_OFF) return ncclSuccess; /* set up by the first call that asks */
+  NCCLCHECK(set_up(comm, g, can));
+  INFO(LOG_INIT | LOG_P2P, "comm %p rank %d copy-engine path: %s%s, %zu bytes per pair and round",
+       (void*)comm, comm->rank, g->ce_mode == TUNE_CE_ALL ? "always" : "from MONEL_CE_MIN_BYTES",
+       g->ce_ok ? "" : " but unusable (no stream memory operations or no peer access)",
+       g->ce_region);
+  return ncclSuccess;
+}
+
+int gpu_ce_zero(const struct task* t) {
+  return t->cta_policy != 0 && ((t->cta_policy - 1) & NCCL_CTA_POLICY_ZERO) != 0;
+}
+
+int gpu_ce_runs(enum coll_kind c) {
+  return c == COLL_ALLGATHER || c == COLL_BROADCAST || task_is_p2p(c);
+}
+
+/* A call with a per-call NCCL_CTA_POLICY_ZERO on a comm whose path was not set up at init (its
+ * own policy did not ask for it): every rank sees the same call at the same point. */
+int gpu_ce_prepare_needed(const struct ncclComm* comm, const struct task* tasks, int ntasks) {
+  const struct gpu_comm* g = comm->engine_state;
+  if (g == NULL || g->ce_ready) return 0;
+  for (int i = 0; i < ntasks; i++)
+    if (gpu_ce_zero(&tasks[i]) && gpu_ce_runs(tasks[i].coll)) return 1;
+  return 0;
+}
+
+ncclResult_t gpu_ce_prepare(struct ncclComm* comm) {
+  struct gpu_comm* g = comm->engine_state;
+  int saved = -1, mode = TUNE_CE_OFF, can = can_run();
+  if (cudaGetDevice(&saved) != cudaSuccess) saved = -1;
+  if (saved != comm->cuda_dev) CUDACHECK(cudaSetDevice(comm->cuda_dev));
+  ncclResult_t res = agree(comm, TUNE_CE_OFF, can, &mode, &can);
+  if (res == ncclSuccess) res = set_up(comm, g, can);
+  if (saved >= 0 && saved != comm->cuda_dev) cudaSetDevice(saved);
+  NCCLCHECK(res);
+  comm->engine_dev_bytes = g->dev_bytes;
+  INFO(LOG_INIT | LOG_P2P,
+       "comm %p rank %d copy-engine path set up for a call with NCCL_CTA_POLICY_ZERO: %s, %zu "
+       "bytes per pair and round",
+       (void*)comm, comm->rank, g->ce_ok ? "usable" : "unusable", g->ce_region);
+  return ncclSuccess;
 }
 
 void gpu_ce_free(struct gpu_comm* g) {
@@ -157,11 +210,34 @@ static size_t symmetric_bytes(const struct task* t) {
  * one thread or process per GPU is not affected). The fix is to send such pairs, which both
  * sides of the pair can recognise, through the kernels. */
 #define CE_MAX_ROUNDS 32
-int gpu_ce_wanted(const struct ncclComm* comm, const struct gpu_comm* g, struct task* const* tasks,
-                  int ntasks) {
-  (void)comm;
-  if (g->ce_mode == TUNE_CE_OFF) return 0; /* the common case, without asking CUDA about capture */
-  struct tune_ce_in in = {.mode = (enum tune_ce_mode)g->ce_mode,
+
+/* A per-call NCCL_CTA_POLICY_ZERO the path cannot honour (the same verdict on every rank: what
+ * it looks at is collective). */
+static ncclResult_t zero_refused(const struct ncclComm* comm, const struct gpu_comm* g,
+                                 const struct task* t) {
+  if (!g->ce_ok)
+    WARN("%s #%llu on rank %d: config->CTAPolicy has NCCL_CTA_POLICY_ZERO, but the copy-engine "
+         "path cannot reach every rank of the comm (it needs the ranks on one host, peer access "
+         "between their GPUs, at most %d ranks and a driver with stream memory operations); "
+         "drop NCCL_CTA_POLICY_ZERO for this call",
+         coll_name(t->coll), (unsigned long long)t->seq, comm->rank, DEV_MAX_PEERS);
+  else
+    WARN("%s #%llu on rank %d: config->CTAPolicy has NCCL_CTA_POLICY_ZERO, but %zu bytes per peer "
+         "take more than the copy-engine path's %d rounds of %zu bytes (one while the stream is "
+         "captured into a CUDA graph); drop NCCL_CTA_POLICY_ZERO for this call or raise "
+         "MONEL_CE_STAGE_BYTES",
+         coll_name(t->coll), (unsigned long long)t->seq, comm->rank, symmetric_bytes(t),
+         CE_MAX_ROUNDS, g->ce_region);
+  return ncclInvalidUsage;
+}
+
+ncclResult_t gpu_ce_wanted(const struct ncclComm* comm, const struct gpu_comm* g,
+                           struct task* const* tasks, int ntasks, int* yes) {
+  int zero = ntasks == 1 && gpu_ce_zero(tasks[0]);
+  *yes = 0;
+  if (g->ce_mode == TUNE_CE_OFF && !zero)
+    return ncclSuccess; /* the common case, without asking CUDA about capture */
+  struct tune_ce_in in = {.mode = zero ? TUNE_CE_ALL : (enum tune_ce_mode)g->ce_mode,
                           .forced = param_int(PARAM_COPY_ENGINE) == 1,
                           .usable = g->ce_ok,
                           .bytes = ntasks == 1 ? symmetric_bytes(tasks[0]) : 0,
@@ -169,7 +245,9 @@ int gpu_ce_wanted(const struct ncclComm* comm, const struct gpu_comm* g, struct 
                           .captured = gpu_capturing(tasks[0]->stream),
                           .max_rounds = CE_MAX_ROUNDS,
                           .min_bytes = (size_t)param_int(PARAM_CE_MIN_BYTES)};
-  return tune_ce_wanted(&in);
+  *yes = tune_ce_wanted(&in);
+  if (zero && !*yes && tasks[0]->count > 0) return zero_refused(comm, g, tasks[0]);
+  return ncclSuccess;
 }
 
 struct ce_list {
@@ -311,7 +389,7 @@ ncclResult_t gpu_ce_run(struct ncclComm* comm, struct task* const* tasks, int nt
     else
       NCCLCHECK(task_messages(tasks[i], me, n, add_msg, &l));
   }
-  if (l.n == 0) return ncclSuccess;
+  if (l.n == 0) return gpu_launch_event_record(t0); /* nothing to move */
   size_t snd[DEV_MAX_PEERS] = {0}, rcv[DEV_MAX_PEERS] = {0};
   for (int i = 0; i < l.n; i++) {
     const struct ce_msg* m = &g->ce_msgs[i];
@@ -331,6 +409,7 @@ ncclResult_t gpu_ce_run(struct ncclComm* comm, struct task* const* tasks, int nt
     if (tasks[i]->seq > last) last = tasks[i]->seq;
   NCCLCHECK(gpu_order_after_last(g, s));
   NCCLCHECK(gpu_join_streams(g, tasks, ntasks, 0));
+  for (int i = 0; i < ntasks; i++) NCCLCHECK(gpu_launch_event_record(tasks[i])); /* no kernel */
   struct self_ctx self = {t0, g->ce_msgs, s};
   NCCLCHECK(task_pair_self(me, l.n, msg_view, copy_self, &self));
   if (n > 1) NCCLCHECK(run_rounds(comm, g, t0, g->ce_msgs, l.n, snd, rcv, s));

@@ -1,7 +1,10 @@
 /* Driver calls reached through the runtime (cudaGetDriverEntryPoint*), so the library still loads
- * and runs its CPU engine without a driver, and the capture question every launch asks. */
+ * and runs its CPU engine without a driver: the capture question every launch asks, and the
+ * launch with a launch-completion event (ncclCollConfig_t.launchCompletionEvent). */
 #include <cuda.h>
 #include <pthread.h>
+#include <string.h>
+#include "util/check.h"
 #include "gpu/gpu.h"
 
 void* gpu_driver_fn(const char* name) {
@@ -20,11 +23,19 @@ void* gpu_driver_fn(const char* name) {
 }
 
 typedef CUresult (*is_capturing_fn)(CUstream, CUstreamCaptureStatus*);
+typedef CUresult (*launch_ex_fn)(const CUlaunchConfig*, CUfunction, void**, void**);
 static is_capturing_fn is_capturing;
+static launch_ex_fn launch_ex;
+static int driver_version;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void load(void) {
   is_capturing = (is_capturing_fn)gpu_driver_fn("cuStreamIsCapturing");
+  launch_ex = (launch_ex_fn)gpu_driver_fn("cuLaunchKernelEx");
+  if (cudaDriverGetVersion(&driver_version) != cudaSuccess) {
+    (void)cudaGetLastError();
+    driver_version = 0;
+  }
 }
 
 /* Asked on every launch: the driver's call costs less than the runtime's wrapper around it (which
@@ -42,4 +53,73 @@ int gpu_capturing(cudaStream_t s) {
     return 0;
   }
   return cs != cudaStreamCaptureStatusNone;
+}
+
+/* CUDA's launch-completion event (a launch attribute of cuLaunchKernelEx) came with CUDA 12.3: the
+ * headers Monel was built with and the driver must both have it. */
+#if CUDA_VERSION >= 12030
+#define LAUNCH_EVENTS 1
+#else
+#define LAUNCH_EVENTS 0
+#endif
+
+ncclResult_t gpu_launch_events_ok(const char* fn) {
+  pthread_once(&once, load);
+  if (LAUNCH_EVENTS && launch_ex != NULL && driver_version >= 12030) return ncclSuccess;
+  WARN("%s: config->launchCompletionEvent needs CUDA's launch-completion events (CUDA 12.3), "
+       "which %s lacks (driver CUDA %d.%d%s); leave it NULL and record an event on the stream "
+       "after the call instead",
+       fn, LAUNCH_EVENTS ? "the driver" : "this build of Monel", driver_version / 1000,
+       driver_version % 1000 / 10, launch_ex == NULL ? ", no cuLaunchKernelEx" : "");
+  return ncclInvalidUsage;
+}
+
+/* The launch of one kernel whose event (ex->event) CUDA records once every block of it has
+ * begun (struct dev_launch_ex, device/dev.h): cuLaunchKernelEx with the launch-completion
+ * attribute, on the kernel the runtime registered for the current device. The driver numbers
+ * the errors a launch returns as the runtime does. */
+cudaError_t gpu_launch_with_event(const struct dev_launch_ex* ex, const void* kernel, unsigned grid,
+                                  unsigned block, void* arg, cudaStream_t stream) {
+#if LAUNCH_EVENTS
+  pthread_once(&once, load);
+  if (launch_ex == NULL) return cudaErrorNotSupported;
+  cudaFunction_t fn = NULL;
+  cudaError_t e = cudaGetFuncBySymbol(&fn, kernel);
+  if (e != cudaSuccess) return e;
+  CUlaunchAttribute attr;
+  memset(&attr, 0, sizeof attr);
+  attr.id = CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT;
+  attr.value.launchCompletionEvent.event = (CUevent)ex->event;
+  attr.value.launchCompletionEvent.flags = CU_EVENT_RECORD_DEFAULT;
+  CUlaunchConfig cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.gridDimX = grid, cfg.gridDimY = 1, cfg.gridDimZ = 1;
+  cfg.blockDimX = block, cfg.blockDimY = 1, cfg.blockDimZ = 1;
+  cfg.hStream = (CUstream)stream;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  void* params[1] = {arg};
+  return (cudaError_t)launch_ex(&cfg, (CUfunction)fn, params, NULL);
+#else
+  (void)ex, (void)kernel, (void)grid, (void)block, (void)arg, (void)stream;
+  return cudaErrorNotSupported;
+#endif
+}
+
+const struct dev_launch_ex* gpu_launch_of(const struct task* t, struct dev_launch_ex* ex) {
+  if (t->launch_event == NULL) return NULL;
+  ex->launch = gpu_launch_with_event;
+  ex->event = t->launch_event;
+  return ex;
+}
+
+ncclResult_t gpu_launch_event_record(const struct task* t) {
+  if (t->launch_event == NULL) return ncclSuccess;
+  cudaError_t e = cudaEventRecord(t->launch_event, t->stream);
+  if (e == cudaSuccess) return ncclSuccess;
+  (void)cudaGetLastError();
+  WARN("%s #%llu: recording config->launchCompletionEvent on its stream failed: %s (the event "
+       "must be one of this GPU's)",
+       coll_name(t->coll), (unsigned long long)t->seq, cudaGetErrorString(e));
+  return ncclInvalidUsage;
 }

@@ -268,7 +268,7 @@ static ncclResult_t gpu_run(struct ncclComm* comm, struct task* tasks, int ntask
   ncclResult_t res = ncclSuccess;
   struct task* p2p[64];
   struct task** sr = p2p;
-  int nsr = 0;
+  int nsr = 0, ce = 0;
   for (int i = 0; i < ntasks && res == ncclSuccess; i++) {
     struct task* t = &tasks[i];
     switch (t->coll) {
@@ -288,22 +288,25 @@ static ncclResult_t gpu_run(struct ncclComm* comm, struct task* tasks, int ntask
     case COLL_ALLTOALLV:
     case COLL_GATHER:
     case COLL_SCATTER:
-      res = gpu_ce_wanted(comm, g, &t, 1) ? gpu_ce_run(comm, &t, 1) : gpu_p2p_run(comm, &t, 1);
+      res = gpu_ce_wanted(comm, g, &t, 1, &ce);
+      if (res == ncclSuccess) res = ce ? gpu_ce_run(comm, &t, 1) : gpu_p2p_run(comm, &t, 1);
       break;
     case COLL_ALLGATHER:
     case COLL_BROADCAST:
-      if (t->count > 0 && gpu_ce_wanted(comm, g, &t, 1)) {
+      if (t->count > 0 && (res = gpu_ce_wanted(comm, g, &t, 1, &ce)) == ncclSuccess && ce) {
         res = gpu_ce_run(comm, &t, 1);
         break;
       }
+      if (res != ncclSuccess) break;
       /* fall through */
     default:
       res = gpu_launch_task(comm, g, t);
     }
     __atomic_store_n(&g->last_op, t->seq << 8 | (uint64_t)t->coll, __ATOMIC_RELAXED);
   }
+  if (res == ncclSuccess && nsr > 0) res = gpu_ce_wanted(comm, g, sr, nsr, &ce);
   if (res == ncclSuccess && nsr > 0)
-    res = gpu_ce_wanted(comm, g, sr, nsr) ? gpu_ce_run(comm, sr, nsr) : gpu_p2p_run(comm, sr, nsr);
+    res = ce ? gpu_ce_run(comm, sr, nsr) : gpu_p2p_run(comm, sr, nsr);
   if (sr != p2p) free(sr);
   if (saved >= 0 && saved != comm->cuda_dev) cudaSetDevice(saved);
   return res;
@@ -451,4 +454,9 @@ const struct engine gpu_engine = {
     .ctl_free_after = gpu_slot_put_after,
     .stream_wait = gpu_stream_wait,
     .copy = gpu_copy_async,
+    .prepare_needed = gpu_ce_prepare_needed,
+    .prepare = gpu_ce_prepare,
+    .win_export = gpu_win_export,
+    .win_import = gpu_win_import,
+    .win_unmap = gpu_win_unmap,
 };

@@ -119,6 +119,7 @@ struct gpu_comm {
   /* Copy-engine path (gpu/ce.c): set up when any rank may use it. */
   int ce_mode;                  /* TUNE_CE_* (core/tune.h; the same on every rank) */
   int ce_ok;                    /* every rank mapped every peer's flags and staging */
+  int ce_ready;                 /* the path was set up (or found unusable): the same everywhere */
   struct gpu_mem ce_mem;        /* my flags and staging buffer, on my GPU */
   size_t ce_region;             /* staging bytes of one (writer, reader) pair */
   char* peer_ce[DEV_MAX_PEERS]; /* every rank's ce_mem as I address it */
@@ -170,6 +171,16 @@ struct dev_ctl gpu_ctl(struct gpu_comm* g, uint64_t done_seq, uint64_t issued_se
  * (0 also when CUDA cannot tell). */
 void* gpu_driver_fn(const char* name);
 int gpu_capturing(cudaStream_t s);
+/* driver.c, ncclCollConfig_t.launchCompletionEvent (task launch_event): whether the build and the
+ * driver have launch-completion events (ncclInvalidUsage and a WARN naming fn if not); the launch
+ * of task t's first kernel (NULL: a plain launch; ex: storage for it), which makes CUDA record
+ * the event once every block of the kernel has begun; for a call that launches no kernel (the
+ * copy-engine path, nothing to move), the event recorded on t's stream, before its copies. */
+ncclResult_t gpu_launch_events_ok(const char* fn);
+cudaError_t gpu_launch_with_event(const struct dev_launch_ex* ex, const void* kernel, unsigned grid,
+                                  unsigned block, void* arg, cudaStream_t stream);
+const struct dev_launch_ex* gpu_launch_of(const struct task* t, struct dev_launch_ex* ex);
+ncclResult_t gpu_launch_event_record(const struct task* t);
 /* device.c: the engine's device hooks (struct engine's device_count, current_device, mem_alloc,
  * mem_free). */
 int gpu_device_count(void);
@@ -182,14 +193,29 @@ ncclResult_t gpu_check_task(struct ncclComm* comm, const struct task* t, const c
  * for them (after = 1). */
 ncclResult_t gpu_join_streams(struct gpu_comm* g, struct task* const* tasks, int ntasks, int after);
 
-/* ce.c: the copy-engine path (no SM) for AllGather, Broadcast and the point-to-point batches. */
+/* ce.c: the copy-engine path (no SM) for AllGather, Broadcast and the point-to-point batches.
+ * gpu_ce_setup at init sets it up when the comm's own policy asks for it (MONEL_COPY_ENGINE=1,
+ * config.CTAPolicy = NCCL_CTA_POLICY_ZERO, MONEL_CE_MIN_BYTES); otherwise the first call with a
+ * per-call NCCL_CTA_POLICY_ZERO (gpu_ce_zero) of a collective the path runs (gpu_ce_runs) sets it
+ * up before the group runs (gpu_ce_prepare_needed, gpu_ce_prepare: the engine's prepare hooks,
+ * collective). gpu_ce_wanted: whether the tasks run on the path (*yes); a per-call ZERO the path
+ * cannot honour is ncclInvalidUsage, alike on every rank. */
 ncclResult_t gpu_ce_setup(struct ncclComm* comm, struct gpu_comm* g);
-int gpu_ce_wanted(const struct ncclComm* comm, const struct gpu_comm* g, struct task* const* tasks,
-                  int ntasks);
+int gpu_ce_zero(const struct task* t);
+int gpu_ce_runs(enum coll_kind c);
+int gpu_ce_prepare_needed(const struct ncclComm* comm, const struct task* tasks, int ntasks);
+ncclResult_t gpu_ce_prepare(struct ncclComm* comm);
+ncclResult_t gpu_ce_wanted(const struct ncclComm* comm, const struct gpu_comm* g,
+                           struct task* const* tasks, int ntasks, int* yes);
 ncclResult_t gpu_ce_run(struct ncclComm* comm, struct task* const* tasks, int ntasks);
 void gpu_ce_free(struct gpu_comm* g);
 /* Let the comm's streams blocked on copy-engine flags go on (an aborted comm; see ce.c). */
 void gpu_ce_release(struct gpu_comm* g);
+/* window.c: the engine's win_export, win_import and win_unmap (core/engine.h). */
+struct window_rec;
+void gpu_win_export(struct ncclComm* comm, const void* buff, size_t size, struct window_rec* rec);
+void* gpu_win_import(struct ncclComm* comm, int peer, const struct window_rec* rec, void** map);
+void gpu_win_unmap(struct ncclComm* comm, void* map);
 /* launch.c: make stream s wait for the comm's previous kernel when that ran on another stream. */
 ncclResult_t gpu_order_after_last(struct gpu_comm* g, cudaStream_t s);
 /* Launch one task of a group on its stream as its plan says (launch.c). */

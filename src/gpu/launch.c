@@ -11,12 +11,23 @@
 
 static ncclResult_t launch_result(struct ncclComm* comm, struct task* t, cudaError_t e) {
   if (e == cudaSuccess) return ncclSuccess;
+  (void)cudaGetLastError();
+  if (t->launch_event != NULL) {
+    WARN("%s #%llu on rank %d: the kernel launch with config->launchCompletionEvent failed: %s "
+         "(CUDA takes for a launch-completion event one of this GPU made with "
+         "cudaEventDisableTiming, and no interprocess event)",
+         coll_name(t->coll), (unsigned long long)t->seq, comm->rank, cudaGetErrorString(e));
+    return e == cudaErrorInvalidValue || e == cudaErrorInvalidResourceHandle
+               ? ncclInvalidUsage
+               : ncclUnhandledCudaError;
+  }
   WARN("%s #%llu on rank %d: the kernel launch failed: %s", coll_name(t->coll),
        (unsigned long long)t->seq, comm->rank, cudaGetErrorString(e));
   return ncclUnhandledCudaError;
 }
 
 static ncclResult_t launch_oneshot(struct ncclComm* comm, struct gpu_comm* g, struct task* t) {
+  struct dev_launch_ex ex;
   struct dev_oneshot_args a;
   memset(&a, 0, sizeof a);
   size_t bytes = t->count * dtype_size(t->dtype);
@@ -43,11 +54,12 @@ static ncclResult_t launch_oneshot(struct ncclComm* comm, struct gpu_comm* g, st
   a.seq = g->ll_seq;
   a.ctl = gpu_ctl(g, t->seq, t->seq, t->stream);
   memcpy(a.peer_ll, g->peer_ll, sizeof a.peer_ll);
-  return launch_result(comm, t, dev_oneshot_launch(&a, t->stream));
+  return launch_result(comm, t, dev_oneshot_launch(&a, t->stream, gpu_launch_of(t, &ex)));
 }
 
 /* One-hop AllReduce (device/onehop.cu) over the point-to-point FIFOs' channel 0. */
 static ncclResult_t launch_onehop(struct ncclComm* comm, struct gpu_comm* g, struct task* t) {
+  struct dev_launch_ex ex;
   struct dev_onehop_args a;
   memset(&a, 0, sizeof a);
   a.in = t->sendbuff;
@@ -67,7 +79,7 @@ static ncclResult_t launch_onehop(struct ncclComm* comm, struct gpu_comm* g, str
   memcpy(a.send_fifo, g->p2p_send, sizeof a.send_fifo);
   memcpy(a.recv_fifo, g->p2p_recv, sizeof a.recv_fifo);
   a.ctl = gpu_ctl(g, t->seq, t->seq, t->stream);
-  return launch_result(comm, t, dev_onehop_launch(&a, t->stream));
+  return launch_result(comm, t, dev_onehop_launch(&a, t->stream, gpu_launch_of(t, &ex)));
 }
 
 static int reduces(enum coll_kind c) {
@@ -93,6 +105,7 @@ static void elements_of(const struct task* t, size_t es, int* dtype, int* op,
 /* The ring of every collective (device/colls.cuh) with the plan's protocol. LL128 where its lines
  * are not safe (gpu_check_ll128) publishes its steps by the tail, as through host memory. */
 static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struct task* t) {
+  struct dev_launch_ex ex;
   struct dev_ring_args a;
   memset(&a, 0, sizeof a);
   size_t es = dtype_size(t->dtype);
@@ -135,7 +148,7 @@ static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struc
     a.ch[c].recv_fifo = g->fifo_mem.ptr + (size_t)c * g->fifo_bytes;
     a.ch[c].send_fifo = g->next_fifo + (size_t)c * g->fifo_bytes;
   }
-  return launch_result(comm, t, dev_ring_launch(&a, t->stream));
+  return launch_result(comm, t, dev_ring_launch(&a, t->stream, gpu_launch_of(t, &ex)));
 }
 
 /* Tree collectives (AllReduce, Broadcast, Reduce; device/colls.cuh) over the point-to-point
@@ -145,6 +158,7 @@ static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struc
  * network peer has, MONEL_NET_P2P_CHANNELS), at most the comm's block limit over 2 x trees. */
 static ncclResult_t launch_tree(struct ncclComm* comm, struct gpu_comm* g, struct task* t) {
   int n = comm->nranks;
+  struct dev_launch_ex ex;
   struct dev_tree_args a;
   memset(&a, 0, sizeof a);
   size_t es = dtype_size(t->dtype);
@@ -177,7 +191,7 @@ static ncclResult_t launch_tree(struct ncclComm* comm, struct gpu_comm* g, struc
   memcpy(a.send_fifo, g->p2p_send, sizeof a.send_fifo);
   memcpy(a.recv_fifo, g->p2p_recv, sizeof a.recv_fifo);
   a.ctl = gpu_ctl(g, t->seq, t->seq, t->stream);
-  return launch_result(comm, t, dev_tree_launch(&a, t->stream));
+  return launch_result(comm, t, dev_tree_launch(&a, t->stream, gpu_launch_of(t, &ex)));
 }
 
 /* The kernels of a comm share its FIFOs and step counters, so they must run one after the other
@@ -209,7 +223,7 @@ ncclResult_t gpu_order_after_last(struct gpu_comm* g, cudaStream_t s) {
 
 /* The plan's pair (core/plan.c), among those gpu/caps.c says have launch code. */
 ncclResult_t gpu_launch_task(struct ncclComm* comm, struct gpu_comm* g, struct task* t) {
-  if (t->count == 0) return ncclSuccess;
+  if (t->count == 0) return gpu_launch_event_record(t); /* no kernel */
   NCCLCHECK(gpu_order_after_last(g, t->stream));
   enum algo_id a = t->plan.algo;
   enum proto_id p = t->plan.proto;

@@ -172,15 +172,24 @@ static void args_init(struct gpu_comm* g, struct ncclComm* comm, struct dev_p2p_
   memcpy(a->recv_fifo, g->p2p_recv, sizeof a->recv_fifo);
 }
 
-/* done_seq: what the kernel reports done when it finishes; issued_seq: the batch's last op. */
+/* done_seq: what the kernel reports done when it finishes; issued_seq: the batch's last op.
+ * *first: the batch launched nothing yet (its first kernel carries the launch-completion event of
+ * a collective, ncclCollConfig_t.launchCompletionEvent: gpu_launch_of). */
 static ncclResult_t launch(struct ncclComm* comm, const struct task* t, uint64_t done_seq,
-                           uint64_t issued_seq, struct dev_p2p_args* a, cudaStream_t stream) {
+                           uint64_t issued_seq, struct dev_p2p_args* a, cudaStream_t stream,
+                           int* first) {
   if (a->nblocks == 0) return ncclSuccess;
   a->ctl = gpu_ctl(comm->engine_state, done_seq, issued_seq, stream);
-  cudaError_t e = dev_p2p_launch(a, stream);
+  struct dev_launch_ex ex;
+  cudaError_t e = dev_p2p_launch(a, stream, *first ? gpu_launch_of(t, &ex) : NULL);
+  *first = 0;
   if (e == cudaSuccess) return ncclSuccess;
-  WARN("%s #%llu on rank %d: the point-to-point kernel launch failed: %s", coll_name(t->coll),
-       (unsigned long long)t->seq, comm->rank, cudaGetErrorString(e));
+  (void)cudaGetLastError();
+  WARN("%s #%llu on rank %d: the point-to-point kernel launch%s failed: %s", coll_name(t->coll),
+       (unsigned long long)t->seq, comm->rank,
+       t->launch_event ? " with config->launchCompletionEvent (made with cudaEventDisableTiming?)"
+                       : "",
+       cudaGetErrorString(e));
   return ncclUnhandledCudaError;
 }
 
@@ -204,7 +213,7 @@ ncclResult_t gpu_p2p_run(struct ncclComm* comm, struct task* const* tasks, int n
   int n = comm->nranks, me = comm->rank;
   struct msgs m = {g, 0, n};
   for (int i = 0; i < ntasks; i++) NCCLCHECK(task_messages(tasks[i], me, n, add_msg, &m));
-  if (m.n == 0) return ncclSuccess;
+  if (m.n == 0) return gpu_launch_event_record(tasks[0]); /* no kernel */
   struct self_ctx self = {tasks[0], g->msgs};
   NCCLCHECK(task_pair_self(me, m.n, msg_view, NULL, &self)); /* the kernel copies the pairs */
   for (int i = 0; i < m.n; i++)
@@ -217,14 +226,14 @@ ncclResult_t gpu_p2p_run(struct ncclComm* comm, struct task* const* tasks, int n
     }
   cudaStream_t stream = tasks[0]->stream;
   struct dev_p2p_args* a = &g->p2p_args;
-  uint64_t first = tasks[0]->seq, last = tasks[0]->seq;
+  uint64_t first_seq = tasks[0]->seq, last = tasks[0]->seq;
   for (int i = 1; i < ntasks; i++) {
-    if (tasks[i]->seq < first) first = tasks[i]->seq;
+    if (tasks[i]->seq < first_seq) first_seq = tasks[i]->seq;
     if (tasks[i]->seq > last) last = tasks[i]->seq;
   }
   NCCLCHECK(gpu_order_after_last(g, stream));
   NCCLCHECK(gpu_join_streams(g, tasks, ntasks, 0));
-  int ok = 1, nops = 0, budget = launch_budget(g);
+  int ok = 1, nops = 0, budget = launch_budget(g), first = 1;
   args_init(g, comm, a);
   for (int d = 1; d < n && ok; d++) {
     ok = add_list(a, budget, &nops, g->msgs, m.n, DEV_P2P_SEND, (me + d) % n, 0, m.n);
@@ -232,7 +241,7 @@ ncclResult_t gpu_p2p_run(struct ncclComm* comm, struct task* const* tasks, int n
   }
   ok = ok && add_self(a, budget, &nops, g->msgs, m.n, me, 0, m.n);
   if (ok) {
-    NCCLCHECK(launch(comm, tasks[0], last, last, a, stream));
+    NCCLCHECK(launch(comm, tasks[0], last, last, a, stream, &first));
   } else {
     /* Several launches: only the last reports the batch done; each is launched once the next
      * one is built, so the last is known. */
@@ -250,11 +259,11 @@ ncclResult_t gpu_p2p_run(struct ncclComm* comm, struct task* const* tasks, int n
           add_list(a, budget, &nops, g->msgs, m.n, DEV_P2P_RECV, (me - d + n) % n, lo, hi);
         }
         if (nops == 0) break;
-        if (built) NCCLCHECK(launch(comm, tasks[0], first - 1, last, built, stream));
+        if (built) NCCLCHECK(launch(comm, tasks[0], first_seq - 1, last, built, stream, &first));
         built = a;
       }
     }
-    if (built) NCCLCHECK(launch(comm, tasks[0], last, last, built, stream));
+    if (built) NCCLCHECK(launch(comm, tasks[0], last, last, built, stream, &first));
   }
   return gpu_join_streams(g, tasks, ntasks, 1);
 }

@@ -1,7 +1,8 @@
-/* Checks of a GPU task's buffers and stream at enqueue, so that a wrong pointer gets
- * ncclInvalidArgument and a sentence instead of a kernel fault or a hang: host memory CUDA does
- * not know, memory of another GPU, a stream of another GPU. The last few pointers that passed
- * are remembered per comm, so a loop over the same buffers asks CUDA once. */
+/* Checks of a GPU task's buffers, stream and per-call options at enqueue, so that a wrong pointer
+ * gets ncclInvalidArgument and a sentence instead of a kernel fault or a hang: host memory CUDA
+ * does not know, memory of another GPU, a stream of another GPU; an option the engine cannot
+ * honour, ncclInvalidUsage. The last few pointers that passed are remembered per comm, so a loop
+ * over the same buffers asks CUDA once. */
 #include <stdio.h>
 #include "util/check.h"
 #include "gpu/gpu.h"
@@ -64,9 +65,25 @@ static ncclResult_t check_stream(struct ncclComm* comm, struct gpu_comm* g, cuda
   return ncclSuccess;
 }
 
+/* Per-call options of the nccl*Config calls the engine must be able to honour: a launch-completion
+ * event (the driver's), and NCCL_CTA_POLICY_ZERO on a collective the copy-engine path runs (it
+ * moves data without reducing it). */
+static ncclResult_t check_options(struct ncclComm* comm, const struct task* t, const char* fn) {
+  if (t->launch_event != NULL) NCCLCHECK(gpu_launch_events_ok(fn));
+  if (gpu_ce_zero(t) && !gpu_ce_runs(t->coll)) {
+    WARN("%s: config->CTAPolicy has NCCL_CTA_POLICY_ZERO, but %s needs thread blocks to reduce "
+         "(the copy-engine path of rank %d runs AllGather, Broadcast, AlltoAll, Gather and "
+         "Scatter); drop NCCL_CTA_POLICY_ZERO for this call",
+         fn, coll_name(t->coll), comm->rank);
+    return ncclInvalidUsage;
+  }
+  return ncclSuccess;
+}
+
 ncclResult_t gpu_check_task(struct ncclComm* comm, const struct task* t, const char* fn) {
   struct gpu_comm* g = comm->engine_state;
   if (g == NULL) return ncclSuccess;
+  if (t->launch_event != NULL || t->cta_policy) NCCLCHECK(check_options(comm, t, fn));
   NCCLCHECK(check_stream(comm, g, t->stream, fn));
   int any = t->count > 0 || t->vrows != NULL;
   if (any && task_reads_send(t->coll, comm->rank, t->root))

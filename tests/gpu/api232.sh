@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
 # The NCCL 2.29-2.32 functions on the GPU engine (tests/gpu/test_gpu_api232.c): the nccl*Config
-# collectives, Suspend/Resume with a collective after Resume, Grow from 2 to 3 ranks, and
-# PutSignal/Signal/WaitSignal between two ranks; three ranks as threads (on one GPU they share it),
-# with FIFOs in GPU memory and in pinned host memory (NCCL_P2P_DISABLE=1). Then the CPU-engine test
-# of the same functions (mp_test_api232).
-# Usage: tests/gpu/api232.sh BUILD_DIR (a build with CUDA; the two test programs are built there
-# first when missing, BUILD_DIR configured when it has no CMakeCache.txt; a build cut short by
-# its 540 s limit goes on where it stopped when the script is run again). Logs go to $OUT (or
-# /tmp): api232-<step>.log. Every step prints its name and time as it starts and its PASS/FAIL
-# lines as it ends.
+# collectives, launch-completion events (ncclCollConfig_t.launchCompletionEvent: rank 0's event
+# must fire before rank 1 calls), a per-call NCCL_CTA_POLICY_ZERO on the copy-engine path (set up
+# on first use; refused for reductions and where the path cannot run), Suspend/Resume with a
+# collective after Resume, Grow from 2 to 3 ranks, PutSignal/Signal/WaitSignal between two ranks
+# and a peer's window read and written through ncclGetPeerDevicePointer; three ranks as threads
+# (on one GPU they share it), with FIFOs in GPU memory and in pinned host memory
+# (NCCL_P2P_DISABLE=1), then two ranks of one thread (ncclCommInitAll) with per-call ZERO in one
+# group. Then two processes (monelrun -n 2, sharing GPU 0 on a machine of one GPU): windows read
+# and written through CUDA IPC, per-call ZERO across processes. Then the CPU-engine test of the
+# same functions (mp_test_api232).
+# Usage: tests/gpu/api232.sh BUILD_DIR (a build with CUDA; the test programs and monelrun are
+# built there first when missing, BUILD_DIR configured when it has no CMakeCache.txt; a build cut
+# short by its 540 s limit goes on where it stopped when the script is run again). Logs go to
+# $OUT (or /tmp): api232-<step>.log. Every step prints its name and time as it starts, the test's
+# PASS/FAIL lines and "PASS step NAME" or "FAIL step NAME" as it ends; the last line is
+# "PASS api232" or "FAIL api232". Each step is bounded (timeout 300 s; the test's own watchdog
+# names the step a rank is stuck in after 240 s).
 set -u
 B=${1:-build}
 LOG=${OUT:-/tmp}
@@ -22,8 +30,14 @@ step() { # name env... -- command...: output to its log, its PASS/FAIL/SKIP line
   say "$name"
   env "$@" > "$LOG/api232-$name.log" 2>&1
   local s=$?
-  grep -E '^(PASS|FAIL|SKIP)|^ok |tests, [0-9]+ failed' "$LOG/api232-$name.log"
-  [ $s = 0 ] || { echo "FAIL $name (exit $s; last lines of $LOG/api232-$name.log:)"; tail -n 15 "$LOG/api232-$name.log"; rc=1; }
+  grep -E '^(\[[0-9]+\] )?(PASS|FAIL|SKIP)|^ok |tests, [0-9]+ failed' "$LOG/api232-$name.log"
+  if [ $s = 0 ]; then
+    echo "PASS step $name"
+  else
+    echo "FAIL step $name (exit $s; last lines of $LOG/api232-$name.log:)"
+    tail -n 15 "$LOG/api232-$name.log"
+    rc=1
+  fi
 }
 nvidia-smi -L 2>&1
 if [ ! -f "$B/CMakeCache.txt" ]; then
@@ -32,17 +46,29 @@ if [ ! -f "$B/CMakeCache.txt" ]; then
     { tail -n 20 "$LOG/api232-configure.log"; echo "FAIL api232 (configure)"; exit 1; }
 fi
 B=$(cd "$B" && pwd)
-if [ ! -x "$B/tests/gpu_test_gpu_api232" ] || [ ! -x "$B/tests/mp_test_api232" ]; then
-  say "build gpu_test_gpu_api232 mp_test_api232 (-j$(nproc))"
+if [ ! -x "$B/tests/gpu_test_gpu_api232" ] || [ ! -x "$B/tests/mp_test_api232" ] ||
+  [ ! -x "$B/bin/monelrun" ]; then
+  say "build gpu_test_gpu_api232 mp_test_api232 monelrun (-j$(nproc))"
   # Progress lines ("[ 42%] ...") as they come, so a slow build is seen to move.
-  timeout 540 cmake --build "$B" -j"$(nproc)" --target gpu_test_gpu_api232 mp_test_api232 2>&1 |
-    tee "$LOG/api232-build.log" | grep --line-buffered -E '^\[ *[0-9]+%\]|error' | sed -u -n '1~10p'
-  [ -x "$B/tests/gpu_test_gpu_api232" ] && [ -x "$B/tests/mp_test_api232" ] ||
+  timeout 540 cmake --build "$B" -j"$(nproc)" --target gpu_test_gpu_api232 mp_test_api232 \
+    monelrun 2>&1 | tee "$LOG/api232-build.log" |
+    grep --line-buffered -E '^\[ *[0-9]+%\]|error' | sed -u -n '1~10p'
+  [ -x "$B/tests/gpu_test_gpu_api232" ] && [ -x "$B/tests/mp_test_api232" ] &&
+    [ -x "$B/bin/monelrun" ] ||
     { tail -n 20 "$LOG/api232-build.log"; echo "FAIL api232 (build)"; exit 1; }
 fi
 step gpu LD_LIBRARY_PATH="$B/lib" NCCL_DEBUG=WARN timeout 300 "$B/tests/gpu_test_gpu_api232"
 step gpu-hostmem LD_LIBRARY_PATH="$B/lib" NCCL_DEBUG=WARN NCCL_P2P_DISABLE=1 timeout 300 \
   "$B/tests/gpu_test_gpu_api232"
+step gpu-procs LD_LIBRARY_PATH="$B/lib" NCCL_DEBUG=WARN timeout 300 "$B/bin/monelrun" -n 2 \
+  "$B/tests/gpu_test_gpu_api232" procs
+n=$(grep -c '^\[[01]\] PASS test_gpu_api232 procs rank' "$LOG/api232-gpu-procs.log")
+if [ "$(grep -c '^\[[01]\] SKIP' "$LOG/api232-gpu-procs.log")" = 2 ]; then
+  echo "SKIP gpu-procs: no GPU"
+elif [ "$n" != 2 ]; then
+  echo "FAIL gpu-procs: $n of 2 ranks passed"
+  rc=1
+fi
 step cpu-engine LD_LIBRARY_PATH="$B/lib" MONEL_ENGINE=cpu timeout 300 "$B/tests/mp_test_api232"
 say "end"
 [ $rc = 0 ] && echo "PASS api232" || echo "FAIL api232"
