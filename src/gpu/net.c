@@ -191,7 +191,8 @@ ncclResult_t gpu_net_connect(struct ncclComm* comm, struct gpu_comm* g) {
     return ncclSystemError;
   }
   NCCLCHECKGOTO(exchange(comm, g, buf), res, out);
-  NCCLCHECKGOTO(fifo_net_establish(g->net, (int)param_int(PARAM_BOOT_TIMEOUT)), res, out);
+  NCCLCHECKGOTO(fifo_net_establish(g->net, (int)param_int(PARAM_BOOT_TIMEOUT), &comm->abort_flag),
+                res, out);
   NCCLCHECKGOTO(proxy_acquire(comm), res, out);
   g->proxy_held = 1;
   NCCLCHECKGOTO(fifo_net_start(g->net, net_failed, comm), res, out);
