@@ -15,8 +15,14 @@ struct window_rec;
 struct engine {
   const char* name;
   /* 1 if run() only enqueues work and returns without waiting for peers (the CUDA engine): a
-   * group then runs its comms one after the other on the calling thread. */
+   * group then runs its comms one after the other on the calling thread, unless run_waits says
+   * that one will wait this time. */
   int enqueue_only;
+  /* An enqueue-only engine's exception, asked after the tasks are planned: whether run() of these
+   * tasks will wait for peers (the CUDA engine's first use of a connection, which both ranks set
+   * up together); a group then runs its comms side by side, one thread each, as for an engine
+   * that waits, so that comms of one process that must meet do. NULL: never. */
+  int (*run_waits)(const struct ncclComm* comm, const struct task* tasks, int ntasks);
   /* Set up the comm's engine state after bootstrap (peers known). */
   ncclResult_t (*comm_init)(struct ncclComm* comm);
   /* Run the tasks a group collected for this comm, in order. The CPU engine completes them

@@ -69,11 +69,14 @@ static void drop_tasks(struct ncclComm* comm) {
   comm->ntasks = 0;
 }
 
-/* Plan the tasks (core/plan.c: every rank refuses alike, before anything runs) and hand them to
- * the comm's engine, telling the watch (core/watch.c) what runs. */
-static ncclResult_t engine_run(struct ncclComm* comm, struct task* tasks, int ntasks) {
+/* Plan the tasks (core/plan.c: every rank refuses alike, before anything runs) and tell the watch
+ * (core/watch.c) what runs; then hand them to the comm's engine. */
+static ncclResult_t engine_plan(struct ncclComm* comm, struct task* tasks, int ntasks) {
   NCCLCHECK(plan_tasks(comm, tasks, ntasks));
-  NCCLCHECK(watch_issue(comm, tasks, ntasks));
+  return watch_issue(comm, tasks, ntasks);
+}
+
+static ncclResult_t engine_go(struct ncclComm* comm, struct task* tasks, int ntasks) {
   ncclResult_t res = comm->engine->run(comm, tasks, ntasks);
   if (!comm->engine->enqueue_only) watch_complete(comm);
   return res;
@@ -86,6 +89,11 @@ static int needs_prepare(const struct ncclComm* comm, const struct task* tasks, 
 
 static ncclResult_t prepare_job(void* comm) {
   return ((struct ncclComm*)comm)->engine->prepare(comm);
+}
+
+static ncclResult_t engine_run(struct ncclComm* comm, struct task* tasks, int ntasks) {
+  NCCLCHECK(engine_plan(comm, tasks, ntasks));
+  return engine_go(comm, tasks, ntasks);
 }
 
 ncclResult_t group_enqueue(struct ncclComm* comm, const struct task* task) {
@@ -138,6 +146,7 @@ struct job {
   struct ncclComm* comm;  /* run the comm's tasks, or */
   struct group_job setup; /* setup work when setup.fn is set */
   int is_init;
+  int planned; /* the comm's tasks are planned already (res: how that went) */
   ncclResult_t res;
   pthread_t thread;
   int started;
@@ -147,8 +156,10 @@ static void run_job(struct job* j) {
   if (j->is_init) {
     j->res = j->setup.fn(j->setup.arg);
   } else {
-    j->res = engine_run(j->comm, j->comm->tasks, j->comm->ntasks);
-    drop_tasks(j->comm);
+    struct ncclComm* c = j->comm;
+    if (!j->planned) j->res = engine_plan(c, c->tasks, c->ntasks);
+    if (j->res == ncclSuccess) j->res = engine_go(c, c->tasks, c->ntasks);
+    drop_tasks(c);
   }
 }
 
@@ -157,12 +168,27 @@ static void* job_main(void* arg) {
   return NULL;
 }
 
+/* Whether the comms of these jobs may run one after the other on this thread: engines that only
+ * enqueue, none of which waits for peers this time (its run_waits, asked once the tasks are
+ * planned: each job's are planned here then). */
+static int may_run_inline(struct job* jobs, int n) {
+  for (int i = 0; i < n; i++)
+    if (jobs[i].is_init || !jobs[i].comm->engine->enqueue_only) return 0;
+  int waits = 0;
+  for (int i = 0; i < n; i++) {
+    struct ncclComm* c = jobs[i].comm;
+    jobs[i].planned = 1;
+    jobs[i].res = engine_plan(c, c->tasks, c->ntasks);
+    if (jobs[i].res == ncclSuccess && c->engine->run_waits)
+      waits |= c->engine->run_waits(c, c->tasks, c->ntasks);
+  }
+  return !waits;
+}
+
 /* Run every job; one inline, several on threads so that they progress together. */
 static ncclResult_t run_jobs(struct job* jobs, int n) {
   ncclResult_t res = ncclSuccess;
-  int inline_ok = 1;
-  for (int i = 0; i < n; i++) inline_ok &= !jobs[i].is_init && jobs[i].comm->engine->enqueue_only;
-  if (n == 1 || inline_ok) {
+  if (n == 1 || may_run_inline(jobs, n)) {
     for (int i = 0; i < n; i++) run_job(&jobs[i]);
   } else {
     for (int i = 0; i < n; i++) {

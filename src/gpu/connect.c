@@ -1,7 +1,8 @@
-/* Connections of the CUDA engine, made once at init through the bootstrap: the ring (each rank
- * maps the FIFOs of the next rank), the one-shot LL buffers and the point-to-point FIFOs (each
- * rank maps every peer's). Connections to another host (gpu/net.c) are not mapped: the kernels
- * fill a mirror in host memory that the proxy sends.
+/* Connections of the CUDA engine, made at init through the bootstrap: the ring (each rank maps the
+ * FIFOs of the next rank), the one-shot LL buffers and the point-to-point FIFOs (each rank maps
+ * every peer's on its host). Connections to another host (gpu/net.c) are not mapped: the kernels
+ * fill a mirror in host memory that the proxy sends; a point-to-point peer's are made at its
+ * first use (MONEL_P2P_CONNECT).
  *
  * Where FIFOs live: on the receiving GPU, reached by peer access within a process and by CUDA IPC
  * across processes; or, when NCCL_P2P_DISABLE=1 or a pair of GPUs of the comm has no peer access,
@@ -254,34 +255,32 @@ ncclResult_t gpu_connect_ll(struct ncclComm* comm, struct gpu_comm* g) {
   return ncclSuccess;
 }
 
-/* Peers of this host share FIFOs [source][channel] in p2p_mem; a peer over the network gets FIFOs
- * [channel < p2p_net_nch] of its own in my pinned host memory, and a mirror of its FIFOs for me
- * (gpu/net.c); its messages use no other channel (gpu/p2p.c). */
+/* Peers of this host share FIFOs [source][channel] in p2p_mem, mapped here; a peer over the network
+ * gets FIFOs [channel < p2p_net_nch] of its own in my pinned host memory, and a mirror of its FIFOs
+ * for me, made with its connections (gpu/net.c: at init with MONEL_P2P_CONNECT=eager, else at
+ * the first group that uses it); its messages use no other channel (gpu/p2p.c). */
 ncclResult_t gpu_connect_p2p(struct ncclComm* comm, struct gpu_comm* g) {
   int me = comm->rank, nnet = 0;
   size_t fifo = dev_fifo_bytes(g->p2p_nslots, g->p2p_slot_bytes);
-  size_t mine = fifo * (size_t)g->p2p_nch, net = fifo * (size_t)g->p2p_net_nch;
+  size_t mine = fifo * (size_t)g->p2p_nch;
   NCCLCHECK(map_all(comm, g, &g->p2p_mem, g->peer_p2p, 1, &g->p2p_ok));
   for (int r = 0; r < comm->nranks; r++) {
     if (r != me && gpu_net_is(comm, r)) {
-      NCCLCHECK(gpu_host_fifo_alloc(g, net, &g->p2p_net_recv[r]));
-      NCCLCHECK(gpu_host_fifo_alloc(g, net, &g->p2p_net_mirror[r]));
       g->p2p_net |= 1u << r;
-      g->p2p_recv[r] = g->p2p_net_recv[r].ptr;
-      g->p2p_send[r] = g->p2p_net_mirror[r].ptr;
-      g->p2p_sysmem |= 1u << r;
       nnet++;
       continue;
     }
     g->p2p_recv[r] = g->p2p_mem.ptr + (size_t)r * mine;
     g->p2p_send[r] = g->peer_p2p[r] ? g->peer_p2p[r] + (size_t)me * mine : NULL;
+    g->p2p_live |= 1u << r;
     if (g->host_fifos) g->p2p_sysmem |= 1u << r;
   }
   INFO(LOG_INIT | LOG_P2P,
        "comm %p rank %d GPU point-to-point: %s, %d channels per peer%s, %d peers over the network "
-       "(%d channels each)",
+       "(%d channels each, connected %s)",
        (void*)comm, comm->rank, g->p2p_ok ? "every peer mapped" : "off (a peer cannot be mapped)",
-       g->p2p_nch, g->host_fifos ? " through pinned host memory" : "", nnet, g->p2p_net_nch);
+       g->p2p_nch, g->host_fifos ? " through pinned host memory" : "", nnet, g->p2p_net_nch,
+       g->p2p_eager ? "at init" : "at first use");
   return ncclSuccess;
 }
 

@@ -1,7 +1,9 @@
 /* The CUDA engine: connects the ring, the one-shot buffers and the point-to-point FIFOs at init
  * (gpu/connect.c), then enqueues one kernel per operation on the user's stream. run() never
- * waits for peers, never allocates device memory and never synchronises, so a group may enqueue
- * for several comms from one thread and a CUDA graph may capture it.
+ * allocates device memory and never synchronises, so a CUDA graph may capture it; it waits for
+ * peers only at the first use of a network peer's point-to-point FIFOs (MONEL_P2P_CONNECT=lazy,
+ * the default: gpu/net.c), which it connects before it enqueues anything, and then says so
+ * (struct engine's run_waits), so that a group of several comms runs them side by side.
  *
  * Choice per operation: core's plan (core/plan.c, t->plan) from this engine's table
  * (gpu/caps.c); the engine executes it and never replaces it. The pairs with launch code:
@@ -13,8 +15,7 @@
  *
  * Across hosts (gpu/net.c) the ring follows topo_ring_order() (one crossing per host), each hop to
  * another host is a network connection driven by the proxy thread; the tree's network edges are
- * point-to-point connections; nothing changes at enqueue, so CUDA graphs capture the same
- * launches. */
+ * point-to-point connections; a graph captures the same launches as an eager run. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@
 #include "gpu/caps.h"
 #include "gpu/host_slots.h"
 #include "gpu/gpu.h"
+#include "gpu/peers.h"
 #include "util/dtype.h"
 
 #define NSLOTS 8
@@ -59,6 +61,7 @@ static ncclResult_t choose_sizes(struct ncclComm* comm, struct gpu_comm* g) {
   g->nslots = NSLOTS;
   g->slot_bytes = ((size_t)buff / NSLOTS) & ~(size_t)127;
   g->fifo_bytes = dev_fifo_bytes(g->nslots, g->slot_bytes);
+  g->p2p_eager = gpu_p2p_eager();
   if (comm->nranks > 1) NCCLCHECK(gpu_choose_host_fifos(comm, g));
   NCCLCHECK(gpu_ring_order(comm, g));
   int64_t link = param_int(PARAM_LINK_GBPS), blk = param_int(PARAM_BLOCK_GBPS);
@@ -257,15 +260,35 @@ static struct plan_fit gpu_plan_fit(const struct ncclComm* comm, const struct ta
   return gpu_fit(&in, t, row);
 }
 
-/* Collectives run in the order they were posted, AlltoAll(v), Gather and Scatter among them;
- * the Send/Recv of a group run together after them, as the CPU engine runs them, so every rank
- * orders the kernels of a group alike. */
+/* The network peers whose point-to-point FIFOs the group's kernels reach and that are not
+ * connected yet (gpu/peers.h; none with MONEL_P2P_CONNECT=eager, which connected them at init). */
+static unsigned peers_to_connect(const struct ncclComm* comm, const struct gpu_comm* g,
+                                 const struct task* tasks, int ntasks) {
+  unsigned todo = g->p2p_net & ~g->p2p_live, m = 0;
+  if (todo == 0 || !g->p2p_ok) return 0;
+  struct gpu_peers_in in = {comm->rank, comm->nranks, comm->ring_order, comm->ring_pos,
+                            gpu_tree_count(gpu_tree_channels(comm, g))};
+  for (int i = 0; i < ntasks; i++) m |= gpu_task_peers(&tasks[i], &in);
+  return m & todo;
+}
+
+/* The engine's run_waits: run() will first connect peers, waiting for them. */
+static int gpu_run_waits(const struct ncclComm* comm, const struct task* tasks, int ntasks) {
+  const struct gpu_comm* g = comm->engine_state;
+  return g != NULL && peers_to_connect(comm, g, tasks, ntasks) != 0;
+}
+
+/* First the connections the group's kernels need and do not have (the first use of a network
+ * peer, gpu/net.c), before anything is enqueued. Then collectives run in the order they were
+ * posted, AlltoAll(v), Gather and Scatter among them; the Send/Recv of a group run together after
+ * them, as the CPU engine runs them, so every rank orders the kernels of a group alike. */
 static ncclResult_t gpu_run(struct ncclComm* comm, struct task* tasks, int ntasks) {
   struct gpu_comm* g = comm->engine_state;
   int saved = -1;
   if (cudaGetDevice(&saved) != cudaSuccess) saved = -1;
   if (saved != comm->cuda_dev) CUDACHECK(cudaSetDevice(comm->cuda_dev));
-  ncclResult_t res = ncclSuccess;
+  unsigned todo = peers_to_connect(comm, g, tasks, ntasks);
+  ncclResult_t res = todo ? gpu_net_connect_peers(comm, g, todo) : ncclSuccess;
   struct task* p2p[64];
   struct task** sr = p2p;
   int nsr = 0, ce = 0;
@@ -439,6 +462,7 @@ const struct engine gpu_engine = {
     .ncaps = GPU_NCAPS,
     .plan_fit = gpu_plan_fit,
     .enqueue_only = 1,
+    .run_waits = gpu_run_waits,
     .comm_init = gpu_comm_init,
     .run = gpu_run,
     .abort = gpu_abort,

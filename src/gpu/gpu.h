@@ -78,6 +78,8 @@ struct gpu_comm {
   char* p2p_send[DEV_MAX_PEERS];
   char* p2p_recv[DEV_MAX_PEERS];
   unsigned p2p_sysmem; /* bit r: p2p_recv[r] is pinned host memory */
+  unsigned p2p_live;   /* bit r: the FIFOs with peer r are connected (p2p_send/recv[r] valid) */
+  int p2p_eager;       /* MONEL_P2P_CONNECT=eager: every network peer's at init */
   /* Across hosts (gpu/net.c): the ring runs over the positions of comm->ring_order. */
   int my_ring_pos, ring_next, ring_prev; /* my position; the ranks I send to and receive from */
   int* ring_order_dev;                   /* device: position -> rank; NULL for the identity */
@@ -87,6 +89,9 @@ struct gpu_comm {
   struct gpu_mem p2p_net_recv[DEV_MAX_PEERS];   /* my FIFOs [channel] for a network peer */
   struct gpu_mem p2p_net_mirror[DEV_MAX_PEERS]; /* my mirror of its FIFOs [channel] for me */
   struct fifo_net* net;                         /* the proxy's side of them */
+  const struct net* net_ops;                    /* the network they use */
+  int net_conns;                                /* connections in net */
+  ncclResult_t net_setup_res;                   /* a setup that failed: no more are made */
   int proxy_held;
   uint64_t last_op; /* atomic: seq << 8 | coll of the last operation enqueued (for messages) */
   struct gpu_peer_map maps[GPU_MAX_MAPS];
@@ -148,14 +153,19 @@ void gpu_disconnect(struct gpu_comm* g);
  * gpu_net_any: whether any pair of the comm is (collective: the same on every rank).
  * gpu_ring_order fills the ring fields (and the device order table); gpu_host_fifo_alloc gives
  * private pinned host memory mapped for the GPU (freed by gpu_shared_free); gpu_net_connect
- * allocates the mirrors, connects every NET connection and starts the proxy on them (after
- * gpu_connect_ring and gpu_connect_p2p); gpu_net_free drains, closes them and, when the kernels are
- * over, frees their memory. */
+ * connects the ring's NET connections, and with MONEL_P2P_CONNECT=eager (gpu_p2p_eager) every
+ * network peer's point-to-point ones, and starts the proxy on them (after gpu_connect_ring and
+ * gpu_connect_p2p); gpu_net_connect_peers connects the point-to-point channels with the network
+ * peers of the mask not connected yet (collective between each such pair: both ranks call it at
+ * the same operation, gpu/peers.h) and adds them to the running set; gpu_net_free drains, closes
+ * them and, when the kernels are over, frees their memory. */
 int gpu_net_is(const struct ncclComm* comm, int peer);
 int gpu_net_any(const struct ncclComm* comm);
 ncclResult_t gpu_ring_order(struct ncclComm* comm, struct gpu_comm* g);
 ncclResult_t gpu_host_fifo_alloc(struct gpu_comm* g, size_t len, struct gpu_mem* m);
 ncclResult_t gpu_net_connect(struct ncclComm* comm, struct gpu_comm* g);
+int gpu_p2p_eager(void);
+ncclResult_t gpu_net_connect_peers(struct ncclComm* comm, struct gpu_comm* g, unsigned peers);
 void gpu_net_free(struct ncclComm* comm, struct gpu_comm* g, int kernels_over);
 
 /* p2p.c: makes room for element n of a message list (*cap elements of elem bytes); the WARN
@@ -218,6 +228,9 @@ void* gpu_win_import(struct ncclComm* comm, int peer, const struct window_rec* r
 void gpu_win_unmap(struct ncclComm* comm, void* map);
 /* launch.c: make stream s wait for the comm's previous kernel when that ran on another stream. */
 ncclResult_t gpu_order_after_last(struct gpu_comm* g, cudaStream_t s);
+/* launch.c: point-to-point channels a tree launch may spread over (each peer's; its trees:
+ * gpu_tree_count of it). */
+int gpu_tree_channels(const struct ncclComm* comm, const struct gpu_comm* g);
 /* Launch one task of a group on its stream as its plan says (launch.c). */
 ncclResult_t gpu_launch_task(struct ncclComm* comm, struct gpu_comm* g, struct task* t);
 

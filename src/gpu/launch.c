@@ -8,6 +8,7 @@
 #include "util/dtype.h"
 #include "util/param.h"
 #include "gpu/gpu.h"
+#include "gpu/peers.h"
 
 static ncclResult_t launch_result(struct ncclComm* comm, struct task* t, cudaError_t e) {
   if (e == cudaSuccess) return ncclSuccess;
@@ -156,6 +157,10 @@ static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struc
  * neighbours), rooted at rank 0 for AllReduce. Channels: the plan's, at most the point-to-point
  * channels over the trees (each tree of a channel has its own; across hosts the channels a
  * network peer has, MONEL_NET_P2P_CHANNELS), at most the comm's block limit over 2 x trees. */
+int gpu_tree_channels(const struct ncclComm* comm, const struct gpu_comm* g) {
+  return comm->nranks == 1 ? 1 : gpu_net_any(comm) ? g->p2p_net_nch : g->p2p_nch;
+}
+
 static ncclResult_t launch_tree(struct ncclComm* comm, struct gpu_comm* g, struct task* t) {
   int n = comm->nranks;
   struct dev_launch_ex ex;
@@ -173,8 +178,8 @@ static ncclResult_t launch_tree(struct ncclComm* comm, struct gpu_comm* g, struc
   int root = t->coll == COLL_ALLREDUCE ? 0 : t->root;
   for (int k = 0; k < TREE_COUNT; k++)
     a.node[k] = tree_node_in_order(comm->rank, n, root, k, comm->ring_order, comm->ring_pos);
-  int lim = n == 1 ? 1 : gpu_net_any(comm) ? g->p2p_net_nch : g->p2p_nch;
-  a.ntrees = lim >= 2 ? 2 : 1;
+  int lim = gpu_tree_channels(comm, g);
+  a.ntrees = gpu_tree_count(lim);
   int nch = t->plan.nchannels;
   if (nch > lim / a.ntrees) nch = lim / a.ntrees;
   if (nch > g->cta.max / (2 * a.ntrees)) nch = g->cta.max / (2 * a.ntrees);

@@ -43,6 +43,7 @@ struct fnet_conn {
   void* listen;
   void* comm; /* send or receive comm */
   void* mh;
+  int live; /* connected and registered: the proxy thread moves its steps (set under lock) */
   uint64_t posted, done;
   uint64_t hot_until;  /* the pass until which a receive connection is tested on every pass */
   ncclResult_t closed; /* a receive failed with ncclRemoteError: the peer went away */
@@ -97,6 +98,25 @@ ncclResult_t fifo_net_create(const struct net* net, int dev, const unsigned char
     }
   }
   *out = f;
+  return ncclSuccess;
+}
+
+ncclResult_t fifo_net_add(struct fifo_net* f, int n, int* first) {
+  struct fnet_conn* c = NULL;
+  *first = f->nconns;
+  if (n <= 0) return ncclSuccess;
+  pthread_mutex_lock(&lock); /* the proxy thread reads the array of a started set under it */
+  c = realloc(f->conns, sizeof *c * (size_t)(f->nconns + n));
+  if (c != NULL) {
+    memset(c + f->nconns, 0, sizeof *c * (size_t)n);
+    f->conns = c;
+    f->nconns += n;
+  }
+  pthread_mutex_unlock(&lock);
+  if (c == NULL) {
+    WARN("out of host memory for %d more network connections", n);
+    return ncclSystemError;
+  }
   return ncclSuccess;
 }
 
@@ -162,7 +182,7 @@ static ncclResult_t establish_pass(struct fifo_net* f, int* pending) {
   return ncclSuccess;
 }
 
-ncclResult_t fifo_net_establish(struct fifo_net* f, int timeout_s) {
+ncclResult_t fifo_net_establish(struct fifo_net* f, int timeout_s, const int* stop) {
   for (int i = 0; i < f->nconns; i++) {
     struct fnet_conn* c = &f->conns[i];
     if (c->used && c->s.is_send && !c->have_handle) {
@@ -175,6 +195,11 @@ ncclResult_t fifo_net_establish(struct fifo_net* f, int timeout_s) {
   while (pending) {
     NCCLCHECK(establish_pass(f, &pending));
     if (pending == 0) break;
+    if (stop != NULL && __atomic_load_n(stop, __ATOMIC_ACQUIRE)) {
+      WARN("%d network connections were still being set up when the communicator was aborted",
+           pending);
+      return ncclRemoteError;
+    }
     if (now_s() > deadline) {
       for (int i = 0; i < f->nconns; i++) {
         struct fnet_conn* c = &f->conns[i];
@@ -191,7 +216,7 @@ ncclResult_t fifo_net_establish(struct fifo_net* f, int timeout_s) {
   }
   for (int i = 0; i < f->nconns; i++) {
     struct fnet_conn* c = &f->conns[i];
-    if (!c->used) continue;
+    if (!c->used || c->live) continue;
     if (c->listen) {
       (void)f->net->close_listen(c->listen);
       c->listen = NULL;
@@ -202,6 +227,9 @@ ncclResult_t fifo_net_establish(struct fifo_net* f, int timeout_s) {
       return ncclSystemError;
     }
   }
+  pthread_mutex_lock(&lock); /* a started set's new connections join the proxy's passes */
+  for (int i = 0; i < f->nconns; i++) f->conns[i].live |= f->conns[i].used;
+  pthread_mutex_unlock(&lock);
   return ncclSuccess;
 }
 
@@ -223,7 +251,7 @@ int fifo_net_failed(const struct fifo_net* f) {
 
 /* Steps of connection c still to send: 0 for a receive connection. */
 static uint64_t unsent(const struct fnet_conn* c) {
-  if (!c->used || !c->s.is_send) return 0;
+  if (!c->live || !c->s.is_send) return 0;
   uint64_t tail = __atomic_load_n(word(c, GPU_FIFO_TAIL), __ATOMIC_ACQUIRE);
   return tail - __atomic_load_n(word(c, GPU_FIFO_HEAD), __ATOMIC_ACQUIRE);
 }
@@ -289,7 +317,7 @@ static void close_drain(struct fifo_net* f) {
   if (fills == NULL) return;
   for (int i = 0; i < f->nconns; i++) {
     struct fnet_conn* c = &f->conns[i];
-    if (!c->used || c->comm == NULL || c->ended || c->closed) continue;
+    if (!c->live || c->ended || c->closed) continue;
     fills[i] = c->s.is_send ? (uint64_t)cap(c) : c->done + (uint64_t)cap(c);
   }
   double deadline = now_s() + CLOSE_DRAIN_S;
@@ -297,7 +325,7 @@ static void close_drain(struct fifo_net* f) {
     busy = 0;
     for (int i = 0; i < f->nconns; i++) {
       struct fnet_conn* c = &f->conns[i];
-      if (!c->used || c->comm == NULL || c->ended || c->closed) continue;
+      if (!c->live || c->ended || c->closed) continue;
       if (close_step(f, c, &fills[i]))
         busy = 1;
       else
@@ -451,7 +479,7 @@ int fifo_net_progress(void) {
     if (__atomic_load_n(&f->failed, __ATOMIC_ACQUIRE)) continue;
     for (int i = 0; i < f->nconns; i++) {
       struct fnet_conn* c = &f->conns[i];
-      if (!c->used || c->comm == NULL) continue;
+      if (!c->live) continue;
       int ok = c->s.is_send ? progress_send(f, c, &moved) : progress_recv(f, c, &moved);
       if (!ok) break;
     }

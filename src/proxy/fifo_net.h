@@ -13,8 +13,11 @@
  * (receiver: fills the handle to give the sender) or fifo_net_peer_handle (sender); then
  * fifo_net_establish (connects/accepts every connection, registers memory); fifo_net_start hands
  * the set to the proxy thread (the caller holds the thread, proxy_acquire); fifo_net_free takes
- * it back and closes everything. A connection error stops the set and calls `fail` once, on the
- * proxy thread. Who may call: gpu/ (and tests). */
+ * it back and closes everything. A set grows, started or not: fifo_net_add makes room for more
+ * connections, which take the same steps (listen or peer_handle, then establish) while the proxy
+ * thread moves the others; it moves a connection only once establish has made it live. The
+ * owner makes every call on one thread. A connection error stops the set and calls `fail` once,
+ * on the proxy thread. Who may call: gpu/ (and tests). */
 #ifndef MONEL_PROXY_FIFO_NET_H
 #define MONEL_PROXY_FIFO_NET_H
 #include <stddef.h>
@@ -40,16 +43,19 @@ typedef void (*fifo_net_fail_fn)(void* arg, int peer, const char* sentence);
 /* key: the job's secret the connections prove (net.h's listen/connect; NULL: none). */
 ncclResult_t fifo_net_create(const struct net* net, int dev, const unsigned char* key, int nconns,
                              struct fifo_net** out);
+/* Room for n more connections, numbered *first .. *first + n - 1; the set may be started. */
+ncclResult_t fifo_net_add(struct fifo_net* f, int n, int* first);
 /* Receiver side of connection i: listens and fills handle (NET_HANDLE_BYTES) for the sender. */
 ncclResult_t fifo_net_listen(struct fifo_net* f, int i, const struct fifo_net_spec* spec,
                              void* handle);
 /* Sender side of connection i: the handle the receiver filled. */
 ncclResult_t fifo_net_peer_handle(struct fifo_net* f, int i, const struct fifo_net_spec* spec,
                                   const void* handle);
-/* Connects and accepts every connection (non-blocking calls in one loop, so a rank that is both
- * sender and receiver serves both), then registers the FIFOs' memory. Fails with a sentence
- * naming the connection after timeout_s seconds. */
-ncclResult_t fifo_net_establish(struct fifo_net* f, int timeout_s);
+/* Connects and accepts every connection not yet live (non-blocking calls in one loop, so a rank
+ * that is both sender and receiver serves both), registers the FIFOs' memory and makes them live.
+ * Fails with a sentence naming the connection after timeout_s seconds, or as soon as *stop (when
+ * not NULL: the comm's abort flag) is non-zero. */
+ncclResult_t fifo_net_establish(struct fifo_net* f, int timeout_s, const int* stop);
 /* Hands the set to the proxy thread. */
 ncclResult_t fifo_net_start(struct fifo_net* f, fifo_net_fail_fn fail, void* arg);
 /* Waits until every step posted on a send connection was sent (its head reached its tail), a

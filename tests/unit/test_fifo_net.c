@@ -12,6 +12,9 @@
  * receiver still gets every step (the close after the last message is the end of the stream,
  * not a loss). Then a peer is killed mid-stream: the survivor's connections fail with a sentence
  * naming the peer, and its waiting threads leave (no hang).
+ * The set also grows while it runs (connections_added_while_running): the second and third shapes
+ * are added and connected while the first streams, as the GPU engine connects a peer at its
+ * first use.
  * net.h's close contract: after a clean end, no receive comm is closed with a receive posted
  * unless the network reported an error on it (the network is wrapped to count them; a peer
  * that closed first after its last step is such an error). FIFO_NET_UCX=1 runs it all over the
@@ -42,6 +45,8 @@ struct side {
   int send_steps, recv_steps; /* per connection */
   int signal_fd; /* receiving: write a byte after signal_after steps of connection 0 (or -1) */
   int signal_after;
+  int first_conns; /* shapes connected before the set starts (0: all); the others are added to
+                      the running set while the first ones stream */
 };
 
 struct play {
@@ -233,50 +238,71 @@ static void read_all(int fd, void* buf, size_t len) {
   }
 }
 
-/* One host: connections 0..NCONN-1 send to the other host, NCONN..2*NCONN-1 receive from it.
+/* Connection of shape k in direction is_send: index 2k (send) or 2k + 1 (receive) of the set. */
+static void spec_of(struct fifo_net_spec* s, const struct side* side, char* fifo, int k,
+                    int is_send) {
+  int peer = 1 - side->host;
+  *s = (struct fifo_net_spec){.is_send = is_send,
+                              .fifo = fifo,
+                              .nslots = shape_slots[k],
+                              .slot_bytes = shape_bytes[k],
+                              .peer = peer,
+                              .tag = 100 * (is_send ? side->host : peer) + k};
+  snprintf(s->desc, sizeof s->desc, "test connection %d %s host %d", k, is_send ? "to" : "from",
+           peer);
+}
+
+/* Shapes k0..k1-1 each way: listens for the receiving ones, swaps the handles with the other host
+ * over the pipes, takes its handles, and establishes them (the set may be running). */
+static void open_conns(struct fifo_net* f, const struct side* side, char** fifo, int k0, int k1,
+                       int to_peer, int from_peer) {
+  char handles[NCONN][NET_HANDLE_BYTES];
+  struct fifo_net_spec s;
+  size_t len = (size_t)(k1 - k0) * NET_HANDLE_BYTES;
+  for (int k = k0; k < k1; k++) {
+    spec_of(&s, side, fifo[2 * k + 1], k, 0);
+    CHECK_RES(fifo_net_listen(f, 2 * k + 1, &s, handles[k]), ncclSuccess);
+  }
+  CHECK_EQ(write(to_peer, handles[k0], len), (ssize_t)len);
+  read_all(from_peer, handles[k0], len);
+  for (int k = k0; k < k1; k++) {
+    spec_of(&s, side, fifo[2 * k], k, 1);
+    CHECK_RES(fifo_net_peer_handle(f, 2 * k, &s, handles[k]), ncclSuccess);
+  }
+  CHECK_RES(fifo_net_establish(f, 30, NULL), ncclSuccess);
+}
+
+static void start_plays(const struct side* side, struct fifo_net* f, char** fifo, struct play* p,
+                        pthread_t* t, int i0, int i1) {
+  for (int i = i0; i < i1; i++) {
+    p[i] = (struct play){side, f, fifo[i], i / 2, 1 - side->host, i % 2 == 0, 0};
+    CHECK_EQ(pthread_create(&t[i], NULL, play_main, &p[i]), 0);
+  }
+}
+
+/* One host: on every shape k, connection 2k sends to the other host and 2k + 1 receives from it.
  * Exit status: 0 all steps sent and checked; 3 the set failed as the kill test expects. */
 static int run_host(const struct side* side, int to_peer, int from_peer) {
   struct fifo_net* f = NULL;
   char* fifo[2 * NCONN];
-  char handles[NCONN][NET_HANDLE_BYTES];
-  int peer = 1 - side->host;
+  int peer = 1 - side->host, first = side->first_conns ? side->first_conns : NCONN, at = -1;
   setenv("MONEL_HOST_ID", side->host ? "b" : "a", 1);
-  CHECK_RES(fifo_net_create(the_net(), 0, NULL, 2 * NCONN, &f), ncclSuccess);
+  CHECK_RES(fifo_net_create(the_net(), 0, NULL, 2 * first, &f), ncclSuccess);
   for (int i = 0; i < 2 * NCONN; i++) {
-    int k = i % NCONN;
-    fifo[i] = calloc(1, fifo_len(k));
+    fifo[i] = calloc(1, fifo_len(i / 2));
     CHECK(fifo[i] != NULL);
-    struct fifo_net_spec s = {.is_send = i < NCONN,
-                              .fifo = fifo[i],
-                              .nslots = shape_slots[k],
-                              .slot_bytes = shape_bytes[k],
-                              .peer = peer,
-                              .tag = 100 * (i < NCONN ? side->host : peer) + k};
-    snprintf(s.desc, sizeof s.desc, "test connection %d %s host %d", k, i < NCONN ? "to" : "from",
-             peer);
-    if (i < NCONN) continue;
-    CHECK_RES(fifo_net_listen(f, i, &s, handles[k]), ncclSuccess);
   }
-  CHECK_EQ(write(to_peer, handles, sizeof handles), (ssize_t)sizeof handles);
-  read_all(from_peer, handles, sizeof handles);
-  for (int k = 0; k < NCONN; k++) {
-    struct fifo_net_spec s = {.is_send = 1,
-                              .fifo = fifo[k],
-                              .nslots = shape_slots[k],
-                              .slot_bytes = shape_bytes[k],
-                              .peer = peer,
-                              .tag = 100 * side->host + k};
-    snprintf(s.desc, sizeof s.desc, "test connection %d to host %d", k, peer);
-    CHECK_RES(fifo_net_peer_handle(f, k, &s, handles[k]), ncclSuccess);
-  }
-  CHECK_RES(fifo_net_establish(f, 30), ncclSuccess);
+  open_conns(f, side, fifo, 0, first, to_peer, from_peer);
   CHECK_RES(proxy_acquire(f), ncclSuccess);
   CHECK_RES(fifo_net_start(f, on_fail, NULL), ncclSuccess);
   struct play p[2 * NCONN];
   pthread_t t[2 * NCONN];
-  for (int i = 0; i < 2 * NCONN; i++) {
-    p[i] = (struct play){side, f, fifo[i], i % NCONN, peer, i < NCONN, 0};
-    CHECK_EQ(pthread_create(&t[i], NULL, play_main, &p[i]), 0);
+  start_plays(side, f, fifo, p, t, 0, 2 * first);
+  if (first < NCONN) { /* the others join the running set while the first ones stream */
+    CHECK_RES(fifo_net_add(f, 2 * (NCONN - first), &at), ncclSuccess);
+    CHECK_EQ(at, 2 * first);
+    open_conns(f, side, fifo, first, NCONN, to_peer, from_peer);
+    start_plays(side, f, fifo, p, t, 2 * first, 2 * NCONN);
   }
   int failed = 0;
   for (int i = 0; i < 2 * NCONN; i++) {
@@ -327,7 +353,19 @@ static int status_of(pid_t pid) {
 TEST(every_byte_of_every_step) {
   int ab[2], ba[2];
   CHECK(pipe(ab) == 0 && pipe(ba) == 0);
-  struct side a = {0, 3000, 3000, -1, 0}, b = {1, 3000, 3000, -1, 0};
+  struct side a = {0, 3000, 3000, -1, 0, 0}, b = {1, 3000, 3000, -1, 0, 0};
+  pid_t pa = spawn(&a, ab[1], ba[0]), pb = spawn(&b, ba[1], ab[0]);
+  CHECK_EQ(status_of(pa), 0);
+  CHECK_EQ(status_of(pb), 0);
+}
+
+/* A set that grows while it runs (the GPU engine connects a peer at its first use): shape 0
+ * streams both ways while shapes 1 and 2 are added, connected and started; every step of every
+ * connection still arrives whole, and the close contract holds. */
+TEST(connections_added_while_running) {
+  int ab[2], ba[2];
+  CHECK(pipe(ab) == 0 && pipe(ba) == 0);
+  struct side a = {0, 3000, 3000, -1, 0, 1}, b = {1, 3000, 3000, -1, 0, 1};
   pid_t pa = spawn(&a, ab[1], ba[0]), pb = spawn(&b, ba[1], ab[0]);
   CHECK_EQ(status_of(pa), 0);
   CHECK_EQ(status_of(pb), 0);
@@ -349,7 +387,7 @@ static void kill_b(struct side* a, struct side* b, int sig[2]) {
 TEST(peer_killed_while_both_stream) {
   int sig[2];
   CHECK(pipe(sig) == 0);
-  struct side a = {0, 1 << 30, 1 << 30, -1, 0}, b = {1, 1 << 30, 1 << 30, sig[1], 200};
+  struct side a = {0, 1 << 30, 1 << 30, -1, 0, 0}, b = {1, 1 << 30, 1 << 30, sig[1], 200, 0};
   kill_b(&a, &b, sig);
 }
 
@@ -357,7 +395,7 @@ TEST(peer_killed_while_both_stream) {
 TEST(sender_killed_while_receiver_waits) {
   int sig[2];
   CHECK(pipe(sig) == 0);
-  struct side a = {0, 0, 1 << 30, sig[1], 200}, b = {1, 1 << 30, 0, -1, 0};
+  struct side a = {0, 0, 1 << 30, sig[1], 200, 0}, b = {1, 1 << 30, 0, -1, 0, 0};
   setenv("EXPECT_SENTENCE", "closed while a step was awaited", 1);
   kill_b(&a, &b, sig);
 }

@@ -1,0 +1,35 @@
+/* Which peers a task's kernel reaches through the point-to-point FIFOs: the pairs the CUDA engine
+ * connects at their first use across the network (MONEL_P2P_CONNECT=lazy, gpu/net.c). Free of
+ * CUDA, so that the unit tests run it on any machine.
+ *
+ * The rule both ends of a pair rely on: for one operation, peer p is in rank r's set exactly
+ * when r is in p's (Send/Recv by their matching calls; AlltoAll(v), Gather, Scatter, the tree and
+ * the one hop by construction), so the two ranks connect the pair at the same operation and
+ * never wait for each other in two different places. tests/unit/test_gpu_peers.c checks it. */
+#ifndef MONEL_GPU_PEERS_H
+#define MONEL_GPU_PEERS_H
+#include "core/task.h"
+
+/* What the rule reads of the comm; ranks < 32 (the engine's point-to-point FIFOs exist up to
+ * DEV_MAX_PEERS ranks). ntrees: the trees a tree launch uses (gpu_tree_count). */
+struct gpu_peers_in {
+  int rank, nranks;
+  const int* ring_order; /* comm->ring_order: position -> rank */
+  const int* ring_pos;   /* comm->ring_pos: rank -> position */
+  int ntrees;
+};
+
+/* Trees a tree launch uses when each peer has `channels` point-to-point channels for it: two
+ * when each tree gets a channel of its own, else one (tree 0 carries everything). */
+static inline int gpu_tree_count(int channels) {
+  return channels >= 2 ? 2 : 1;
+}
+
+/* Bit p: the task's kernel (as core's plan launches it: gpu/launch.c, gpu/p2p.c) moves data with
+ * peer p through the point-to-point FIFOs. The messages of Send/Recv, AlltoAll(v), Gather and
+ * Scatter (core/task.c, zero-byte ones left out), the parent and children of each tree of a Tree
+ * plan, every peer for the one hop (OneShot/Simple); nothing for the ring and the one-shot LL
+ * kernel, nor for an empty collective. Never the rank itself. */
+unsigned gpu_task_peers(const struct task* t, const struct gpu_peers_in* in);
+
+#endif

@@ -1,0 +1,202 @@
+/* gpu/peers.c: the peers a task's kernel reaches through the GPU engine's point-to-point FIFOs,
+ * which the engine connects across the network at their first use (MONEL_P2P_CONNECT=lazy).
+ *  - Each kind of task names the peers its kernel exchanges with: Send/Recv their peer, AlltoAll
+ *    every other rank (AlltoAllv those with a non-zero count either way), Gather/Scatter the root
+ *    or, at the root, every other rank, the tree its parents and children, the one hop everyone;
+ *    the ring, the one-shot LL kernel and empty operations none; never the rank itself.
+ *  - Both ends agree: for one operation, p is in r's set exactly when r is in p's, for every
+ *    rank count to 16, every root, both tree counts and ring orders that interleave hosts; and
+ *    for groups of Send/Recv built from random matched pairs. So the two ranks of a pair connect
+ *    it at the same operation. */
+#include <stdlib.h>
+#include <string.h>
+#include "algo/tree.h"
+#include "gpu/peers.h"
+#include "harness.h"
+
+#define MAXN 16
+static char buf[1 << 16]; /* the tasks' buffers: offsets into it stay inside */
+
+struct comm_view {
+  int n;
+  int order[MAXN], pos[MAXN];
+};
+
+/* The identity order, or a permutation of the positions (a ring that interleaves hosts). */
+static void view_init(struct comm_view* v, int n, unsigned seed) {
+  v->n = n;
+  for (int p = 0; p < n; p++) v->order[p] = p;
+  for (int p = n - 1; seed && p > 0; p--) {
+    seed = seed * 1103515245u + 12345u;
+    int q = (int)((seed >> 8) % (unsigned)(p + 1)), x = v->order[p];
+    v->order[p] = v->order[q];
+    v->order[q] = x;
+  }
+  for (int p = 0; p < n; p++) v->pos[v->order[p]] = p;
+}
+
+static unsigned peers_of(const struct comm_view* v, const struct task* t, int rank, int ntrees) {
+  struct gpu_peers_in in = {rank, v->n, v->order, v->pos, ntrees};
+  return gpu_task_peers(t, &in);
+}
+
+static struct task make(enum coll_kind c, size_t count, int root) {
+  struct task t;
+  memset(&t, 0, sizeof t);
+  t.coll = c;
+  t.count = count;
+  t.root = root;
+  t.dtype = ncclInt8;
+  t.sendbuff = buf;
+  t.recvbuff = buf + sizeof buf / 2;
+  t.plan.algo = ALGO_RING;
+  t.plan.proto = PROTO_SIMPLE;
+  return t;
+}
+
+static struct task planned(enum coll_kind c, int root, enum algo_id a, enum proto_id p) {
+  struct task t = make(c, 64, root);
+  t.plan.algo = a;
+  t.plan.proto = p;
+  return t;
+}
+
+static unsigned all_but(int n, int rank) {
+  return ((1u << n) - 1) & ~(1u << rank);
+}
+
+TEST(send_and_recv_name_their_peer) {
+  struct comm_view v;
+  view_init(&v, 8, 0);
+  struct task s = make(COLL_SEND, 10, 3), r = make(COLL_RECV, 10, 5);
+  CHECK_EQ(peers_of(&v, &s, 0, 2), 1u << 3);
+  CHECK_EQ(peers_of(&v, &r, 0, 2), 1u << 5);
+  s.count = 0; /* nothing to move: no connection */
+  CHECK_EQ(peers_of(&v, &s, 0, 2), 0);
+  s = make(COLL_SEND, 10, 4); /* to myself: a copy */
+  CHECK_EQ(peers_of(&v, &s, 4, 2), 0);
+}
+
+TEST(alltoall_and_rooted_collectives) {
+  for (int n = 1; n <= MAXN; n++) {
+    struct comm_view v;
+    view_init(&v, n, 0);
+    for (int me = 0; me < n; me++) {
+      struct task a = make(COLL_ALLTOALL, 4, 0);
+      CHECK_EQ(peers_of(&v, &a, me, 2), n < 2 ? 0 : all_but(n, me));
+      for (int root = 0; root < n; root++) {
+        struct task g = make(COLL_GATHER, 4, root), sc = make(COLL_SCATTER, 4, root);
+        unsigned want = n < 2 ? 0 : me == root ? all_but(n, me) : 1u << root;
+        CHECK_EQ(peers_of(&v, &g, me, 2), want);
+        CHECK_EQ(peers_of(&v, &sc, me, 2), want);
+      }
+    }
+  }
+  /* AlltoAllv: only the peers with a count either way (rows: sendcounts, sdispls, recvcounts,
+   * rdispls). */
+  struct comm_view v;
+  view_init(&v, 6, 0);
+  size_t rows[4 * 6];
+  memset(rows, 0, sizeof rows);
+  rows[1] = 3;         /* send 3 to rank 1 */
+  rows[2 * 6 + 4] = 2; /* receive 2 from rank 4 */
+  rows[5] = 1;         /* send 1 to myself (rank 5) */
+  rows[2 * 6 + 5] = 1; /* and receive it */
+  struct task av = make(COLL_ALLTOALLV, 0, 0);
+  av.vrows = rows;
+  CHECK_EQ(peers_of(&v, &av, 5, 2), 1u << 1 | 1u << 4);
+}
+
+TEST(collectives_by_their_plan) {
+  struct comm_view v;
+  view_init(&v, 8, 0);
+  struct task ring = planned(COLL_ALLREDUCE, 0, ALGO_RING, PROTO_SIMPLE);
+  struct task ll = planned(COLL_ALLREDUCE, 0, ALGO_ONESHOT, PROTO_LL);
+  struct task hop = planned(COLL_ALLREDUCE, 0, ALGO_ONESHOT, PROTO_SIMPLE);
+  struct task tree = planned(COLL_ALLREDUCE, 0, ALGO_TREE, PROTO_SIMPLE);
+  struct task ag_tree = planned(COLL_ALLGATHER, 0, ALGO_TREE, PROTO_SIMPLE); /* no tree kernel */
+  for (int me = 0; me < 8; me++) {
+    CHECK_EQ(peers_of(&v, &ring, me, 2), 0);
+    CHECK_EQ(peers_of(&v, &ll, me, 2), 0);
+    CHECK_EQ(peers_of(&v, &hop, me, 2), all_but(8, me));
+    CHECK_EQ(peers_of(&v, &ag_tree, me, 2), 0);
+    for (int nt = 1; nt <= 2; nt++) {
+      unsigned want = 0;
+      for (int k = 0; k < nt; k++) {
+        struct tree_node nd = tree_node_of(me, 8, 0, k);
+        if (nd.parent >= 0) want |= 1u << nd.parent;
+        for (int c = 0; c < nd.nchild; c++) want |= 1u << nd.child[c];
+      }
+      CHECK_EQ(peers_of(&v, &tree, me, nt), want);
+      CHECK(want != 0);
+    }
+  }
+  hop.count = 0;
+  tree.count = 0;
+  CHECK_EQ(peers_of(&v, &hop, 1, 2), 0);
+  CHECK_EQ(peers_of(&v, &tree, 1, 2), 0);
+  CHECK_EQ(gpu_tree_count(1), 1);
+  CHECK_EQ(gpu_tree_count(2), 2);
+  CHECK_EQ(gpu_tree_count(8), 2);
+}
+
+/* p in peers(r) exactly when r in peers(p), for every rank pair of one operation. */
+static void check_agree(const struct comm_view* v, const struct task* t, int ntrees) {
+  unsigned m[MAXN];
+  for (int r = 0; r < v->n; r++) m[r] = peers_of(v, t, r, ntrees);
+  for (int r = 0; r < v->n; r++) {
+    CHECK_EQ(m[r] >> r & 1u, 0);
+    for (int p = 0; p < v->n; p++)
+      if ((m[r] >> p & 1u) != (m[p] >> r & 1u)) {
+        fprintf(stderr, "%s root %d, %d ranks, %d trees: rank %d %s rank %d, not the reverse\n",
+                coll_name(t->coll), t->root, v->n, ntrees, r,
+                m[r] >> p & 1u ? "names" : "leaves out", p);
+        CHECK(0);
+      }
+  }
+}
+
+TEST(both_ends_of_a_pair_agree) {
+  const enum coll_kind rooted[] = {COLL_ALLREDUCE, COLL_BROADCAST, COLL_REDUCE};
+  for (int n = 2; n <= MAXN; n++)
+    for (unsigned seed = 0; seed < 4; seed++) {
+      struct comm_view v;
+      view_init(&v, n, seed * 7919u);
+      struct task a = make(COLL_ALLTOALL, 4, 0);
+      struct task hop = planned(COLL_ALLREDUCE, 0, ALGO_ONESHOT, PROTO_SIMPLE);
+      check_agree(&v, &a, 2);
+      check_agree(&v, &hop, 2);
+      for (int root = 0; root < n; root++) {
+        struct task g = make(COLL_GATHER, 4, root), sc = make(COLL_SCATTER, 4, root);
+        check_agree(&v, &g, 2);
+        check_agree(&v, &sc, 2);
+        for (int c = 0; c < 3; c++)
+          for (int nt = 1; nt <= 2; nt++) {
+            struct task t = planned(rooted[c], root, ALGO_TREE, PROTO_SIMPLE);
+            check_agree(&v, &t, nt);
+          }
+      }
+    }
+}
+
+/* Groups of Send/Recv from random matched pairs (a sends to b, b receives from a): the union of
+ * a rank's tasks names b exactly when b's names it. */
+TEST(matched_send_recv_groups_agree) {
+  unsigned seed = 12345u;
+  for (int round = 0; round < 200; round++) {
+    int n = 2 + round % (MAXN - 1);
+    struct comm_view v;
+    view_init(&v, n, 0);
+    unsigned m[MAXN] = {0};
+    int npairs = 1 + round % 9;
+    for (int k = 0; k < npairs; k++) {
+      seed = seed * 1103515245u + 12345u;
+      int a = (int)((seed >> 8) % (unsigned)n), b = (int)((seed >> 20) % (unsigned)n);
+      struct task s = make(COLL_SEND, 1 + k, b), r = make(COLL_RECV, 1 + k, a);
+      m[a] |= peers_of(&v, &s, a, 2);
+      m[b] |= peers_of(&v, &r, b, 2);
+    }
+    for (int r = 0; r < n; r++)
+      for (int p = 0; p < n; p++) CHECK_EQ(m[r] >> p & 1u, m[p] >> r & 1u);
+  }
+}
