@@ -15,7 +15,9 @@
  * net.h's close contract: after a clean end, no receive comm is closed with a receive posted
  * unless the network reported an error on it (the network is wrapped to count them; a peer
  * that closed first after its last step is such an error). FIFO_NET_UCX=1 runs it all over the
- * UCX network.
+ * UCX network, FIFO_NET_PLUGIN=1 over the net plugin the loader picks (NCCL_NET_PLUGIN).
+ * GPUDirect RDMA (gdr_*): the slots apart from the counters, registered as CUDA memory, each
+ * receive flushed before its tail (test_fifo_net_gdr.h); and MONEL_NET_GDR's choice.
  * Every wait has a deadline. */
 #include <pthread.h>
 #include <sched.h>
@@ -30,6 +32,7 @@
 #include "proxy/proxy.h"
 #include "device/gpu_fifo.h"
 #include "transport/net.h"
+#include "util/param.h"
 
 #define NCONN    3
 #define DEADLINE 30.0 /* seconds any single wait may take */
@@ -48,7 +51,8 @@ struct play {
   const struct side* side;
   struct fifo_net* f;
   char* fifo;
-  int conn; /* 0..NCONN-1 */
+  char* slots; /* slot 0: apart (GPUDirect RDMA), or after the counters */
+  int conn;    /* 0..NCONN-1 */
   int from_host;
   int is_send;
   int result; /* 0 ok, 1 the set failed while waiting, 2 a deadline passed */
@@ -96,22 +100,30 @@ static ncclResult_t c_irecv(void* comm, int n, void** data, size_t* sizes, int* 
   return res;
 }
 
+#include "test_fifo_net_gdr.h"
+
 static ncclResult_t c_test(void* req, int* done, size_t* sizes) {
-  ncclResult_t res = base->test(req, done, sizes);
+  ncclResult_t res = ncclSuccess;
+  if (gdr_mode && gdr_test(req, done, sizes, &res)) return res;
+  res = base->test(req, done, sizes);
+  void* comm = NULL;
   if (res != ncclSuccess || *done) {
     pthread_mutex_lock(&count_lock);
     for (int k = 0; k < MAXR; k++)
       if (rreq[k] == req) {
         rposted[comm_slot(rreq_comm[k])]--;
         if (res != ncclSuccess) rfailed[comm_slot(rreq_comm[k])] = 1;
+        comm = rreq_comm[k];
         rreq[k] = NULL;
       }
     pthread_mutex_unlock(&count_lock);
   }
+  if (gdr_mode && comm != NULL && res == ncclSuccess) gdr_received(comm, sizes[0]);
   return res;
 }
 
 static ncclResult_t c_close_recv(void* comm) {
+  if (gdr_mode) gdr_closing(comm);
   pthread_mutex_lock(&count_lock);
   int i = comm_slot(comm);
   if (rposted[i] > 0 && !rfailed[i]) posted_at_close++;
@@ -122,13 +134,30 @@ static ncclResult_t c_close_recv(void* comm) {
   return base->close_recv(comm);
 }
 
+static int env_is(const char* name, const char* value) {
+  const char* v = getenv(name);
+  return v != NULL && strcmp(v, value) == 0;
+}
+
 static const struct net* the_net(void) {
-  const char* u = getenv("FIFO_NET_UCX");
-  base = u != NULL && strcmp(u, "1") == 0 ? &net_ucx : &net_tcp;
+  int dev = 0;
+  base = env_is("FIFO_NET_UCX", "1") ? &net_ucx : &net_tcp;
+  if (env_is("FIFO_NET_PLUGIN", "1")) {
+    CHECK_RES(net_get(&base, &dev), ncclSuccess);
+    CHECK(strcmp(base->name, "Socket") != 0 && dev == 0);
+  }
   counted = *base;
   counted.irecv = c_irecv;
   counted.test = c_test;
   counted.close_recv = c_close_recv;
+  if (gdr_mode) {
+    struct net_props p;
+    CHECK_RES(base->get_properties(0, &p), ncclSuccess);
+    gdr_fake = !(p.ptr_support & NET_PTR_CUDA);
+    counted.get_properties = g_props;
+    counted.reg_mr = g_reg_mr;
+    counted.iflush = g_iflush;
+  }
   return &counted;
 }
 
@@ -188,7 +217,7 @@ static void* play_main(void* arg) {
   int k = p->conn, ns = shape_slots[k];
   int nsteps = p->is_send ? p->side->send_steps : p->side->recv_steps;
   for (uint64_t s = 0; s < (uint64_t)nsteps; s++) {
-    char* slot = p->fifo + GPU_FIFO_HEADER + (size_t)(s % (uint64_t)ns) * shape_bytes[k];
+    char* slot = p->slots + (size_t)(s % (uint64_t)ns) * shape_bytes[k];
     size_t size = step_size(k, s);
     if (p->is_send) {
       int w = s >= (uint64_t)ns ? wait_word(p, word(p->fifo, GPU_FIFO_HEAD), s + 1 - ns) : 0;
@@ -206,6 +235,7 @@ static void* play_main(void* arg) {
         p->result = w;
         return NULL;
       }
+      if (gdr_mode) gdr_kernel_saw(p->slots, s);
       CHECK_EQ(*word(p->fifo, GPU_FIFO_SIZES + 8 * (s % ns)), size);
       for (size_t i = 0; i < size; i++)
         if ((unsigned char)slot[i] != pattern(p->from_host, k, s, i)) {
@@ -233,21 +263,44 @@ static void read_all(int fd, void* buf, size_t len) {
   }
 }
 
+/* The proxy thread's hook (fifo_net_on_thread): how often it ran, and whether on this thread. */
+static int on_thread_calls, on_thread_here;
+static pthread_t main_thread;
+
+static void on_thread(void* arg) {
+  CHECK(arg == &on_thread_calls);
+  on_thread_here |= pthread_equal(pthread_self(), main_thread);
+  __atomic_add_fetch(&on_thread_calls, 1, __ATOMIC_RELEASE);
+}
+
 /* One host: connections 0..NCONN-1 send to the other host, NCONN..2*NCONN-1 receive from it.
+ * With gdr_mode the slots are apart from the counters (fifo holds the counters only) and the
+ * choice of MONEL_NET_GDR (auto) must take GPU memory on the wrapped network.
  * Exit status: 0 all steps sent and checked; 3 the set failed as the kill test expects. */
 static int run_host(const struct side* side, int to_peer, int from_peer) {
   struct fifo_net* f = NULL;
-  char* fifo[2 * NCONN];
+  char *fifo[2 * NCONN], *slots[2 * NCONN];
   char handles[NCONN][NET_HANDLE_BYTES];
   int peer = 1 - side->host;
   setenv("MONEL_HOST_ID", side->host ? "b" : "a", 1);
-  CHECK_RES(fifo_net_create(the_net(), 0, NULL, 2 * NCONN, &f), ncclSuccess);
+  main_thread = pthread_self();
+  const struct net* net = the_net();
+  if (gdr_mode) {
+    int gdr = 0;
+    const char* why = NULL;
+    CHECK_RES(fifo_net_gdr(net, 0, &gdr, &why), ncclSuccess);
+    CHECK_EQ(gdr, 1);
+  }
+  CHECK_RES(fifo_net_create(net, 0, NULL, 2 * NCONN, &f), ncclSuccess);
   for (int i = 0; i < 2 * NCONN; i++) {
     int k = i % NCONN;
-    fifo[i] = calloc(1, fifo_len(k));
-    CHECK(fifo[i] != NULL);
+    fifo[i] = calloc(1, gdr_mode ? GPU_FIFO_HEADER : fifo_len(k));
+    slots[i] = gdr_mode ? calloc(shape_slots[k], shape_bytes[k]) : fifo[i] + GPU_FIFO_HEADER;
+    CHECK(fifo[i] != NULL && slots[i] != NULL);
+    if (gdr_mode) gdr_note_fifo(slots[i], fifo[i], i < NCONN);
     struct fifo_net_spec s = {.is_send = i < NCONN,
                               .fifo = fifo[i],
+                              .slots = gdr_mode ? slots[i] : NULL,
                               .nslots = shape_slots[k],
                               .slot_bytes = shape_bytes[k],
                               .peer = peer,
@@ -262,6 +315,7 @@ static int run_host(const struct side* side, int to_peer, int from_peer) {
   for (int k = 0; k < NCONN; k++) {
     struct fifo_net_spec s = {.is_send = 1,
                               .fifo = fifo[k],
+                              .slots = gdr_mode ? slots[k] : NULL,
                               .nslots = shape_slots[k],
                               .slot_bytes = shape_bytes[k],
                               .peer = peer,
@@ -271,11 +325,12 @@ static int run_host(const struct side* side, int to_peer, int from_peer) {
   }
   CHECK_RES(fifo_net_establish(f, 30), ncclSuccess);
   CHECK_RES(proxy_acquire(f), ncclSuccess);
+  fifo_net_on_thread(f, on_thread, &on_thread_calls, 7);
   CHECK_RES(fifo_net_start(f, on_fail, NULL), ncclSuccess);
   struct play p[2 * NCONN];
   pthread_t t[2 * NCONN];
   for (int i = 0; i < 2 * NCONN; i++) {
-    p[i] = (struct play){side, f, fifo[i], i % NCONN, peer, i < NCONN, 0};
+    p[i] = (struct play){side, f, fifo[i], slots[i], i % NCONN, peer, i < NCONN, 0};
     CHECK_EQ(pthread_create(&t[i], NULL, play_main, &p[i]), 0);
   }
   int failed = 0;
@@ -290,10 +345,16 @@ static int run_host(const struct side* side, int to_peer, int from_peer) {
   if (!failed) {
     CHECK_RES(fifo_net_drain(f, 30), ncclSuccess);
     CHECK_EQ(fail_calls, 0);
+    /* the hook ran once, on the proxy thread: the set is the only one, with one key */
+    CHECK_EQ(__atomic_load_n(&on_thread_calls, __ATOMIC_ACQUIRE), 1);
+    CHECK_EQ(on_thread_here, 0);
   }
   fifo_net_free(f);
   proxy_release(f);
-  for (int i = 0; i < 2 * NCONN; i++) free(fifo[i]);
+  for (int i = 0; i < 2 * NCONN; i++) {
+    if (gdr_mode) free(slots[i]);
+    free(fifo[i]);
+  }
   if (!failed) {
     if (posted_at_close != 0)
       fprintf(stderr, "host %d: %d receive comms closed with receives posted\n", side->host,
@@ -324,13 +385,79 @@ static int status_of(pid_t pid) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-TEST(every_byte_of_every_step) {
+static void both_hosts(int steps) {
   int ab[2], ba[2];
   CHECK(pipe(ab) == 0 && pipe(ba) == 0);
-  struct side a = {0, 3000, 3000, -1, 0}, b = {1, 3000, 3000, -1, 0};
+  struct side a = {0, steps, steps, -1, 0}, b = {1, steps, steps, -1, 0};
   pid_t pa = spawn(&a, ab[1], ba[0]), pb = spawn(&b, ba[1], ab[0]);
   CHECK_EQ(status_of(pa), 0);
   CHECK_EQ(status_of(pb), 0);
+}
+
+TEST(every_byte_of_every_step) {
+  both_hosts(3000);
+}
+
+/* GPUDirect RDMA: every byte of every step as above, the slots apart and registered as CUDA
+ * memory, and no tail before its receive's flush (test_fifo_net_gdr.h). */
+TEST(gdr_flush_before_tail) {
+  gdr_mode = 1;
+  both_hosts(600);
+}
+
+/* MONEL_NET_GDR in a child: the choice (1 GPU memory, 0 host memory) or "error N", on a network
+ * whose device 0 advertises ptr (NET_PTR_*) and cuda_copy. */
+static struct net_props fake_props;
+static ncclResult_t fake_get_properties(int dev, struct net_props* p) {
+  *p = fake_props;
+  return ncclSuccess;
+}
+
+static void expect_gdr(const char* value, int ptr, int cuda_copy, const char* want) {
+  int fds[2];
+  CHECK(pipe(fds) == 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (value)
+      setenv("MONEL_NET_GDR", value, 1);
+    else
+      unsetenv("MONEL_NET_GDR");
+    param_reload();
+    struct net n = net_tcp;
+    fake_props = (struct net_props){.ptr_support = ptr, .cuda_copy = cuda_copy};
+    n.get_properties = fake_get_properties;
+    int gdr = -1;
+    const char* why = NULL;
+    char buf[256];
+    ncclResult_t res = fifo_net_gdr(&n, 0, &gdr, &why);
+    int k = res == ncclSuccess ? snprintf(buf, sizeof buf, "%d", gdr)
+                               : snprintf(buf, sizeof buf, "error %d", (int)res);
+    if (res == ncclSuccess && (why == NULL || why[0] == '\0')) _exit(2);
+    _exit(write(fds[1], buf, (size_t)k) == k ? 0 : 2);
+  }
+  close(fds[1]);
+  char got[256];
+  ssize_t k = read(fds[0], got, sizeof got - 1);
+  got[k > 0 ? k : 0] = '\0';
+  close(fds[0]);
+  CHECK_EQ(status_of(pid), 0);
+  printf("MONEL_NET_GDR=%s, pointers 0x%x, cuda_copy %d: %s\n", value ? value : "(unset)", ptr,
+         cuda_copy, got);
+  CHECK(strcmp(got, want) == 0);
+}
+
+TEST(gdr_choice) {
+  const int host = NET_PTR_HOST, cuda = NET_PTR_HOST | NET_PTR_CUDA;
+  expect_gdr(NULL, cuda, 0, "1"); /* auto: GPUDirect RDMA where the device advertises it */
+  expect_gdr("auto", cuda, 0, "1");
+  expect_gdr("auto", host, 0, "0");
+  expect_gdr("auto", host, 1, "0"); /* copies through the host are no reason by themselves */
+  expect_gdr("1", cuda, 0, "1");
+  expect_gdr("1", host, 1, "1");       /* forced: UCX's cuda_copy over TCP */
+  expect_gdr("1", host, 0, "error 5"); /* nothing can register GPU memory: ncclInvalidUsage */
+  expect_gdr("0", cuda, 0, "0");
+  expect_gdr("yes", cuda, 0, "error 5");
+  expect_gdr("", cuda, 0, "1"); /* empty is unset: auto */
 }
 
 /* Kills b once the receiving side's first connection got 200 steps, long before the end: a's
