@@ -1,7 +1,8 @@
 /* Connections of the CUDA engine, made once at init through the bootstrap: the ring (each rank
  * maps the FIFOs of the next rank), the one-shot LL buffers and the point-to-point FIFOs (each
  * rank maps every peer's). Connections to another host (gpu/net.c) are not mapped: the kernels
- * fill a mirror in host memory that the proxy sends.
+ * fill a mirror in host memory that the proxy sends (its slots in device memory with GPUDirect
+ * RDMA).
  *
  * Where FIFOs live: on the receiving GPU, reached by peer access within a process and by CUDA IPC
  * across processes; or, when NCCL_P2P_DISABLE=1 or a pair of GPUs of the comm has no peer access,
@@ -93,6 +94,7 @@ ncclResult_t gpu_shared_alloc(struct ncclComm* comm, struct gpu_comm* g, size_t 
 }
 
 void gpu_shared_free(struct gpu_mem* m) {
+  if (m->dslots != NULL) (void)cudaFree(m->dslots);
   if (m->ptr == NULL && m->map == NULL) return;
   if (!m->host) {
     (void)cudaFree(m->ptr);
@@ -264,11 +266,10 @@ ncclResult_t gpu_connect_p2p(struct ncclComm* comm, struct gpu_comm* g) {
   NCCLCHECK(map_all(comm, g, &g->p2p_mem, g->peer_p2p, 1, &g->p2p_ok));
   for (int r = 0; r < comm->nranks; r++) {
     if (r != me && gpu_net_is(comm, r)) {
-      NCCLCHECK(gpu_host_fifo_alloc(g, net, &g->p2p_net_recv[r]));
-      NCCLCHECK(gpu_host_fifo_alloc(g, net, &g->p2p_net_mirror[r]));
+      NCCLCHECK(gpu_host_fifo_alloc(g, 2 * net, &g->p2p_net_mem[r])); /* mine, then my mirror */
       g->p2p_net |= 1u << r;
-      g->p2p_recv[r] = g->p2p_net_recv[r].ptr;
-      g->p2p_send[r] = g->p2p_net_mirror[r].ptr;
+      g->p2p_recv[r] = g->p2p_net_mem[r].ptr;
+      g->p2p_send[r] = g->p2p_net_mem[r].ptr + net;
       g->p2p_sysmem |= 1u << r;
       nnet++;
       continue;

@@ -29,6 +29,8 @@ struct gpu_mem {
   void* hptr;            /* host memory: its host address */
   void* map;             /* host memory shared across processes: the mapping of the segment */
   char shm[OS_SHM_NAME]; /* ... and its name, until every peer has mapped it */
+  char* dslots; /* network FIFOs with GPUDirect RDMA (gpu/net.c): device memory laid out as this
+                   block, of which only the slots are used (the counters stay here) */
 };
 
 /* A peer's buffer this rank mapped: closed by gpu_disconnect. */
@@ -84,9 +86,11 @@ struct gpu_comm {
   int net_next, net_prev;                /* ring hops over the network */
   unsigned p2p_net;                      /* bit r: point-to-point with peer r over the network */
   struct gpu_mem ring_mirror;            /* my mirror of the next rank's ring FIFOs (net_next) */
-  struct gpu_mem p2p_net_recv[DEV_MAX_PEERS];   /* my FIFOs [channel] for a network peer */
-  struct gpu_mem p2p_net_mirror[DEV_MAX_PEERS]; /* my mirror of its FIFOs [channel] for me */
-  struct fifo_net* net;                         /* the proxy's side of them */
+  /* Per network peer r: my FIFOs [channel] for it, then my mirror of its FIFOs [channel] for me
+   * (one block, so that one slot delta serves both: dev.h). */
+  struct gpu_mem p2p_net_mem[DEV_MAX_PEERS];
+  int net_gdr;          /* the network FIFOs' slots are in device memory (gpu/net.c) */
+  struct fifo_net* net; /* the proxy's side of them */
   int proxy_held;
   uint64_t last_op; /* atomic: seq << 8 | coll of the last operation enqueued (for messages) */
   struct gpu_peer_map maps[GPU_MAX_MAPS];
@@ -156,6 +160,11 @@ ncclResult_t gpu_ring_order(struct ncclComm* comm, struct gpu_comm* g);
 ncclResult_t gpu_host_fifo_alloc(struct gpu_comm* g, size_t len, struct gpu_mem* m);
 ncclResult_t gpu_net_connect(struct ncclComm* comm, struct gpu_comm* g);
 void gpu_net_free(struct ncclComm* comm, struct gpu_comm* g, int kernels_over);
+/* net.c: the slot delta (dev.h) of a FIFO block as the kernels address it: bytes from its
+ * address to that of its slots in device memory, 0 when its slots follow its counters; and the
+ * slot deltas of the point-to-point FIFOs with every peer. */
+int64_t gpu_slot_delta(const struct gpu_mem* m);
+void gpu_p2p_slot_deltas(const struct gpu_comm* g, int64_t delta[DEV_MAX_PEERS]);
 
 /* p2p.c: makes room for element n of a message list (*cap elements of elem bytes); the WARN
  * names the task. */

@@ -1,8 +1,15 @@
 /* GPU connections across hosts (NET connections): which ring hops and point-to-point peers go
  * over the network, the ring order that crosses hosts as rarely as possible, and their setup at
  * comm init. The ring order itself is the comm's (core/comm.c, topo_ring_order). The data path is
- * the proxy's (proxy/fifo_net.h): the kernels only see FIFOs in pinned host memory, the receiver's
- * own and the sender's mirror of it.
+ * the proxy's (proxy/fifo_net.h): the kernels only see FIFOs whose counters are in pinned host
+ * memory, the receiver's own and the sender's mirror of it.
+ *
+ * Where their slots live (fifo_net_gdr, MONEL_NET_GDR): after the counters in the same pinned
+ * host memory (staged), or, when the network's device reads and writes GPU memory (GPUDirect
+ * RDMA), in device memory: each host block of FIFOs gets a device block of the same size and
+ * layout (gpu_mem.dslots), whose slot areas the NIC reads and writes; the kernels find a slot
+ * at the FIFO's address + its offset + the block's slot delta (dev.h). Each rank decides for its
+ * own FIFOs: the two ends of a connection need not agree.
  *
  * A connection between ranks r and s is a NET connection when their hosts differ, or for every
  * pair when NCCL_P2P_DISABLE=1 and NCCL_SHM_DISABLE=1 (NCCL's way to force the network on one
@@ -71,23 +78,54 @@ ncclResult_t gpu_host_fifo_alloc(struct gpu_comm* g, size_t len, struct gpu_mem*
   return ncclSuccess;
 }
 
-/* A connection's spec: FIFO k of nch at base (host address). */
-static void spec(struct fifo_net_spec* s, const struct ncclComm* comm, int is_send, char* base,
-                 size_t fifo_bytes, int k, int nslots, size_t slot_bytes, int peer, int tag,
-                 const char* kind) {
+int64_t gpu_slot_delta(const struct gpu_mem* m) {
+  return m->dslots != NULL ? (int64_t)((uintptr_t)m->dslots - (uintptr_t)m->ptr) : 0;
+}
+
+void gpu_p2p_slot_deltas(const struct gpu_comm* g, int64_t delta[DEV_MAX_PEERS]) {
+  for (int r = 0; r < DEV_MAX_PEERS; r++)
+    delta[r] = g->p2p_net >> r & 1 ? gpu_slot_delta(&g->p2p_net_mem[r]) : 0;
+}
+
+/* The FIFOs of one kind of connection with one peer: channel k's at byte at + k * fifo_bytes of
+ * block m. */
+struct fifo_run {
+  const struct gpu_mem* m;
+  size_t at, fifo_bytes;
+  int nslots;
+  size_t slot_bytes;
+  const char* kind;
+};
+
+static struct fifo_run ring_run(const struct gpu_comm* g, const struct gpu_mem* m) {
+  return (struct fifo_run){m, 0, g->fifo_bytes, g->nslots, g->slot_bytes, "ring"};
+}
+
+/* Peer r's point-to-point FIFOs: mine for it (the receive side), or my mirror of its. */
+static struct fifo_run p2p_run(const struct gpu_comm* g, int r, int mirror) {
+  size_t fifo = dev_fifo_bytes(g->p2p_nslots, g->p2p_slot_bytes);
+  return (struct fifo_run){&g->p2p_net_mem[r],
+                           mirror ? fifo * (size_t)g->p2p_net_nch : 0,
+                           fifo,
+                           g->p2p_nslots,
+                           g->p2p_slot_bytes,
+                           "point-to-point"};
+}
+
+/* A connection's spec: channel k of run f; its slots in the device twin of the block if any. */
+static void spec(struct fifo_net_spec* s, const struct ncclComm* comm, int is_send,
+                 const struct fifo_run* f, int k, int peer, int tag) {
+  size_t at = f->at + (size_t)k * f->fifo_bytes;
   memset(s, 0, sizeof *s);
   s->is_send = is_send;
-  s->fifo = base + (size_t)k * fifo_bytes;
-  s->nslots = nslots;
-  s->slot_bytes = slot_bytes;
+  s->fifo = (char*)f->m->hptr + at;
+  s->slots = f->m->dslots != NULL ? f->m->dslots + at + DEV_FIFO_HEADER : NULL;
+  s->nslots = f->nslots;
+  s->slot_bytes = f->slot_bytes;
   s->peer = peer;
   s->tag = tag;
   snprintf(s->desc, sizeof s->desc, "rank %d's %s channel %d %s rank %d (host %s)", comm->rank,
-           kind, k, is_send ? "to" : "from", peer, comm->peers[peer].host);
-}
-
-static size_t p2p_fifo_bytes(const struct gpu_comm* g) {
-  return dev_fifo_bytes(g->p2p_nslots, g->p2p_slot_bytes);
+           f->kind, k, is_send ? "to" : "from", peer, comm->peers[peer].host);
 }
 
 /* Listens for every connection I receive on from peer r; handles[] gets their handles in the
@@ -95,16 +133,16 @@ static size_t p2p_fifo_bytes(const struct gpu_comm* g) {
 static ncclResult_t listen_from(struct ncclComm* comm, struct gpu_comm* g, int r, char* handles,
                                 int* nh, int* k) {
   struct fifo_net_spec s;
+  struct fifo_run ring = ring_run(g, &g->fifo_mem), p2p = p2p_run(g, r, 0);
   *nh = 0;
   if (g->net_prev && r == g->ring_prev)
     for (int c = 0; c < g->nchannels_max; c++) {
-      spec(&s, comm, 0, g->fifo_mem.hptr, g->fifo_bytes, c, g->nslots, g->slot_bytes, r, c, "ring");
+      spec(&s, comm, 0, &ring, c, r, c);
       NCCLCHECK(fifo_net_listen(g->net, (*k)++, &s, handles + (size_t)(*nh)++ * NET_HANDLE_BYTES));
     }
   if (g->p2p_net >> r & 1)
     for (int c = 0; c < g->p2p_net_nch; c++) {
-      spec(&s, comm, 0, g->p2p_net_recv[r].hptr, p2p_fifo_bytes(g), c, g->p2p_nslots,
-           g->p2p_slot_bytes, r, DEV_MAX_CHANNELS + c, "point-to-point");
+      spec(&s, comm, 0, &p2p, c, r, DEV_MAX_CHANNELS + c);
       NCCLCHECK(fifo_net_listen(g->net, (*k)++, &s, handles + (size_t)(*nh)++ * NET_HANDLE_BYTES));
     }
   return ncclSuccess;
@@ -114,17 +152,16 @@ static ncclResult_t listen_from(struct ncclComm* comm, struct gpu_comm* g, int r
 static ncclResult_t connect_to(struct ncclComm* comm, struct gpu_comm* g, int r,
                                const char* handles, int* k) {
   struct fifo_net_spec s;
+  struct fifo_run ring = ring_run(g, &g->ring_mirror), p2p = p2p_run(g, r, 1);
   int h = 0;
   if (g->net_next && r == g->ring_next)
     for (int c = 0; c < g->nchannels_max; c++) {
-      spec(&s, comm, 1, g->ring_mirror.hptr, g->fifo_bytes, c, g->nslots, g->slot_bytes, r, c,
-           "ring");
+      spec(&s, comm, 1, &ring, c, r, c);
       NCCLCHECK(fifo_net_peer_handle(g->net, (*k)++, &s, handles + (size_t)h++ * NET_HANDLE_BYTES));
     }
   if (g->p2p_net >> r & 1)
     for (int c = 0; c < g->p2p_net_nch; c++) {
-      spec(&s, comm, 1, g->p2p_net_mirror[r].hptr, p2p_fifo_bytes(g), c, g->p2p_nslots,
-           g->p2p_slot_bytes, r, DEV_MAX_CHANNELS + c, "point-to-point");
+      spec(&s, comm, 1, &p2p, c, r, DEV_MAX_CHANNELS + c);
       NCCLCHECK(fifo_net_peer_handle(g->net, (*k)++, &s, handles + (size_t)h++ * NET_HANDLE_BYTES));
     }
   return ncclSuccess;
@@ -172,6 +209,38 @@ static ncclResult_t exchange(struct ncclComm* comm, struct gpu_comm* g, char* bu
   return ncclSuccess;
 }
 
+/* A device block laid out as m, for the slots of its network FIFOs (GPUDirect RDMA). */
+static ncclResult_t slots_on_device(struct gpu_comm* g, struct gpu_mem* m) {
+  if (m->ptr == NULL || m->dslots != NULL) return ncclSuccess;
+  CUDACHECK(cudaMalloc((void**)&m->dslots, m->len));
+  CUDACHECK(cudaMemset(m->dslots, 0, m->len));
+  g->dev_bytes += m->len;
+  return ncclSuccess;
+}
+
+/* Where my network FIFOs' slots go (fifo_net_gdr), and their device blocks if on the GPU. */
+static ncclResult_t place_slots(struct ncclComm* comm, struct gpu_comm* g, const struct net* net,
+                                int dev) {
+  const char* why = "";
+  NCCLCHECK(fifo_net_gdr(net, dev, &g->net_gdr, &why));
+  INFO(LOG_INIT | LOG_NET,
+       "comm %p rank %d GPU network FIFOs: counters in pinned host memory, "
+       "data slots %s",
+       (void*)comm, comm->rank, why);
+  if (!g->net_gdr) return ncclSuccess;
+  if (g->net_prev) NCCLCHECK(slots_on_device(g, &g->fifo_mem));
+  if (g->net_next) NCCLCHECK(slots_on_device(g, &g->ring_mirror));
+  for (int r = 0; r < comm->nranks && r < DEV_MAX_PEERS; r++)
+    if (g->p2p_net >> r & 1) NCCLCHECK(slots_on_device(g, &g->p2p_net_mem[r]));
+  return ncclSuccess;
+}
+
+/* The proxy thread makes this comm's GPU current before it moves its connections: a network
+ * that copies GPU memory with CUDA calls of its own (UCX's cuda_copy) makes them there. */
+static void proxy_on_device(void* arg) {
+  if (cudaSetDevice(*(const int*)arg) != cudaSuccess) (void)cudaGetLastError();
+}
+
 ncclResult_t gpu_net_connect(struct ncclComm* comm, struct gpu_comm* g) {
   int n = comm->nranks, nconns = 0, most = 0, dev = 0;
   const struct net* net = NULL;
@@ -184,6 +253,7 @@ ncclResult_t gpu_net_connect(struct ncclComm* comm, struct gpu_comm* g) {
   }
   if (nconns == 0) return ncclSuccess;
   NCCLCHECK(net_get(&net, &dev));
+  NCCLCHECK(place_slots(comm, g, net, dev));
   NCCLCHECK(fifo_net_create(net, dev, boot_key(comm->boot), nconns, &g->net));
   buf = malloc((size_t)most * NET_HANDLE_BYTES);
   if (buf == NULL) {
@@ -194,9 +264,11 @@ ncclResult_t gpu_net_connect(struct ncclComm* comm, struct gpu_comm* g) {
   NCCLCHECKGOTO(fifo_net_establish(g->net, (int)param_int(PARAM_BOOT_TIMEOUT)), res, out);
   NCCLCHECKGOTO(proxy_acquire(comm), res, out);
   g->proxy_held = 1;
+  fifo_net_on_thread(g->net, proxy_on_device, &comm->cuda_dev, comm->cuda_dev);
   NCCLCHECKGOTO(fifo_net_start(g->net, net_failed, comm), res, out);
-  INFO(LOG_INIT | LOG_NET, "comm %p rank %d GPU network connections: %d over %s", (void*)comm,
-       comm->rank, nconns, net->name);
+  INFO(LOG_INIT | LOG_NET, "comm %p rank %d GPU network connections: %d over %s, slots in %s",
+       (void*)comm, comm->rank, nconns, net->name,
+       g->net_gdr ? "GPU memory (GDRDMA)" : "pinned host memory");
 out:
   free(buf);
   return res;
@@ -222,10 +294,7 @@ void gpu_net_free(struct ncclComm* comm, struct gpu_comm* g, int kernels_over) {
   g->proxy_held = 0;
   if (kernels_over) {
     gpu_shared_free(&g->ring_mirror);
-    for (int r = 0; r < DEV_MAX_PEERS; r++) {
-      gpu_shared_free(&g->p2p_net_mirror[r]);
-      gpu_shared_free(&g->p2p_net_recv[r]);
-    }
+    for (int r = 0; r < DEV_MAX_PEERS; r++) gpu_shared_free(&g->p2p_net_mem[r]);
     if (g->ring_order_dev) (void)cudaFree(g->ring_order_dev);
     g->ring_order_dev = NULL;
   }
