@@ -328,8 +328,7 @@ static ucs_status_t flush_key(struct umr* m) {
 /* A read of the last bytes of the last non-empty buffer, through the own worker: it completes
  * after the data written into that memory before it (the network's writes into GPU memory are
  * not ordered with the GPU's reads otherwise). GPU memory without an RDMA transport needs none:
- * UCX copied the bytes in itself (cuda_copy) before the receive completed, as NCCL's UCX plugin
- * flushes only with GPUDirect RDMA. */
+ * UCX copied the bytes in itself (cuda_copy) before the receive completed. */
 static ncclResult_t u_iflush(void* recv_comm, int n, void** data, size_t* sizes, void** mhandles,
                              void** request) {
   struct ucomm* c = get_comm(recv_comm, NET_KIND_RECV, "iflush");
