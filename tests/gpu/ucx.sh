@@ -19,9 +19,11 @@
 #   5. with 2 GPUs or more: PyTorch DDP across two nodes (tests/torch/run-nnodes) over UCX.
 # Every run must log its GPU network connections "over UCX", UCX's start line, and no receive
 # comm closed with receives posted (net.h's close contract). Every run has a time limit
-# (tests/gpu/run-net: NET_RUN_TIMEOUT, 900 s a run).
+# (tests/gpu/run-net: NET_RUN_TIMEOUT, 900 s a run; NET_LARGE, 16M+3, the matrix's largest count).
 # Usage: tests/gpu/ucx.sh BUILD_DIR   (a build with the CUDA engine and UCX's headers; logs in
-# $OUT). The wheel, fetched where pip reaches PyPI, from the repository's root:
+# $OUT). UCX_PARTS="default tcp gdr ddp" (the default: all) runs only the parts named: default
+# (2), tcp (3), gdr (4), ddp (5). The wheel, fetched where pip reaches PyPI, from the
+# repository's root:
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
 #     --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_24_x86_64 \
 #     -d .whl libucx-cu12==1.22.0        # or libucx-cu13 for CUDA 13 drivers
@@ -61,15 +63,23 @@ check() {
   fi
 }
 
-mkdir -p "$LOG/ucx-default" "$LOG/ucx-tcp"
+# part NAME: whether UCX_PARTS names it
+part() { [[ " ${UCX_PARTS:-default tcp gdr ddp} " == *" $1 "* ]]; }
+
+if part default; then
+mkdir -p "$LOG/ucx-default"
 OUT=$LOG/ucx-default NET_LATENCY=1 tests/gpu/run-net "$B" 2>&1 | tee "$LOG/ucx-default.log" | grep -E '^(PASS|FAIL)' || true
 grep -q '^PASS tests/gpu/run-net' "$LOG/ucx-default.log" || rc=1
 check "run-net over UCX (UCX's own transports)" "$LOG/ucx-default"
+fi
 
+if part tcp; then
+mkdir -p "$LOG/ucx-tcp"
 OUT=$LOG/ucx-tcp UCX_TLS=tcp,cuda_copy,self NET_ONLY="hosts2-procs hosts2-graph" NET_LATENCY=0 \
   tests/gpu/run-net "$B" 2>&1 | tee "$LOG/ucx-tcp.log" | grep -E '^(PASS|FAIL)' || true
 grep -q '^PASS tests/gpu/run-net' "$LOG/ucx-tcp.log" || rc=1
 check "run-net over UCX with UCX_TLS=tcp,cuda_copy,self" "$LOG/ucx-tcp"
+fi
 
 # paths NAME DIR WANT: every connection's INFO line of DIR's logs names the path WANT (gdr:
 # ".../GDRDMA", staged: none), and there are some
@@ -89,9 +99,10 @@ paths() {
   fi
 }
 # MONEL_NET_GDR unset (auto): GPU memory only where UCX has an RDMA transport and CUDA memory
-paths "MONEL_NET_GDR unset (auto) over UCX's own transports" "$LOG/ucx-default" \
+part default && paths "MONEL_NET_GDR unset (auto) over UCX's own transports" "$LOG/ucx-default" \
   "$(grep -qh 'RDMA yes; CUDA memory yes' "$LOG"/ucx-default/net-*.log 2>/dev/null && echo gdr || echo staged)"
 
+if part gdr; then
 for gdr in 1 0; do
   want=$([ $gdr = 1 ] && echo gdr || echo staged)
   mkdir -p "$LOG/ucx-gdr$gdr"
@@ -117,8 +128,11 @@ else
   tail -5 "$LOG/ucx-gdr-refused.log"
   rc=1
 fi
+fi
 
-if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ]; then
+if ! part ddp; then
+  :
+elif [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ]; then
   NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET OUT=$LOG tests/torch/run-nnodes "$B" >"$LOG/ucx-ddp.log" 2>&1
   st=$?
   n=$(cat "$LOG"/torch-nnodes-2nodes.log 2>/dev/null | grep -c 'Using network UCX')
