@@ -94,8 +94,8 @@ ncclResult_t gpu_shared_alloc(struct ncclComm* comm, struct gpu_comm* g, size_t 
 }
 
 void gpu_shared_free(struct gpu_mem* m) {
-  if (m->dslots != NULL) (void)cudaFree(m->dslots);
   if (m->ptr == NULL && m->map == NULL) return;
+  if (m->dslots != NULL) (void)cudaFree(m->dslots);
   if (!m->host) {
     (void)cudaFree(m->ptr);
   } else if (m->map == NULL) {
