@@ -43,6 +43,7 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) ring_kernel(struct dev_ring_a
     p.nrecv = p.nsend = 1;
     p.recv[0].fifo = a.ch[c].recv_fifo, p.recv[0].words = steps, p.recv[0].sys = a.sysmem;
     p.send[0].fifo = a.ch[c].send_fifo, p.send[0].words = steps, p.send[0].sys = a.send_sys;
+    p.recv[0].delta = a.recv_delta, p.send[0].delta = a.send_delta;
     p.nslots = a.nslots;
     p.slot_bytes = a.slot_bytes;
     p.abort = a.ctl.abort;
@@ -108,6 +109,7 @@ __device__ static inline void tree_conn(const struct dev_tree_args& a, int r, in
   cn->fifo = (send ? a.send_fifo[r] : a.recv_fifo[r]) + (size_t)pc * a.fifo_bytes;
   cn->words = a.steps + DEV_STEP_WORDS * ((size_t)r * a.p2p_nch + pc);
   cn->sys = (int)(((send ? a.send_sys : a.recv_sys) >> r) & 1u);
+  cn->delta = a.slot_delta[r];
 }
 
 template <int PROTO, typename T, int OP>

@@ -12,7 +12,13 @@
  * A connection between hosts (a NET connection) has a FIFO on each side, both in pinned host
  * memory: the receiver's, and the sender's MIRROR of it, which its kernel fills exactly as it
  * would fill the peer's; the proxy thread (proxy/fifo_net.h) sends the mirror's slots and
- * receives them into the receiver's FIFO, advancing the same counters.
+ * receives them into the receiver's FIFO, advancing the same counters. With GPUDirect RDMA
+ * (MONEL_NET_GDR) the slots of such a FIFO live in device memory instead, in a block laid out
+ * as the host one: a slot is at the FIFO's address + its offset + the connection's slot delta
+ * (the distance between the two blocks; 0 everywhere else), while tail, head, want and the
+ * sizes stay in host memory. The NIC writes those slots and the proxy flushes each receive
+ * before it moves the tail, so they are read like slots of my own GPU (through L2, not
+ * uncached as host memory is).
  * Every remote access to a FIFO happens before the step its owner waits for, so once a rank's
  * kernels are done no peer touches its memory any more (its comm can be freed without a barrier).
  * Step counters live in device memory of the comm and carry over from one launch to the next.
@@ -154,14 +160,15 @@ struct dev_ring_args {
   const int* order; /* device: order[position] = rank, or NULL (position == rank) */
   int nchannels, nslots;
   size_t slot_bytes;
-  int dtype;                 /* ncclDataType_t */
-  int op;                    /* RED_* of util/red_op.h */
-  unsigned char scalar[8];   /* PREMULSUM factor in the data type (host scalar) */
-  const void* device_scalar; /* PREMULSUM factor read by the kernel, or NULL */
-  uint64_t* steps;           /* DEV_STEP_WORDS per channel */
-  int sysmem;                /* my receive FIFOs are pinned host memory: slots read uncached */
-  int send_sys;              /* the FIFOs I send into are pinned host memory (or my mirror) */
-  int proto;                 /* enum dev_proto */
+  int dtype;                      /* ncclDataType_t */
+  int op;                         /* RED_* of util/red_op.h */
+  unsigned char scalar[8];        /* PREMULSUM factor in the data type (host scalar) */
+  const void* device_scalar;      /* PREMULSUM factor read by the kernel, or NULL */
+  uint64_t* steps;                /* DEV_STEP_WORDS per channel */
+  int sysmem;                     /* my receive FIFOs are pinned host memory: slots read uncached */
+  int send_sys;                   /* the FIFOs I send into are pinned host memory (or my mirror) */
+  int64_t recv_delta, send_delta; /* slot deltas of my receive FIFOs, of those I send into */
+  int proto;                      /* enum dev_proto */
   struct dev_ctl ctl;
   struct dev_channel ch[DEV_MAX_CHANNELS];
 };
@@ -188,8 +195,9 @@ struct dev_tree_args {
   struct tree_node node[TREE_COUNT];
   int p2p_nch, nslots; /* of the point-to-point FIFOs */
   size_t slot_bytes, fifo_bytes;
-  unsigned recv_sys, send_sys; /* bit r: the FIFOs with peer r are pinned host memory */
-  uint64_t* steps;             /* DEV_STEP_WORDS per (peer, point-to-point channel) */
+  unsigned recv_sys, send_sys;       /* bit r: the FIFOs with peer r are pinned host memory */
+  uint64_t* steps;                   /* DEV_STEP_WORDS per (peer, point-to-point channel) */
+  int64_t slot_delta[DEV_MAX_PEERS]; /* of the FIFOs with peer r, both ways */
   struct dev_ctl ctl;
   char* send_fifo[DEV_MAX_PEERS]; /* channel 0 of the FIFOs I fill for peer r (or my mirror) */
   char* recv_fifo[DEV_MAX_PEERS]; /* channel 0 of my FIFOs that peer r fills */
@@ -265,9 +273,10 @@ struct dev_p2p_args {
   uint64_t* steps;                /* device: DEV_STEP_WORDS per (peer, channel) */
   int rank, nch;
   int nslots, nblocks;
-  unsigned sysmem;               /* bit r: my FIFOs for peer r are pinned host memory (read
-                                    uncached) */
-  size_t slot_bytes, fifo_bytes; /* one FIFO: dev_fifo_bytes(nslots, slot_bytes) */
+  unsigned sysmem;                   /* bit r: my FIFOs for peer r are pinned host memory (read
+                                        uncached) */
+  size_t slot_bytes, fifo_bytes;     /* one FIFO: dev_fifo_bytes(nslots, slot_bytes) */
+  int64_t slot_delta[DEV_MAX_PEERS]; /* of the FIFOs with peer r, both ways */
   struct dev_ctl ctl;
   struct dev_p2p_block blocks[DEV_P2P_MAX_BLOCKS];
   struct dev_p2p_op ops[DEV_P2P_MAX_OPS];
@@ -291,6 +300,7 @@ struct dev_onehop_args {
   size_t slot_bytes;
   unsigned sysmem; /* bit r: my FIFO for peer r is pinned host memory */
   uint64_t* steps;
+  int64_t slot_delta[DEV_MAX_PEERS]; /* of the FIFOs with peer r, both ways */
   struct dev_ctl ctl;
   char* send_fifo[DEV_MAX_PEERS]; /* channel 0 FIFO I fill for peer r (or my mirror of it) */
   char* recv_fifo[DEV_MAX_PEERS]; /* my channel 0 FIFO that peer r fills */

@@ -16,6 +16,11 @@
 #include "device/dev.h"
 #include "device/prims.cuh"
 
+/* Whether my slots from peer r are pinned host memory (read uncached). */
+__device__ static inline bool onehop_uncached(const struct dev_onehop_args& a, int r) {
+  return (a.sysmem >> r & 1) != 0 && a.slot_delta[r] == 0;
+}
+
 /* out[i] = in_0[i] op ... op in_{n-1}[i], in rank order (elem: the one-shot kernel's fold),
  * src[r] the input of rank r; 8 bytes a thread while the buffers allow, elements after that. */
 template <typename T, int OP>
@@ -34,7 +39,7 @@ __device__ static void fold(const struct dev_onehop_args& a, const char* const* 
     union line acc, x;
     for (int r = 0; r < n; r++) {
       const unsigned long long* p = (const unsigned long long*)src[r] + i;
-      x.u = r == me ? *p : ld_slot(p, (a.sysmem >> r & 1) != 0);
+      x.u = r == me ? *p : ld_slot(p, onehop_uncached(a, r));
 #pragma unroll
       for (int e = 0; e < E; e++)
         acc.e[e] = elem<T, OP>(acc.e[e], x.e[e], r > 0, true, r == n - 1, s, n);
@@ -45,7 +50,7 @@ __device__ static void fold(const struct dev_onehop_args& a, const char* const* 
     T acc = T(), x;
     for (int r = 0; r < n; r++) {
       const T* p = (const T*)src[r] + i;
-      x = r == me ? *p : ld_fifo(p, (a.sysmem >> r & 1) != 0);
+      x = r == me ? *p : ld_fifo(p, onehop_uncached(a, r));
       acc = elem<T, OP>(acc, x, r > 0, true, r == n - 1, s, n);
     }
     ((T*)a.out)[i] = acc;
@@ -66,14 +71,16 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) onehop_kernel(struct dev_oneh
       const uint64_t* w = a.steps + DEV_STEP_WORDS * (size_t)r * a.nch; /* channel 0 */
       st[r].sent = w[0], st[r].recvd = w[1], st[r].head_seen = w[2], st[r].aborted = 0;
       src[r] = r == me ? (const char*)a.in
-                       : a.recv_fifo[r] + DEV_FIFO_HEADER + (w[1] % a.nslots) * a.slot_bytes;
+                       : a.recv_fifo[r] + a.slot_delta[r] + DEV_FIFO_HEADER +
+                             (w[1] % a.nslots) * a.slot_bytes;
     }
   }
   __syncthreads();
   /* My input to every peer, nearest first. */
   for (int d = 1; d < n; d++) {
     const int p = (me + d) % n;
-    struct fifo_ctx rc = {a.send_fifo[p], NULL, a.nslots, a.slot_bytes, false, a.ctl.abort};
+    struct fifo_ctx rc = {a.send_fifo[p], NULL,        a.nslots,       a.slot_bytes,
+                          false,          a.ctl.abort, a.slot_delta[p]};
     fifo_step<uint8_t, RED_SUM>(&st[p], &rc, VERB_SEND, (const uint8_t*)a.in, NULL, 0, 0, bytes, 0,
                                 1);
     if (st[p].aborted) goto out;

@@ -47,7 +47,8 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) p2p_kernel(struct dev_p2p_arg
   rc.recv_fifo = is_send ? NULL : a.recv_fifo[peer] + (size_t)c * a.fifo_bytes;
   rc.nslots = a.nslots;
   rc.slot_bytes = a.slot_bytes;
-  rc.sysmem = (a.sysmem >> peer & 1) != 0;
+  rc.delta = a.slot_delta[peer];
+  rc.sysmem = (a.sysmem >> peer & 1) != 0 && rc.delta == 0;
   rc.abort = a.ctl.abort;
   uint64_t* steps = a.steps + DEV_STEP_WORDS * ((size_t)peer * a.nch + c);
   if (tid == 0) {

@@ -188,8 +188,9 @@ struct fifo_ctx {
   char* recv_fifo;
   int nslots;
   size_t slot_bytes;
-  bool sysmem; /* the FIFOs are pinned host memory */
+  bool sysmem; /* the slots are pinned host memory (read uncached) */
   const volatile uint32_t* abort;
+  int64_t delta; /* slots at the FIFO's address + their offset + delta (dev.h slot_delta) */
 };
 
 /* One step of a schedule over a FIFO connection (dev.h): verb on len elements at in + in_off /
@@ -231,12 +232,13 @@ __device__ static __noinline__ void fifo_step(struct fifo_state* cs, const struc
   }
   __syncthreads();
   if (cs->aborted) return;
-  const T* rs =
-      do_recv
-          ? (const T*)(rc->recv_fifo + DEV_FIFO_HEADER + (cs->recvd % rc->nslots) * rc->slot_bytes)
-          : NULL;
+  const T* rs = do_recv ? (const T*)(rc->recv_fifo + rc->delta + DEV_FIFO_HEADER +
+                                     (cs->recvd % rc->nslots) * rc->slot_bytes)
+                        : NULL;
   T* ss =
-      do_send ? (T*)(send_fifo + DEV_FIFO_HEADER + (cs->sent % rc->nslots) * rc->slot_bytes) : NULL;
+      do_send
+          ? (T*)(send_fifo + rc->delta + DEV_FIFO_HEADER + (cs->sent % rc->nslots) * rc->slot_bytes)
+          : NULL;
   const T* xin = NULL;
   T* xout = NULL;
   bool post = false;
@@ -298,13 +300,19 @@ __device__ static __noinline__ void fifo_step(struct fifo_state* cs, const struc
 
 /* One direction of a connection. words: its step counters in device memory (DEV_STEP_WORDS:
  * [0] steps sent, [1] steps received, [2] head seen), a send connection uses [0] and [2], a
- * receive connection [1]. sys: pinned host memory (read uncached; every step published by the
- * tail). */
+ * receive connection [1]. sys: every step published by the tail in the Simple area (pinned host
+ * memory, a network connection); delta: the slots are at fifo + their offset + delta (a network
+ * FIFO whose slots are in device memory of their own: dev.h slot_delta). Slots are read
+ * uncached where they are host memory (sys, no delta). */
 struct prim_conn {
   char* fifo;
   uint64_t* words;
   int sys;
+  int64_t delta;
 };
+__device__ static inline bool prim_uncached(const struct prim_conn* c) {
+  return c->sys && c->delta == 0;
+}
 
 /* A block's connections and their counters (in shared memory; thread 0 writes them). */
 struct prim {
@@ -418,14 +426,14 @@ __device__ static void move_multi(const T* r0, const T* r1, bool sys, const T* i
   }
 }
 
-/* LL: wait for line p to carry flag (peer memory), or read it once (host memory, whose step the
- * tail already published). */
-__device__ static inline uint64_t ll_read(const char* p, uint32_t flag, bool sys,
+/* LL: wait for line p to carry flag (peer memory), or read it once (by_tail: the tail already
+ * published its step); uncached: from memory again (pinned host memory). */
+__device__ static inline uint64_t ll_read(const char* p, uint32_t flag, bool by_tail, bool uncached,
                                           const volatile uint32_t* abort, int* aborted) {
   uint32_t lo, f1, hi, f2;
   unsigned spins = 0;
   for (;;) {
-    if (sys)
+    if (uncached)
       asm volatile("ld.global.cv.v4.u32 {%0, %1, %2, %3}, [%4];"
                    : "=r"(lo), "=r"(f1), "=r"(hi), "=r"(f2)
                    : "l"(p)
@@ -435,7 +443,7 @@ __device__ static inline uint64_t ll_read(const char* p, uint32_t flag, bool sys
                    : "=r"(lo), "=r"(f1), "=r"(hi), "=r"(f2)
                    : "l"(p)
                    : "memory");
-    if (sys || (f1 == flag && f2 == flag)) break;
+    if (by_tail || (f1 == flag && f2 == flag)) break;
     if (wait_aborted(abort, &spins)) {
       *aborted = 1;
       break;
@@ -461,7 +469,8 @@ __device__ static void move_ll(struct prim* p, int nr, int ns, char* const* rs, 
   for (size_t l = threadIdx.x; l < nlines; l += blockDim.x) {
     uint64_t r[PRIM_MAX] = {0, 0};
     for (int i = 0; i < nr; i++)
-      r[i] = ll_read(rs[i] + l * DEV_LL_LINE, rflag[i], p->recv[i].sys != 0, p->abort, &aborted);
+      r[i] = ll_read(rs[i] + l * DEV_LL_LINE, rflag[i], p->recv[i].sys != 0,
+                     prim_uncached(&p->recv[i]), p->abort, &aborted);
     if (aborted) break;
     uint64_t x = in ? ld8((const char*)in, l * 8, total) : 0;
     uint64_t v = red_word<T, OP>(r[0], r[1], x, nr, in != NULL, post, s, nranks);
@@ -492,12 +501,12 @@ __device__ static void move_ll128(struct prim* p, int nr, int ns, char* const* r
     const size_t off = line * DEV_LL128_LINE + 16 * (size_t)j;
     uint64_t r[PRIM_MAX][2] = {{0, 0}, {0, 0}};
     for (int i = 0; i < nr; i++) {
-      const bool sys = p->recv[i].sys != 0;
+      const bool sys = p->recv[i].sys != 0, uncached = prim_uncached(&p->recv[i]);
       unsigned spins = 0;
       for (;;) {
         uint64_t a = 0, b = 0;
         if (active) {
-          if (sys)
+          if (uncached)
             asm volatile("ld.global.cv.v2.u64 {%0, %1}, [%2];"
                          : "=l"(a), "=l"(b)
                          : "l"(rs[i] + off)
@@ -593,10 +602,10 @@ __device__ static __noinline__ void prim_step(struct prim* p, enum verb verb, co
   char* rs[PRIM_MAX] = {NULL, NULL};
   char* ss[PRIM_MAX] = {NULL, NULL};
   for (int i = 0; i < nr; i++)
-    rs[i] = p->recv[i].fifo +
+    rs[i] = p->recv[i].fifo + p->recv[i].delta +
             dev_slot_offset(PROTO, p->recv[i].sys, p->nslots, p->slot_bytes, p->rstep[i]);
   for (int i = 0; i < ns; i++)
-    ss[i] = p->send[i].fifo +
+    ss[i] = p->send[i].fifo + p->send[i].delta +
             dev_slot_offset(PROTO, p->send[i].sys, p->nslots, p->slot_bytes, p->sstep[i]);
   const T* xin = NULL;
   T* xout = NULL;
@@ -625,7 +634,8 @@ __device__ static __noinline__ void prim_step(struct prim* p, enum verb verb, co
   if (xin != NULL && xin == xout && !post) xout = NULL;
   if (PROTO == DEV_PROTO_SIMPLE || (nr == 0 && ns == 0)) {
     /* Slots read uncached where any source is host memory. */
-    const bool sys = (nr > 0 && p->recv[0].sys) || (nr > 1 && p->recv[1].sys);
+    const bool sys =
+        (nr > 0 && prim_uncached(&p->recv[0])) || (nr > 1 && prim_uncached(&p->recv[1]));
     if (nr <= 1 && ns <= 1) {
       if (xin != NULL || xout != NULL || nr || ns)
         move<T, OP>((const T*)rs[0], xin, xout, (T*)ss[0], len, post, s, nranks, sys);

@@ -1,8 +1,8 @@
 /* Connections of the CUDA engine, made at init through the bootstrap: the ring (each rank maps the
  * FIFOs of the next rank), the one-shot LL buffers and the point-to-point FIFOs (each rank maps
  * every peer's on its host). Connections to another host (gpu/net.c) are not mapped: the kernels
- * fill a mirror in host memory that the proxy sends; a point-to-point peer's are made at its
- * first use (MONEL_P2P_CONNECT).
+ * fill a mirror in host memory that the proxy sends (its slots in device memory with GPUDirect
+ * RDMA); a point-to-point peer's are made at its first use (MONEL_P2P_CONNECT).
  *
  * Where FIFOs live: on the receiving GPU, reached by peer access within a process and by CUDA IPC
  * across processes; or, when NCCL_P2P_DISABLE=1 or a pair of GPUs of the comm has no peer access,
@@ -95,6 +95,7 @@ ncclResult_t gpu_shared_alloc(struct ncclComm* comm, struct gpu_comm* g, size_t 
 
 void gpu_shared_free(struct gpu_mem* m) {
   if (m->ptr == NULL && m->map == NULL) return;
+  if (m->dslots != NULL) (void)cudaFree(m->dslots);
   if (!m->host) {
     (void)cudaFree(m->ptr);
   } else if (m->map == NULL) {

@@ -235,6 +235,8 @@ static void plan_figures(struct ncclComm* comm, const struct gpu_comm* g) {
 
 _Static_assert(GPU_LL_PART_BYTES == DEV_LL_BLOCK_DATA, "gpu/caps.h: one-shot LL part size");
 _Static_assert(GPU_NCAPS <= 64, "core/plan.c takes at most 64 rows");
+_Static_assert(sizeof(struct dev_p2p_args) <= 4096,
+               "device/dev.h: kernel parameters of CUDA < 12.1");
 _Static_assert((int)DEV_PROTO_LL == (int)PROTO_LL && (int)DEV_PROTO_LL128 == (int)PROTO_LL128 &&
                    (int)DEV_PROTO_SIMPLE == (int)PROTO_SIMPLE,
                "device/dev.h numbers the protocols as core/plan.h");

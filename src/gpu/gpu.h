@@ -29,6 +29,8 @@ struct gpu_mem {
   void* hptr;            /* host memory: its host address */
   void* map;             /* host memory shared across processes: the mapping of the segment */
   char shm[OS_SHM_NAME]; /* ... and its name, until every peer has mapped it */
+  char* dslots; /* network FIFOs with GPUDirect RDMA (gpu/net.c): device memory laid out as this
+                   block, of which only the slots are used (the counters stay here) */
 };
 
 /* A peer's buffer this rank mapped: closed by gpu_disconnect. */
@@ -86,12 +88,15 @@ struct gpu_comm {
   int net_next, net_prev;                /* ring hops over the network */
   unsigned p2p_net;                      /* bit r: point-to-point with peer r over the network */
   struct gpu_mem ring_mirror;            /* my mirror of the next rank's ring FIFOs (net_next) */
-  struct gpu_mem p2p_net_recv[DEV_MAX_PEERS];   /* my FIFOs [channel] for a network peer */
-  struct gpu_mem p2p_net_mirror[DEV_MAX_PEERS]; /* my mirror of its FIFOs [channel] for me */
-  struct fifo_net* net;                         /* the proxy's side of them */
-  const struct net* net_ops;                    /* the network they use */
-  int net_conns;                                /* connections in net */
-  ncclResult_t net_setup_res;                   /* a setup that failed: no more are made */
+  /* Per network peer r: my FIFOs [channel] for it, then my mirror of its FIFOs [channel] for me
+   * (one block, so that one slot delta serves both: dev.h), made with its connections. */
+  struct gpu_mem p2p_net_mem[DEV_MAX_PEERS];
+  int64_t p2p_delta[DEV_MAX_PEERS]; /* the kernels' slot_delta of the FIFOs with peer r (dev.h) */
+  int net_gdr;                      /* the network FIFOs' slots are in device memory (gpu/net.c) */
+  struct fifo_net* net;             /* the proxy's side of them */
+  const struct net* net_ops;        /* the network they use */
+  int net_conns;                    /* connections in net */
+  ncclResult_t net_setup_res;       /* a setup that failed: no more are made */
   int proxy_held;
   uint64_t last_op; /* atomic: seq << 8 | coll of the last operation enqueued (for messages) */
   struct gpu_peer_map maps[GPU_MAX_MAPS];
@@ -157,8 +162,10 @@ void gpu_disconnect(struct gpu_comm* g);
  * network peer's point-to-point ones, and starts the proxy on them (after gpu_connect_ring and
  * gpu_connect_p2p); gpu_net_connect_peers connects the point-to-point channels with the network
  * peers of the mask not connected yet (collective between each such pair: both ranks call it at
- * the same operation, gpu/peers.h) and adds them to the running set; gpu_net_free drains, closes
- * them and, when the kernels are over, frees their memory. */
+ * the same operation, gpu/peers.h) with their FIFOs (and, with GPUDirect RDMA, the device blocks
+ * of their slots), adds them to the running set and then names them in the peer table (p2p_send,
+ * p2p_recv, p2p_delta); gpu_net_free drains, closes them and, when the kernels are over, frees
+ * their memory. */
 int gpu_net_is(const struct ncclComm* comm, int peer);
 int gpu_net_any(const struct ncclComm* comm);
 ncclResult_t gpu_ring_order(struct ncclComm* comm, struct gpu_comm* g);
@@ -167,6 +174,10 @@ ncclResult_t gpu_net_connect(struct ncclComm* comm, struct gpu_comm* g);
 int gpu_p2p_eager(void);
 ncclResult_t gpu_net_connect_peers(struct ncclComm* comm, struct gpu_comm* g, unsigned peers);
 void gpu_net_free(struct ncclComm* comm, struct gpu_comm* g, int kernels_over);
+/* net.c: the slot delta (dev.h) of a FIFO block as the kernels address it: bytes from its
+ * address to that of its slots in device memory, 0 when its slots follow its counters (the
+ * point-to-point FIFOs' are in the peer table, p2p_delta, set with p2p_send/p2p_recv). */
+int64_t gpu_slot_delta(const struct gpu_mem* m);
 
 /* p2p.c: makes room for element n of a message list (*cap elements of elem bytes); the WARN
  * names the task. */

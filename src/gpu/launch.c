@@ -77,6 +77,7 @@ static ncclResult_t launch_onehop(struct ncclComm* comm, struct gpu_comm* g, str
   a.slot_bytes = g->p2p_slot_bytes;
   a.sysmem = g->p2p_sysmem;
   a.steps = g->p2p_steps;
+  memcpy(a.slot_delta, g->p2p_delta, sizeof a.slot_delta);
   memcpy(a.send_fifo, g->p2p_send, sizeof a.send_fifo);
   memcpy(a.recv_fifo, g->p2p_recv, sizeof a.recv_fifo);
   a.ctl = gpu_ctl(g, t->seq, t->seq, t->stream);
@@ -142,6 +143,8 @@ static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struc
   a.steps = g->steps;
   a.sysmem = g->host_fifos || g->net_prev;
   a.send_sys = g->host_fifos || g->net_next;
+  a.recv_delta = g->net_prev ? gpu_slot_delta(&g->fifo_mem) : 0;
+  a.send_delta = g->net_next ? gpu_slot_delta(&g->ring_mirror) : 0;
   a.proto = (int)t->plan.proto;
   if (a.proto == DEV_PROTO_LL128 && !g->ll128_lines) a.sysmem = a.send_sys = 1; /* by the tail */
   a.ctl = gpu_ctl(g, t->seq, t->seq, t->stream);
@@ -193,6 +196,7 @@ static ncclResult_t launch_tree(struct ncclComm* comm, struct gpu_comm* g, struc
   a.send_sys = g->host_fifos ? ~0u : g->p2p_net;
   if (a.proto == DEV_PROTO_LL128 && !g->ll128_lines) a.recv_sys = a.send_sys = ~0u; /* by tail */
   a.steps = g->p2p_steps;
+  memcpy(a.slot_delta, g->p2p_delta, sizeof a.slot_delta);
   memcpy(a.send_fifo, g->p2p_send, sizeof a.send_fifo);
   memcpy(a.recv_fifo, g->p2p_recv, sizeof a.recv_fifo);
   a.ctl = gpu_ctl(g, t->seq, t->seq, t->stream);

@@ -2,8 +2,16 @@
  * over the network, the ring order that crosses hosts as rarely as possible, and their setup: the
  * ring's at comm init, a point-to-point peer's at the first group that uses it (or at init with
  * MONEL_P2P_CONNECT=eager). The ring order itself is the comm's (core/comm.c, topo_ring_order).
- * The data path is the proxy's (proxy/fifo_net.h): the kernels only see FIFOs in pinned host
- * memory, the receiver's own and the sender's mirror of it.
+ * The data path is the proxy's (proxy/fifo_net.h): the kernels only see FIFOs whose counters are
+ * in pinned host memory, the receiver's own and the sender's mirror of it.
+ *
+ * Where their slots live (fifo_net_gdr, MONEL_NET_GDR, decided when the comm's first network
+ * connections are made): after the counters in the same pinned host memory (staged), or, when
+ * the network's device reads and writes GPU memory (GPUDirect RDMA), in device memory: each host
+ * block of FIFOs gets a device block of the same size and layout (gpu_mem.dslots), made with the
+ * connections that use it and freed with it, whose slot areas the NIC reads and writes; the
+ * kernels find a slot at the FIFO's address + its offset + the block's slot delta (dev.h). Each
+ * rank decides for its own FIFOs: the two ends of a connection need not agree.
  *
  * A connection between ranks r and s is a NET connection when their hosts differ, or for every
  * pair when NCCL_P2P_DISABLE=1 and NCCL_SHM_DISABLE=1 (NCCL's way to force the network on one
@@ -80,23 +88,54 @@ ncclResult_t gpu_host_fifo_alloc(struct gpu_comm* g, size_t len, struct gpu_mem*
   return ncclSuccess;
 }
 
-/* A connection's spec: FIFO k of nch at base (host address). */
-static void spec(struct fifo_net_spec* s, const struct ncclComm* comm, int is_send, char* base,
-                 size_t fifo_bytes, int k, int nslots, size_t slot_bytes, int peer, int tag,
-                 const char* kind) {
+int64_t gpu_slot_delta(const struct gpu_mem* m) {
+  return m->dslots != NULL ? (int64_t)((uintptr_t)m->dslots - (uintptr_t)m->ptr) : 0;
+}
+
+/* The FIFOs of one kind of connection with one peer: channel k's at byte at + k * fifo_bytes of
+ * block m. */
+struct fifo_run {
+  const struct gpu_mem* m;
+  size_t at, fifo_bytes;
+  int nslots;
+  size_t slot_bytes;
+  const char* kind;
+};
+
+static struct fifo_run ring_run(const struct gpu_comm* g, const struct gpu_mem* m) {
+  return (struct fifo_run){m, 0, g->fifo_bytes, g->nslots, g->slot_bytes, "ring"};
+}
+
+/* Bytes of a network peer's point-to-point FIFOs of one direction: its block (p2p_net_mem) holds
+ * mine for it, then my mirror of its. */
+static size_t p2p_half(const struct gpu_comm* g) {
+  return dev_fifo_bytes(g->p2p_nslots, g->p2p_slot_bytes) * (size_t)g->p2p_net_nch;
+}
+
+/* Peer r's point-to-point FIFOs: mine for it (the receive side), or my mirror of its. */
+static struct fifo_run p2p_run(const struct gpu_comm* g, int r, int mirror) {
+  return (struct fifo_run){&g->p2p_net_mem[r],
+                           mirror ? p2p_half(g) : 0,
+                           dev_fifo_bytes(g->p2p_nslots, g->p2p_slot_bytes),
+                           g->p2p_nslots,
+                           g->p2p_slot_bytes,
+                           "point-to-point"};
+}
+
+/* A connection's spec: channel k of run f; its slots in the device twin of the block if any. */
+static void spec(struct fifo_net_spec* s, const struct ncclComm* comm, int is_send,
+                 const struct fifo_run* f, int k, int peer, int tag) {
+  size_t at = f->at + (size_t)k * f->fifo_bytes;
   memset(s, 0, sizeof *s);
   s->is_send = is_send;
-  s->fifo = base + (size_t)k * fifo_bytes;
-  s->nslots = nslots;
-  s->slot_bytes = slot_bytes;
+  s->fifo = (char*)f->m->hptr + at;
+  s->slots = f->m->dslots != NULL ? f->m->dslots + at + DEV_FIFO_HEADER : NULL;
+  s->nslots = f->nslots;
+  s->slot_bytes = f->slot_bytes;
   s->peer = peer;
   s->tag = tag;
   snprintf(s->desc, sizeof s->desc, "rank %d's %s channel %d %s rank %d (host %s)", comm->rank,
-           kind, k, is_send ? "to" : "from", peer, comm->peers[peer].host);
-}
-
-static size_t p2p_fifo_bytes(const struct gpu_comm* g) {
-  return dev_fifo_bytes(g->p2p_nslots, g->p2p_slot_bytes);
+           f->kind, k, is_send ? "to" : "from", peer, comm->peers[peer].host);
 }
 
 /* The connections of one setup: the ring's hops over the network (at init) and the
@@ -111,16 +150,16 @@ struct sel {
 static ncclResult_t listen_from(struct ncclComm* comm, struct gpu_comm* g, const struct sel* w,
                                 int r, char* handles, int* nh, int* k) {
   struct fifo_net_spec s;
+  struct fifo_run ring = ring_run(g, &g->fifo_mem), p2p = p2p_run(g, r, 0);
   *nh = 0;
   if (w->ring && g->net_prev && r == g->ring_prev)
     for (int c = 0; c < g->nchannels_max; c++) {
-      spec(&s, comm, 0, g->fifo_mem.hptr, g->fifo_bytes, c, g->nslots, g->slot_bytes, r, c, "ring");
+      spec(&s, comm, 0, &ring, c, r, c);
       NCCLCHECK(fifo_net_listen(g->net, (*k)++, &s, handles + (size_t)(*nh)++ * NET_HANDLE_BYTES));
     }
   if (w->p2p >> r & 1)
     for (int c = 0; c < g->p2p_net_nch; c++) {
-      spec(&s, comm, 0, g->p2p_net_recv[r].hptr, p2p_fifo_bytes(g), c, g->p2p_nslots,
-           g->p2p_slot_bytes, r, DEV_MAX_CHANNELS + c, "point-to-point");
+      spec(&s, comm, 0, &p2p, c, r, DEV_MAX_CHANNELS + c);
       NCCLCHECK(fifo_net_listen(g->net, (*k)++, &s, handles + (size_t)(*nh)++ * NET_HANDLE_BYTES));
     }
   return ncclSuccess;
@@ -130,17 +169,16 @@ static ncclResult_t listen_from(struct ncclComm* comm, struct gpu_comm* g, const
 static ncclResult_t connect_to(struct ncclComm* comm, struct gpu_comm* g, const struct sel* w,
                                int r, const char* handles, int* k) {
   struct fifo_net_spec s;
+  struct fifo_run ring = ring_run(g, &g->ring_mirror), p2p = p2p_run(g, r, 1);
   int h = 0;
   if (w->ring && g->net_next && r == g->ring_next)
     for (int c = 0; c < g->nchannels_max; c++) {
-      spec(&s, comm, 1, g->ring_mirror.hptr, g->fifo_bytes, c, g->nslots, g->slot_bytes, r, c,
-           "ring");
+      spec(&s, comm, 1, &ring, c, r, c);
       NCCLCHECK(fifo_net_peer_handle(g->net, (*k)++, &s, handles + (size_t)h++ * NET_HANDLE_BYTES));
     }
   if (w->p2p >> r & 1)
     for (int c = 0; c < g->p2p_net_nch; c++) {
-      spec(&s, comm, 1, g->p2p_net_mirror[r].hptr, p2p_fifo_bytes(g), c, g->p2p_nslots,
-           g->p2p_slot_bytes, r, DEV_MAX_CHANNELS + c, "point-to-point");
+      spec(&s, comm, 1, &p2p, c, r, DEV_MAX_CHANNELS + c);
       NCCLCHECK(fifo_net_peer_handle(g->net, (*k)++, &s, handles + (size_t)h++ * NET_HANDLE_BYTES));
     }
   return ncclSuccess;
@@ -195,30 +233,71 @@ static ncclResult_t exchange(struct ncclComm* comm, struct gpu_comm* g, const st
   return ncclSuccess;
 }
 
-/* The FIFOs of the point-to-point channels with network peer r: mine that r fills, and my mirror
- * of r's (kept if a failed setup made them before). */
-static ncclResult_t p2p_fifos(struct gpu_comm* g, int r) {
-  size_t bytes = p2p_fifo_bytes(g) * (size_t)g->p2p_net_nch;
-  if (g->p2p_net_recv[r].ptr == NULL) NCCLCHECK(gpu_host_fifo_alloc(g, bytes, &g->p2p_net_recv[r]));
-  if (g->p2p_net_mirror[r].ptr == NULL)
-    NCCLCHECK(gpu_host_fifo_alloc(g, bytes, &g->p2p_net_mirror[r]));
+/* A device block laid out as m, for the slots of its network FIFOs (GPUDirect RDMA; kept if a
+ * failed setup made it before). Zeroed on ctl_stream, which waits for no kernel: a first use may
+ * come while another stream is captured into a graph, which the legacy stream would join. */
+static ncclResult_t slots_on_device(struct gpu_comm* g, struct gpu_mem* m) {
+  if (m->ptr == NULL || m->dslots != NULL) return ncclSuccess;
+  CUDACHECK(cudaMalloc((void**)&m->dslots, m->len));
+  g->dev_bytes += m->len;
+  CUDACHECK(cudaMemsetAsync(m->dslots, 0, m->len, g->ctl_stream));
+  CUDACHECK(cudaStreamSynchronize(g->ctl_stream));
+  return ncclSuccess;
+}
+
+/* The proxy thread makes this comm's GPU current before it moves its connections: a network
+ * that copies GPU memory with CUDA calls of its own (UCX's cuda_copy) makes them there. */
+static void proxy_on_device(void* arg) {
+  if (cudaSetDevice(*(const int*)arg) != cudaSuccess) (void)cudaGetLastError();
+}
+
+/* The network and where my network FIFOs' slots go (fifo_net_gdr), for the comm's first network
+ * connections; the proxy thread will make this comm's GPU current before it moves them. */
+static ncclResult_t create_set(struct ncclComm* comm, struct gpu_comm* g) {
+  const char* why = "";
+  int dev = 0;
+  NCCLCHECK(net_get(&g->net_ops, &dev));
+  NCCLCHECK(fifo_net_gdr(g->net_ops, dev, &g->net_gdr, &why));
+  INFO(LOG_INIT | LOG_NET,
+       "comm %p rank %d GPU network FIFOs: counters in pinned host memory, "
+       "data slots %s",
+       (void*)comm, comm->rank, why);
+  NCCLCHECK(fifo_net_create(g->net_ops, dev, boot_key(comm->boot), 0, &g->net));
+  fifo_net_on_thread(g->net, proxy_on_device, &comm->cuda_dev, comm->cuda_dev);
+  return ncclSuccess;
+}
+
+/* The FIFOs of the setup w: the point-to-point block of each of its network peers r (mine that r
+ * fills, then my mirror of r's: one block, kept if a failed setup made it before), and the
+ * device blocks of their slots and of the ring's where they live on the GPU. */
+static ncclResult_t setup_fifos(struct ncclComm* comm, struct gpu_comm* g, const struct sel* w) {
+  for (int r = 0; r < comm->nranks && r < DEV_MAX_PEERS; r++) {
+    if (!(w->p2p >> r & 1)) continue;
+    if (g->p2p_net_mem[r].ptr == NULL)
+      NCCLCHECK(gpu_host_fifo_alloc(g, 2 * p2p_half(g), &g->p2p_net_mem[r]));
+    if (g->net_gdr) NCCLCHECK(slots_on_device(g, &g->p2p_net_mem[r]));
+  }
+  if (g->net_gdr && w->ring && g->net_prev) NCCLCHECK(slots_on_device(g, &g->fifo_mem));
+  if (g->net_gdr && w->ring && g->net_next) NCCLCHECK(slots_on_device(g, &g->ring_mirror));
   return ncclSuccess;
 }
 
 /* Peer r's connections are up: the kernels' table of peers (gpu/p2p.c, gpu/launch.c copy it into
- * each launch's arguments) names its FIFOs from the next launch on. */
+ * each launch's arguments) names its FIFOs and their slot delta from the next launch on. */
 static void p2p_publish(struct gpu_comm* g, int r) {
-  g->p2p_recv[r] = g->p2p_net_recv[r].ptr;
-  g->p2p_send[r] = g->p2p_net_mirror[r].ptr;
+  const struct gpu_mem* m = &g->p2p_net_mem[r];
+  g->p2p_recv[r] = m->ptr;
+  g->p2p_send[r] = m->ptr + p2p_half(g);
+  g->p2p_delta[r] = gpu_slot_delta(m);
   g->p2p_sysmem |= 1u << r;
   g->p2p_live |= 1u << r;
 }
 
 /* Makes the connections of the setup w and hands them to the proxy thread: they join the comm's
- * set, which is started if it was not. *made: how many. */
+ * set, which is created and started if it was not. *made: how many. */
 static ncclResult_t setup(struct ncclComm* comm, struct gpu_comm* g, const struct sel* w, int tag,
                           int* made) {
-  int n = comm->nranks, nconns = 0, most = 0, first = 0, dev = 0;
+  int n = comm->nranks, nconns = 0, most = 0, first = 0;
   ncclResult_t res = ncclSuccess;
   char* buf = NULL;
   *made = 0;
@@ -228,12 +307,8 @@ static ncclResult_t setup(struct ncclComm* comm, struct gpu_comm* g, const struc
     if (sends_to(g, w, r) > most) most = sends_to(g, w, r);
   }
   if (nconns == 0) return ncclSuccess;
-  for (int r = 0; r < n; r++)
-    if (w->p2p >> r & 1) NCCLCHECK(p2p_fifos(g, r));
-  if (g->net == NULL) {
-    NCCLCHECK(net_get(&g->net_ops, &dev));
-    NCCLCHECK(fifo_net_create(g->net_ops, dev, boot_key(comm->boot), 0, &g->net));
-  }
+  if (g->net == NULL) NCCLCHECK(create_set(comm, g));
+  NCCLCHECK(setup_fifos(comm, g, w));
   NCCLCHECK(fifo_net_add(g->net, nconns, &first));
   buf = malloc((size_t)most * NET_HANDLE_BYTES);
   if (buf == NULL) {
@@ -257,6 +332,10 @@ out:
   return res;
 }
 
+static const char* slots_where(const struct gpu_comm* g) {
+  return g->net_gdr ? "GPU memory (GDRDMA)" : "pinned host memory";
+}
+
 int gpu_p2p_eager(void) {
   const char* v = param_str(PARAM_P2P_CONNECT);
   if (strcmp(v, "eager") == 0) return 1;
@@ -270,8 +349,8 @@ ncclResult_t gpu_net_connect(struct ncclComm* comm, struct gpu_comm* g) {
   int made = 0;
   NCCLCHECK(setup(comm, g, &w, BOOT_TAG_GPU_NET, &made));
   if (made)
-    INFO(LOG_INIT | LOG_NET, "comm %p rank %d GPU network connections: %d over %s", (void*)comm,
-         comm->rank, made, g->net_ops->name);
+    INFO(LOG_INIT | LOG_NET, "comm %p rank %d GPU network connections: %d over %s, slots in %s",
+         (void*)comm, comm->rank, made, g->net_ops->name, slots_where(g));
   return ncclSuccess;
 }
 
@@ -294,21 +373,22 @@ ncclResult_t gpu_net_connect_peers(struct ncclComm* comm, struct gpu_comm* g, un
          comm->rank);
     return g->net_setup_res;
   }
-  /* Host memory is allocated here, maybe while the caller captures a stream into a graph: such
-   * calls are safe for the capture (the graph reads the memory only when it runs), so this thread
-   * tells CUDA to allow them. */
+  /* Host memory (and with GPUDirect RDMA device memory, zeroed on a stream of its own) is
+   * allocated here, maybe while the caller captures a stream into a graph: such calls are safe
+   * for the capture (the graph reads the memory only when it runs), so this thread tells CUDA to
+   * allow them. */
   enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
   CUDACHECK(cudaThreadExchangeStreamCaptureMode(&mode));
   ncclResult_t res = setup(comm, g, &w, BOOT_TAG_GPU_NET_P2P, &made);
   (void)cudaThreadExchangeStreamCaptureMode(&mode);
   if (res != ncclSuccess) g->net_setup_res = res;
   NCCLCHECK(res);
+  comm->engine_dev_bytes = g->dev_bytes; /* device slots (GPUDirect RDMA) */
   rank_list(w.p2p, list, sizeof list);
-  INFO(
-      LOG_INIT | LOG_NET,
-      "comm %p rank %d GPU point-to-point connected at first use: rank %s over %s, %d more network "
-      "connections (%d in all)",
-      (void*)comm, comm->rank, list, g->net_ops->name, made, g->net_conns);
+  INFO(LOG_INIT | LOG_NET,
+       "comm %p rank %d GPU point-to-point connected at first use: rank %s over %s, %d more "
+       "network connections (%d in all), slots in %s",
+       (void*)comm, comm->rank, list, g->net_ops->name, made, g->net_conns, slots_where(g));
   return ncclSuccess;
 }
 
@@ -332,10 +412,7 @@ void gpu_net_free(struct ncclComm* comm, struct gpu_comm* g, int kernels_over) {
   g->proxy_held = 0;
   if (kernels_over) {
     gpu_shared_free(&g->ring_mirror);
-    for (int r = 0; r < DEV_MAX_PEERS; r++) {
-      gpu_shared_free(&g->p2p_net_mirror[r]);
-      gpu_shared_free(&g->p2p_net_recv[r]);
-    }
+    for (int r = 0; r < DEV_MAX_PEERS; r++) gpu_shared_free(&g->p2p_net_mem[r]);
     if (g->ring_order_dev) (void)cudaFree(g->ring_order_dev);
     g->ring_order_dev = NULL;
   }

@@ -168,6 +168,7 @@ static void args_init(struct gpu_comm* g, struct ncclComm* comm, struct dev_p2p_
   a->fifo_bytes = dev_fifo_bytes(g->p2p_nslots, g->p2p_slot_bytes);
   a->sysmem = g->p2p_sysmem;
   a->steps = g->p2p_steps;
+  memcpy(a->slot_delta, g->p2p_delta, sizeof a->slot_delta);
   memcpy(a->send_fifo, g->p2p_send, sizeof a->send_fifo);
   memcpy(a->recv_fifo, g->p2p_recv, sizeof a->recv_fifo);
 }

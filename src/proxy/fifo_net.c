@@ -12,7 +12,13 @@
  *   receiver kernel; receiver kernel --head--> (gates irecv);  isend done --head--> sender kernel
  *
  * The kernels publish tail and head after a system-scope fence; the proxy reads them with
- * acquire loads and publishes its own counters with release stores. */
+ * acquire loads and publishes its own counters with release stores.
+ *
+ * Slots in device memory (spec.slots): a receive that completed is flushed first (iflush, then
+ * its request tested on later passes; a receive of no bytes needs none), and only then are its
+ * size and the tail published, so a kernel that sees the tail reads the bytes the NIC wrote.
+ * The completed receive's request is gone while its flush is in flight, so the flush fits in
+ * the receives' NET_MAX_REQUESTS. */
 #include "proxy/fifo_net.h"
 #include <pthread.h>
 #include <sched.h>
@@ -22,6 +28,7 @@
 #include <string.h>
 #include <time.h>
 #include "util/check.h"
+#include "util/param.h"
 #include "device/gpu_fifo.h"
 #include "os/auth.h"
 
@@ -49,6 +56,10 @@ struct fnet_conn {
   ncclResult_t closed; /* a receive failed with ncclRemoteError: the peer went away */
   int ended; /* irecv failed with ncclRemoteError: the receives posted before may still complete */
   void* req[GPU_FIFO_MAX_SLOTS];
+  int flushing; /* slots in device memory: receive `done` completed with `got` bytes; its flush
+                   (request `flush`, NULL when none is in flight) is awaited */
+  size_t got;
+  void* flush;
 };
 
 struct fifo_net {
@@ -62,7 +73,10 @@ struct fifo_net {
   void* fail_arg;
   int failed; /* atomic */
   int started;
-  int drained;           /* fifo_net_drain found every step sent: the kernels are over */
+  int drained;              /* fifo_net_drain found every step sent: the kernels are over */
+  void (*on_thread)(void*); /* fifo_net_on_thread */
+  void* on_thread_arg;
+  int on_thread_key;
   struct fifo_net* next; /* in the started list */
 };
 
@@ -70,13 +84,52 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct fifo_net* started; /* sets the proxy thread progresses */
 static int nstarted;             /* atomic */
 static uint64_t pass;            /* passes of fifo_net_progress, under lock */
+static int bound_key = -1;       /* on_thread key of the set the thread progressed last */
 
 static uint64_t* word(const struct fnet_conn* c, size_t off) {
   return (uint64_t*)(c->s.fifo + off);
 }
 
+static char* slot0(const struct fnet_conn* c) {
+  return c->s.slots != NULL ? c->s.slots : c->s.fifo + GPU_FIFO_HEADER;
+}
+
 static char* slot(const struct fnet_conn* c, uint64_t step) {
-  return c->s.fifo + GPU_FIFO_HEADER + (size_t)(step % (uint64_t)c->s.nslots) * c->s.slot_bytes;
+  return slot0(c) + (size_t)(step % (uint64_t)c->s.nslots) * c->s.slot_bytes;
+}
+
+ncclResult_t fifo_net_gdr(const struct net* net, int dev, int* gdr, const char** why) {
+  const char* want = param_str(PARAM_NET_GDR);
+  struct net_props p;
+  *gdr = 0;
+  *why = "staged through pinned host memory (MONEL_NET_GDR=0)";
+  if (strcmp(want, "0") == 0) return ncclSuccess;
+  if (strcmp(want, "1") != 0 && strcmp(want, "auto") != 0) {
+    WARN("MONEL_NET_GDR=%s: the values are auto (GPU memory where the network does GPUDirect "
+         "RDMA), 1 (GPU memory whenever the network can register it) and 0 (pinned host memory)",
+         want);
+    return ncclInvalidUsage;
+  }
+  NCCLCHECK(net->get_properties(dev, &p));
+  int direct = (p.ptr_support & NET_PTR_CUDA) != 0;
+  if (direct) {
+    *gdr = 1;
+    *why = "in GPU memory: the network's device reads and writes it (GPUDirect RDMA)";
+  } else if (strcmp(want, "1") == 0 && p.cuda_copy) {
+    *gdr = 1;
+    *why = "in GPU memory (MONEL_NET_GDR=1), which the network copies through host memory itself";
+  } else if (strcmp(want, "1") == 0) {
+    WARN("MONEL_NET_GDR=1 asks for the GPU network FIFOs' slots in GPU memory, but network %s "
+         "(device %d: %s) cannot register GPU memory: set MONEL_NET_GDR=auto or 0, or use a "
+         "network that takes CUDA memory (UCX built with CUDA, or a plugin advertising "
+         "NCCL_PTR_CUDA)",
+         net->name, dev, p.name);
+    return ncclInvalidUsage;
+  } else {
+    *why = "staged through pinned host memory: the network's device does not advertise GPU "
+           "memory (NET_PTR_CUDA)";
+  }
+  return ncclSuccess;
 }
 
 ncclResult_t fifo_net_create(const struct net* net, int dev, const unsigned char* key, int nconns,
@@ -221,16 +274,27 @@ ncclResult_t fifo_net_establish(struct fifo_net* f, int timeout_s, const int* st
       (void)f->net->close_listen(c->listen);
       c->listen = NULL;
     }
-    size_t bytes = GPU_FIFO_HEADER + (size_t)c->s.nslots * c->s.slot_bytes;
-    if (f->net->reg_mr(c->comm, c->s.fifo, bytes, NET_PTR_HOST, &c->mh) != ncclSuccess) {
-      WARN("could not register the %zu bytes of %s with %s", bytes, c->s.desc, f->net->name);
+    size_t bytes = (size_t)c->s.nslots * c->s.slot_bytes;
+    int cuda = c->s.slots != NULL;
+    if (f->net->reg_mr(c->comm, slot0(c), bytes, cuda ? NET_PTR_CUDA : NET_PTR_HOST, &c->mh) !=
+        ncclSuccess) {
+      WARN("could not register the %zu bytes of the slots of %s (%s memory) with %s", bytes,
+           c->s.desc, cuda ? "GPU" : "host", f->net->name);
       return ncclSystemError;
     }
+    INFO(LOG_INIT | LOG_NET, "%s via NET/%s/%d%s", c->s.desc, f->net->name, f->dev,
+         cuda ? "/GDRDMA" : "");
   }
   pthread_mutex_lock(&lock); /* a started set's new connections join the proxy's passes */
   for (int i = 0; i < f->nconns; i++) f->conns[i].live |= f->conns[i].used;
   pthread_mutex_unlock(&lock);
   return ncclSuccess;
+}
+
+void fifo_net_on_thread(struct fifo_net* f, void (*fn)(void*), void* arg, int key) {
+  f->on_thread = fn;
+  f->on_thread_arg = arg;
+  f->on_thread_key = key;
 }
 
 ncclResult_t fifo_net_start(struct fifo_net* f, fifo_net_fail_fn fail, void* arg) {
@@ -240,6 +304,7 @@ ncclResult_t fifo_net_start(struct fifo_net* f, fifo_net_fail_fn fail, void* arg
   f->next = started;
   started = f;
   f->started = 1;
+  bound_key = -1; /* the thread may be new: its hooks run again */
   __atomic_add_fetch(&nstarted, 1, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&lock);
   return ncclSuccess;
@@ -285,6 +350,15 @@ static int cap(const struct fnet_conn* c);
 /* One step of closing c (*goal: a sender's empty messages still to send, a receiver's
  * receives posted in all at the end); 1 while it has more to do, 0 when quiet or broken. */
 static int close_step(struct fifo_net* f, struct fnet_conn* c, uint64_t* goal) {
+  if (c->flushing) { /* a receive's flush still in flight: it ends first */
+    int done = 0;
+    size_t size = 0;
+    if (f->net->test(c->flush, &done, &size) != ncclSuccess) return 0;
+    if (!done) return 1;
+    c->flush = NULL;
+    c->flushing = 0;
+    c->done++;
+  }
   while ((c->s.is_send ? *goal > 0 : c->posted < *goal) && c->posted - c->done < (uint64_t)cap(c)) {
     void* req = NULL;
     void* data = slot(c, c->posted);
@@ -375,26 +449,60 @@ static int cap(const struct fnet_conn* c) {
   return c->s.nslots < NET_MAX_REQUESTS ? c->s.nslots : NET_MAX_REQUESTS;
 }
 
+/* Receive `done` into device memory completed with c->got bytes: its flush, posted on the first
+ * call. 1 once it is done (or none was needed), 0 not yet, -1 on error (reported). */
+static int flushed(struct fifo_net* f, struct fnet_conn* c) {
+  ncclResult_t res = ncclSuccess;
+  if (!c->flushing) {
+    void* data = slot(c, c->done);
+    size_t size = c->got;
+    c->flushing = 1;
+    c->flush = NULL;
+    if (size > 0 && f->net->iflush != NULL)
+      res = f->net->iflush(c->comm, 1, &data, &size, &c->mh, &c->flush);
+  }
+  if (res == ncclSuccess && c->flush != NULL) {
+    int done = 0;
+    size_t size = 0;
+    res = f->net->test(c->flush, &done, &size);
+    if (res == ncclSuccess && !done) return 0;
+    c->flush = NULL;
+  }
+  if (res != ncclSuccess) {
+    broke(f, c, "the flush of a receive into GPU memory failed", res);
+    return -1;
+  }
+  c->flushing = 0;
+  return 1;
+}
+
 /* Completes the oldest requests in order; *moved when one did. 0 on error (reported). */
 static int complete(struct fifo_net* f, struct fnet_conn* c, int* moved) {
   while (c->done < c->posted) {
-    int done = 0;
-    size_t size = 0;
-    void** r = &c->req[c->done % (uint64_t)c->s.nslots];
-    ncclResult_t res = f->net->test(*r, &done, &size);
-    if (res == ncclRemoteError && !c->s.is_send) {
-      c->closed = res; /* a failure only if the kernel wants more (progress_recv) */
-      return 1;
+    if (!c->flushing) { /* the oldest request: test it */
+      int done = 0;
+      size_t size = 0;
+      void** r = &c->req[c->done % (uint64_t)c->s.nslots];
+      ncclResult_t res = f->net->test(*r, &done, &size);
+      if (res == ncclRemoteError && !c->s.is_send) {
+        c->closed = res; /* a failure only if the kernel wants more (progress_recv) */
+        return 1;
+      }
+      if (res != ncclSuccess) {
+        broke(f, c, c->s.is_send ? "a send did not complete" : "a receive did not complete", res);
+        return 0;
+      }
+      if (!done) break;
+      *r = NULL;
+      c->got = size;
     }
-    if (res != ncclSuccess) {
-      broke(f, c, c->s.is_send ? "a send did not complete" : "a receive did not complete", res);
-      return 0;
+    if (!c->s.is_send && c->s.slots != NULL) { /* its bytes in device memory: flushed first */
+      int fl = flushed(f, c);
+      if (fl <= 0) return fl == 0;
     }
-    if (!done) break;
-    *r = NULL;
     if (!c->s.is_send) {
       __atomic_store_n(word(c, GPU_FIFO_SIZES + 8 * (c->done % (uint64_t)c->s.nslots)),
-                       (uint64_t)size, __ATOMIC_RELAXED);
+                       (uint64_t)c->got, __ATOMIC_RELAXED);
       __atomic_store_n(word(c, GPU_FIFO_TAIL), c->done + 1, __ATOMIC_RELEASE);
     } else {
       __atomic_store_n(word(c, GPU_FIFO_HEAD), c->done + 1, __ATOMIC_RELEASE);
@@ -477,6 +585,10 @@ int fifo_net_progress(void) {
   pass++;
   for (struct fifo_net* f = started; f; f = f->next) {
     if (__atomic_load_n(&f->failed, __ATOMIC_ACQUIRE)) continue;
+    if (f->on_thread != NULL && f->on_thread_key != bound_key) {
+      f->on_thread(f->on_thread_arg);
+      bound_key = f->on_thread_key;
+    }
     for (int i = 0; i < f->nconns; i++) {
       struct fnet_conn* c = &f->conns[i];
       if (!c->live) continue;
@@ -497,4 +609,5 @@ void fifo_net_forget(void) {
   started = NULL;
   nstarted = 0;
   pass = 0;
+  bound_key = -1;
 }

@@ -9,6 +9,12 @@
  * Counters only grow, across launches and graph replays, exactly as the kernels' do. Nothing
  * here calls CUDA: a host thread can play the kernel (tests/unit/test_fifo_net.c).
  *
+ * Where the slots live: after the counters, in pinned host memory (staged: the kernel copies
+ * to and from host memory), or, with GPUDirect RDMA (fifo_net_gdr), in device memory of their
+ * own, registered with the network as NET_PTR_CUDA so that the NIC reads and writes them; the
+ * counters stay in host memory either way. A receive into device memory is flushed (net.h's
+ * iflush, waited for) before the tail that shows it to the kernel moves.
+ *
  * Life of a set (one per communicator): fifo_net_create; per connection fifo_net_listen
  * (receiver: fills the handle to give the sender) or fifo_net_peer_handle (sender); then
  * fifo_net_establish (connects/accepts every connection, registers memory); fifo_net_start hands
@@ -28,8 +34,10 @@ struct fifo_net;
 
 struct fifo_net_spec {
   int is_send;
-  char* fifo; /* host address of the FIFO (receiver) or of the mirror (sender) */
-  int nslots; /* <= GPU_FIFO_MAX_SLOTS */
+  char* fifo;  /* host address of the FIFO (receiver) or of the mirror (sender): its counters */
+  char* slots; /* NULL: slot 0 at fifo + GPU_FIFO_HEADER (pinned host memory); else slot 0 in
+                  device memory, as the network addresses it (registered as NET_PTR_CUDA) */
+  int nslots;  /* <= GPU_FIFO_MAX_SLOTS */
   size_t slot_bytes;
   int peer;       /* rank of the other side */
   int tag;        /* connection id, the same on both sides */
@@ -39,6 +47,12 @@ struct fifo_net_spec {
 /* `fail(arg, peer, sentence)`: a connection to `peer` broke; the sentence says which and how.
  * Runs on the proxy thread inside its pass: it must not free a set (fifo_net_free). */
 typedef void (*fifo_net_fail_fn)(void* arg, int peer, const char* sentence);
+
+/* Whether the GPU engine's network FIFOs of this process put their slots in device memory on
+ * device dev of net (MONEL_NET_GDR: auto, 1 or 0; util/params.def): *gdr 1 or 0, and *why a
+ * phrase for the log. ncclInvalidUsage with a sentence for MONEL_NET_GDR=1 on a network that
+ * cannot register CUDA memory, or for another value. */
+ncclResult_t fifo_net_gdr(const struct net* net, int dev, int* gdr, const char** why);
 
 /* key: the job's secret the connections prove (net.h's listen/connect; NULL: none). */
 ncclResult_t fifo_net_create(const struct net* net, int dev, const unsigned char* key, int nconns,
@@ -56,6 +70,11 @@ ncclResult_t fifo_net_peer_handle(struct fifo_net* f, int i, const struct fifo_n
  * Fails with a sentence naming the connection after timeout_s seconds, or as soon as *stop (when
  * not NULL: the comm's abort flag) is non-zero. */
 ncclResult_t fifo_net_establish(struct fifo_net* f, int timeout_s, const int* stop);
+/* Before fifo_net_start: the proxy thread runs fn(arg) before it progresses this set whenever
+ * the set it progressed last had another key (the GPU engine makes the set's GPU current
+ * there, key = its device, for a network that moves GPU memory with CUDA calls of its own, as
+ * UCX's cuda_copy does on the calling thread). */
+void fifo_net_on_thread(struct fifo_net* f, void (*fn)(void*), void* arg, int key);
 /* Hands the set to the proxy thread. */
 ncclResult_t fifo_net_start(struct fifo_net* f, fifo_net_fail_fn fail, void* arg);
 /* Waits until every step posted on a send connection was sent (its head reached its tail), a

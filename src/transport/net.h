@@ -20,7 +20,8 @@
  *    reports the received size. Zero-byte messages are legal and match.
  *  - test() sets *done; a finished request is freed by the implementation. An error from any
  *    call is fatal to that connection (ncclRemoteError when the peer went away).
- *  - Buffers are registered before use (reg_mr with NET_PTR_HOST for host memory).
+ *  - Buffers are registered before use (reg_mr with NET_PTR_HOST for host memory, NET_PTR_CUDA
+ *    for device memory where the device's properties allow it: net_props).
  *  - At most NET_MAX_REQUESTS requests are in flight per comm.
  *  - Closing (what every implementation may assume, and what callers keep to): a receive comm
  *    is closed with no receive posted, unless the connection failed (a call returned an error);
@@ -47,7 +48,11 @@ struct net_props {
   char name[64]; /* device name for logs */
   char pci_path[256];
   uint64_t guid;
-  int ptr_support; /* NET_PTR_* */
+  int ptr_support; /* NET_PTR_*: NET_PTR_CUDA when the device reads and writes GPU memory itself
+                      (GPUDirect RDMA) */
+  int cuda_copy;   /* reg_mr takes NET_PTR_CUDA although ptr_support lacks it: the network moves
+                      GPU memory through copies of its own (UCX's cuda_copy over TCP); a test
+                      setting (MONEL_NET_GDR=1), not a fast path */
   int speed_mbps;
   int port;
   float latency_us;
@@ -76,7 +81,9 @@ struct net {
   /* Optional (NULL: the network never needs it). After receives into memory registered as
    * NET_PTR_CUDA completed, makes their bytes visible to the GPU before a kernel reads them: a
    * read through the network device after the data (NCCL's iflush). *request NULL: nothing to
-   * wait for; else tested with test(). Callers call it for CUDA memory only. */
+   * wait for; else tested with test(). Callers call it for CUDA memory only. A flush is a
+   * request of its comm: the caller leaves room for it among the NET_MAX_REQUESTS (a network
+   * refuses a flush beyond them with an error; it has no "not now"). */
   ncclResult_t (*iflush)(void* recv_comm, int n, void** data, size_t* sizes, void** mhandles,
                          void** request);
   /* Optional, both or neither (NULL: the network has no doorbell and a progress thread polls

@@ -14,7 +14,9 @@
  * above 2^31-1 bytes is refused with a sentence (a receive's upper bound is clamped, since no
  * sender can exceed it). v10 connect gets a config with trafficClass -1; v10+ profiler handles
  * are NULL; the profiler callback does nothing. v11 init runs once with comm id 0: Monel
- * chooses one network per process, and never finalizes it. */
+ * chooses one network per process, and never finalizes it. Memory types translate to the
+ * plugin's NCCL_PTR_* bits; CUDA memory is registered only on a device that advertises
+ * NCCL_PTR_CUDA (else refused with a sentence), and iflush reaches the plugin's. */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <limits.h>
@@ -43,6 +45,7 @@ static struct {
   } t;
   void* ctx; /* v11 */
   void* lib;
+  uint64_t cuda_devs; /* bit d: device d advertises NCCL_PTR_CUDA (devices 0..63) */
 } plug;
 
 /* Members whose signature is the same in every version. */
@@ -51,6 +54,12 @@ static struct {
    : plug.version == 9  ? plug.t.v9->member(__VA_ARGS__)                                           \
    : plug.version == 10 ? plug.t.v10->member(__VA_ARGS__)                                          \
                         : plug.t.v11->member(__VA_ARGS__))
+/* Whether the plugin fills that member (optional ones may be NULL). */
+#define PHAS(member)                                                                               \
+  (plug.version == 8    ? plug.t.v8->member != NULL                                                \
+   : plug.version == 9  ? plug.t.v9->member != NULL                                                \
+   : plug.version == 10 ? plug.t.v10->member != NULL                                               \
+                        : plug.t.v11->member != NULL)
 
 /* A wrapped comm keeps the handles of its requests in flight: closing it ends them too, so a
  * request of a closed comm is refused instead of reaching the plugin. */
@@ -61,6 +70,7 @@ struct pwrap {
   void* self;                   /* request: its handle */
   void* reqs[NET_MAX_REQUESTS]; /* comm: handles of its requests in flight */
   int nreqs;
+  int cuda; /* comm: its device advertises NCCL_PTR_CUDA */
 };
 
 /* ---- what the plugin calls ------------------------------------------------------------------ */
@@ -94,6 +104,17 @@ static ncclResult_t wrap(void* p, enum net_kind kind, int n, void** out) {
     free(w);
     return ncclSystemError;
   }
+  return ncclSuccess;
+}
+
+static int dev_cuda(int dev) {
+  return dev >= 0 && dev < 64 && (plug.cuda_devs >> dev & 1);
+}
+
+/* A listen, send or receive comm; cuda: its device advertises NCCL_PTR_CUDA. */
+static ncclResult_t wrap_comm(void* p, enum net_kind kind, int cuda, void** out) {
+  NCCLCHECK(wrap(p, kind, 0, out));
+  ((struct pwrap*)net_handle_get(*out, kind))->cuda = cuda;
   return ncclSuccess;
 }
 
@@ -149,7 +170,8 @@ static void props_copy(struct net_props* out, const char* name, const char* pci,
   snprintf(out->name, sizeof out->name, "%s", name ? name : "?");
   snprintf(out->pci_path, sizeof out->pci_path, "%s", pci ? pci : "");
   out->guid = guid;
-  out->ptr_support = ptr;
+  out->ptr_support =
+      (ptr & NETP_PTR_HOST ? NET_PTR_HOST : 0) | (ptr & NETP_PTR_CUDA ? NET_PTR_CUDA : 0);
   out->speed_mbps = speed;
   out->port = port;
   out->latency_us = latency;
@@ -197,7 +219,7 @@ static ncclResult_t p_listen(int dev, const unsigned char* key, void* handle, vo
     NCCLCHECK(plug.t.v9->listen(dev, handle, &p));
   else
     NCCLCHECK(plug.t.v8->listen(dev, handle, &p));
-  return wrap(p, NET_KIND_LISTEN, 0, listen_comm);
+  return wrap_comm(p, NET_KIND_LISTEN, dev_cuda(dev), listen_comm);
 }
 
 static ncclResult_t p_connect(int dev, const unsigned char* key, void* handle, void** send_comm) {
@@ -214,7 +236,7 @@ static ncclResult_t p_connect(int dev, const unsigned char* key, void* handle, v
     NCCLCHECK(plug.t.v10->connect(dev, &cfg, handle, &p, &dh));
   else
     NCCLCHECK(plug.t.v11->connect(plug.ctx, dev, handle, &p, &dh));
-  return p == NULL ? ncclSuccess : wrap(p, NET_KIND_SEND, 0, send_comm);
+  return p == NULL ? ncclSuccess : wrap_comm(p, NET_KIND_SEND, dev_cuda(dev), send_comm);
 }
 
 static ncclResult_t p_accept(void* listen_comm, void** recv_comm) {
@@ -224,14 +246,26 @@ static ncclResult_t p_accept(void* listen_comm, void** recv_comm) {
   *recv_comm = NULL;
   if (l == NULL) return ncclInvalidArgument;
   NCCLCHECK(PCALL(accept, l->p, &p, &dh));
-  return p == NULL ? ncclSuccess : wrap(p, NET_KIND_RECV, 0, recv_comm);
+  return p == NULL ? ncclSuccess : wrap_comm(p, NET_KIND_RECV, l->cuda, recv_comm);
 }
 
 static ncclResult_t p_reg_mr(void* comm, void* data, size_t size, int type, void** mhandle) {
   struct pwrap* c = unwrap_comm(comm, "reg_mr");
   *mhandle = NULL;
   if (c == NULL) return ncclInvalidArgument;
-  return PCALL(reg_mr, c->p, data, size, type, mhandle);
+  if (type != NET_PTR_HOST && type != NET_PTR_CUDA) {
+    WARN("net plugin %s: reg_mr was asked for memory of type %d (host %d or CUDA %d)",
+         plug.t.v8->name, type, NET_PTR_HOST, NET_PTR_CUDA);
+    return ncclInvalidArgument;
+  }
+  if (type == NET_PTR_CUDA && !c->cuda) {
+    WARN("net plugin %s: reg_mr was asked for CUDA memory on a device that does not advertise "
+         "it (no NCCL_PTR_CUDA in its properties)",
+         plug.t.v8->name);
+    return ncclInvalidArgument;
+  }
+  return PCALL(reg_mr, c->p, data, size, type == NET_PTR_CUDA ? NETP_PTR_CUDA : NETP_PTR_HOST,
+               mhandle);
 }
 
 static ncclResult_t p_dereg_mr(void* comm, void* mhandle) {
@@ -291,6 +325,32 @@ static ncclResult_t p_irecv(void* recv_comm, int n, void** data, size_t* sizes, 
   return r == NULL ? ncclSuccess : wrap_req(c, r, n, request);
 }
 
+/* The plugin's iflush (int sizes in every version); none, or a plugin without one: nothing to
+ * wait for. A flush beyond NET_MAX_REQUESTS is an error (net.h: the caller leaves room). */
+static ncclResult_t p_iflush(void* recv_comm, int n, void** data, size_t* sizes, void** mhandles,
+                             void** request) {
+  struct pwrap* c = unwrap(recv_comm, NET_KIND_RECV, "iflush");
+  int isizes[GROUP_MAX];
+  void* r = NULL;
+  *request = NULL;
+  if (c == NULL) return ncclInvalidArgument;
+  if (n < 1 || n > GROUP_MAX) {
+    WARN("net plugin %s: iflush was asked for %d buffers; Monel groups 1 to %d", plug.t.v8->name, n,
+         GROUP_MAX);
+    return ncclInvalidArgument;
+  }
+  if (!PHAS(iflush)) return ncclSuccess;
+  if (c->nreqs == NET_MAX_REQUESTS) {
+    WARN("net plugin %s: iflush was called with %d requests in flight on its comm (net.h: a "
+         "caller leaves room for the flush)",
+         plug.t.v8->name, c->nreqs);
+    return ncclInternalError;
+  }
+  for (int i = 0; i < n; i++) isizes[i] = sizes[i] > INT_MAX ? INT_MAX : (int)sizes[i];
+  NCCLCHECK(PCALL(iflush, c->p, n, data, isizes, mhandles, &r));
+  return r == NULL ? ncclSuccess : wrap_req(c, r, n, request);
+}
+
 static ncclResult_t p_test(void* request, int* done, size_t* sizes) {
   struct pwrap* r = unwrap(request, NET_KIND_REQUEST, "test");
   int isizes[GROUP_MAX] = {0};
@@ -343,6 +403,7 @@ static struct net plugin_net = {
     .close_send = p_close_send,
     .close_recv = p_close_recv,
     .close_listen = p_close_listen,
+    .iflush = p_iflush,
 };
 
 /* ---- loading -------------------------------------------------------------------------------- */
@@ -398,6 +459,7 @@ static int plugin_start(const char* path) {
          "NET/Plugin: %s device %d: %s, %d Mb/s, pointers 0x%x, %d buffers per "
          "receive",
          name, d, p.name, p.speed_mbps, p.ptr_support, p.max_recvs);
+    if (d < 64 && (p.ptr_support & NET_PTR_CUDA)) plug.cuda_devs |= (uint64_t)1 << d;
     if (d == 0 && !(p.ptr_support & NET_PTR_HOST)) {
       INFO(LOG_INIT | LOG_NET,
            "NET/Plugin: %s cannot move host memory, which Monel's FIFOs are; "
@@ -426,6 +488,7 @@ static int plugin_try(const char* cand, const char* want, int asked) {
     return 0;
   }
   plug.version = 0;
+  plug.cuda_devs = 0;
   for (int i = 0; i < 4 && plug.version == 0; i++) {
     const void* t = dlsym(plug.lib, symbols[i]);
     if (t != NULL) plug.version = 11 - i, plug.t.v8 = t;

@@ -29,7 +29,8 @@
  *   before (they are probed); a receive that can no longer complete is cancelled.
  * - Memory: reg_mr is ucp_mem_map of host memory, or of CUDA memory when UCX registers it
  *   (UCS_MEMORY_TYPE_CUDA); the device advertises NET_PTR_CUDA only when that is so and an RDMA
- *   transport exists (GPUDirect RDMA); otherwise callers stage through host memory.
+ *   transport exists (GPUDirect RDMA); otherwise callers stage through host memory, unless
+ *   they insist (cuda_copy in the properties: UCX then copies GPU memory itself, over TCP).
  * - Close: see net.h. Sends still in flight make close_send force the endpoint closed (the
  *   peer sees an error); receives still posted at close_recv are cancelled with an INFO line. */
 #include <stdint.h>
@@ -112,6 +113,7 @@ ncclResult_t ucx_get_properties(int dev, struct net_props* p) {
   memset(p, 0, sizeof *p);
   snprintf(p->name, sizeof p->name, "UCX %s", net_ucx_transports());
   p->ptr_support = NET_PTR_HOST | (ucx.cuda && ucx.rdma ? NET_PTR_CUDA : 0);
+  p->cuda_copy = ucx.cuda && !ucx.rdma;
   p->speed_mbps = ucx.rdma ? 100000 : 10000;
   p->latency_us = 0;
   p->max_comms = 1 << 20;

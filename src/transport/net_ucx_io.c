@@ -327,7 +327,8 @@ static ucs_status_t flush_key(struct umr* m) {
 
 /* A read of the last bytes of the last non-empty buffer, through the own worker: it completes
  * after the data written into that memory before it (the network's writes into GPU memory are
- * not ordered with the GPU's reads otherwise). */
+ * not ordered with the GPU's reads otherwise). GPU memory without an RDMA transport needs none:
+ * UCX copied the bytes in itself (cuda_copy) before the receive completed. */
 static ncclResult_t u_iflush(void* recv_comm, int n, void** data, size_t* sizes, void** mhandles,
                              void** request) {
   struct ucomm* c = get_comm(recv_comm, NET_KIND_RECV, "iflush");
@@ -343,10 +344,18 @@ static ncclResult_t u_iflush(void* recv_comm, int n, void** data, size_t* sizes,
     WARN("NET/UCX: iflush was given a buffer outside the registration it names");
     return ncclInvalidArgument;
   }
+  if (m->type == NET_PTR_CUDA && !ucx.rdma) return ncclSuccess;
+  if (c->nreqs >= NET_MAX_REQUESTS) {
+    WARN("NET/UCX: iflush was called with %d requests in flight on its comm (net.h: a caller "
+         "leaves room for the flush)",
+         c->nreqs);
+    return ncclInternalError;
+  }
   pthread_mutex_lock(&ucx.lock);
   ucs_status_t s = flush_key(m);
   struct ureq* q = NULL;
-  if (s == UCS_OK && c->nreqs < NET_MAX_REQUESTS && (q = calloc(1, sizeof *q)) != NULL) {
+  if (s == UCS_OK && (q = calloc(1, sizeof *q)) == NULL) s = UCS_ERR_NO_MEMORY;
+  if (s == UCS_OK) {
     ucp_request_param_t p;
     memset(&p, 0, sizeof p);
     ucs_status_ptr_t r = ucx.f.get_nbx(ucx.self, &q->size[1], sizes[k] < 8 ? sizes[k] : 8,

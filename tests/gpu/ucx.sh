@@ -9,11 +9,21 @@
 #      host; UCX picks its own transports (between processes of one machine: shared memory);
 #   3. the same runs that cross "hosts" with UCX_TLS=tcp,cuda_copy,self: UCX's network path as
 #      between hosts without RDMA;
-#   4. with 2 GPUs or more: PyTorch DDP across two nodes (tests/torch/run-nnodes) over UCX.
+#   4. GPUDirect RDMA's path (MONEL_NET_GDR): those runs again with MONEL_NET_GDR=1, the slots of
+#      the GPU network FIFOs in GPU memory, registered with UCX as CUDA memory (which UCX moves
+#      over TCP with cuda_copy here: no RDMA NIC is needed), each receive flushed before its tail
+#      moves; and with MONEL_NET_GDR=0, the slots in pinned host memory. Each connection's INFO
+#      line names its path: "... via NET/UCX/0/GDRDMA" (slots in GPU memory) or "... via
+#      NET/UCX/0" (staged); every one of a run must name the path asked for. Then
+#      MONEL_NET_GDR=1 over Socket, which cannot register GPU memory: init fails, saying so;
+#   5. with 2 GPUs or more: PyTorch DDP across two nodes (tests/torch/run-nnodes) over UCX.
 # Every run must log its GPU network connections "over UCX", UCX's start line, and no receive
-# comm closed with receives posted (net.h's close contract).
+# comm closed with receives posted (net.h's close contract). Every run has a time limit
+# (tests/gpu/run-net: NET_RUN_TIMEOUT, 900 s a run; NET_LARGE, 16M+3, the matrix's largest count).
 # Usage: tests/gpu/ucx.sh BUILD_DIR   (a build with the CUDA engine and UCX's headers; logs in
-# $OUT). The wheel, fetched where pip reaches PyPI, from the repository's root:
+# $OUT). UCX_PARTS="default tcp gdr ddp" (the default: all) runs only the parts named: default
+# (2), tcp (3), gdr (4), ddp (5). The wheel, fetched where pip reaches PyPI, from the
+# repository's root:
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
 #     --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_24_x86_64 \
 #     -d .whl libucx-cu12==1.22.0        # or libucx-cu13 for CUDA 13 drivers
@@ -53,17 +63,76 @@ check() {
   fi
 }
 
-mkdir -p "$LOG/ucx-default" "$LOG/ucx-tcp"
+# part NAME: whether UCX_PARTS names it
+part() { [[ " ${UCX_PARTS:-default tcp gdr ddp} " == *" $1 "* ]]; }
+
+if part default; then
+mkdir -p "$LOG/ucx-default"
 OUT=$LOG/ucx-default NET_LATENCY=1 tests/gpu/run-net "$B" 2>&1 | tee "$LOG/ucx-default.log" | grep -E '^(PASS|FAIL)' || true
 grep -q '^PASS tests/gpu/run-net' "$LOG/ucx-default.log" || rc=1
 check "run-net over UCX (UCX's own transports)" "$LOG/ucx-default"
+fi
 
+if part tcp; then
+mkdir -p "$LOG/ucx-tcp"
 OUT=$LOG/ucx-tcp UCX_TLS=tcp,cuda_copy,self NET_ONLY="hosts2-procs hosts2-graph" NET_LATENCY=0 \
   tests/gpu/run-net "$B" 2>&1 | tee "$LOG/ucx-tcp.log" | grep -E '^(PASS|FAIL)' || true
 grep -q '^PASS tests/gpu/run-net' "$LOG/ucx-tcp.log" || rc=1
 check "run-net over UCX with UCX_TLS=tcp,cuda_copy,self" "$LOG/ucx-tcp"
+fi
 
-if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ]; then
+# paths NAME DIR WANT: every connection's INFO line of DIR's logs names the path WANT (gdr:
+# ".../GDRDMA", staged: none), and there are some
+paths() {
+  local name=$1 dir=$2 want=$3 logs gdr staged
+  logs=$(ls "$dir"/net-*.log 2>/dev/null | grep -v latency)
+  [ -z "$logs" ] && { echo "FAIL $name: no logs in $dir"; rc=1; return; }
+  gdr=$(cat $logs | grep -c ' via NET/UCX/[0-9]*/GDRDMA$')
+  staged=$(cat $logs | grep -c ' via NET/UCX/[0-9]*$')
+  grep -h 'GPU network FIFOs: ' $logs | sed 's/^.*GPU network FIFOs: //' | sort | uniq -c | head -3
+  if { [ "$want" = gdr ] && [ "$gdr" -gt 0 ] && [ "$staged" = 0 ]; } ||
+    { [ "$want" = staged ] && [ "$staged" -gt 0 ] && [ "$gdr" = 0 ]; }; then
+    echo "PASS $name: $gdr connections with their slots in GPU memory (GDRDMA), $staged staged through host memory"
+  else
+    echo "FAIL $name: $gdr connections named GDRDMA and $staged staged, expected only $want ones"
+    rc=1
+  fi
+}
+# MONEL_NET_GDR unset (auto): GPU memory only where UCX has an RDMA transport and CUDA memory
+part default && paths "MONEL_NET_GDR unset (auto) over UCX's own transports" "$LOG/ucx-default" \
+  "$(grep -qh 'RDMA yes; CUDA memory yes' "$LOG"/ucx-default/net-*.log 2>/dev/null && echo gdr || echo staged)"
+
+if part gdr; then
+for gdr in 1 0; do
+  want=$([ $gdr = 1 ] && echo gdr || echo staged)
+  mkdir -p "$LOG/ucx-gdr$gdr"
+  OUT=$LOG/ucx-gdr$gdr MONEL_NET_GDR=$gdr UCX_TLS=tcp,cuda_copy,self \
+    NET_ONLY="hosts2-procs hosts2-graph forced-all" NET_LATENCY=0 \
+    tests/gpu/run-net "$B" 2>&1 | tee "$LOG/ucx-gdr$gdr.log" | grep -E '^(PASS|FAIL)' || true
+  grep -q '^PASS tests/gpu/run-net' "$LOG/ucx-gdr$gdr.log" || rc=1
+  check "run-net over UCX (tcp,cuda_copy,self) with MONEL_NET_GDR=$gdr" "$LOG/ucx-gdr$gdr"
+  paths "MONEL_NET_GDR=$gdr: every connection's path" "$LOG/ucx-gdr$gdr" "$want"
+done
+
+# MONEL_NET_GDR=1 on a network that cannot register GPU memory (Socket): init fails, saying so.
+NCCL_NET=Socket MONEL_NET_GDR=1 LD_LIBRARY_PATH=$B/lib NCCL_DEBUG=WARN timeout -k 10 120 \
+  "$B/bin/monelrun" -n 2 --fake-hosts 2 "$B/tests/gpu_matrix" --mode procs --quick \
+  $([ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" = 1 ] && echo --share-gpus) \
+  >"$LOG/ucx-gdr-refused.log" 2>&1
+st=$?
+if [ "$st" != 0 ] && [ "$st" != 124 ] && grep -q 'MONEL_NET_GDR=1 asks for .* cannot register GPU memory' "$LOG/ucx-gdr-refused.log"; then
+  echo "PASS MONEL_NET_GDR=1 over Socket: init failed (exit $st) with the sentence"
+  grep -m1 -o 'MONEL_NET_GDR=1 asks for .*' "$LOG/ucx-gdr-refused.log" | cut -c1-160
+else
+  echo "FAIL MONEL_NET_GDR=1 over Socket: exit $st, sentence $(grep -c 'MONEL_NET_GDR=1 asks for' "$LOG/ucx-gdr-refused.log") times"
+  tail -5 "$LOG/ucx-gdr-refused.log"
+  rc=1
+fi
+fi
+
+if ! part ddp; then
+  :
+elif [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ]; then
   NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET OUT=$LOG tests/torch/run-nnodes "$B" >"$LOG/ucx-ddp.log" 2>&1
   st=$?
   n=$(cat "$LOG"/torch-nnodes-2nodes.log 2>/dev/null | grep -c 'Using network UCX')

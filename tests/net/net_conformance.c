@@ -6,7 +6,8 @@
  *                              threads per comm, their limits, stale registrations
  *   NET_CONFORMANCE=plugin NCCL_NET_PLUGIN=... net_conformance net_      the same calls on the
  *                              plugin net_get() loaded (it must not be Socket)
- *   NET_CONFORMANCE=plugin ... net_conformance plugin_   the loader's rules and the v8 limits
+ *   NET_CONFORMANCE=plugin ... net_conformance plugin_   the loader's rules, the v8 limits and
+ *                              CUDA memory through the adapter (the plugin's CUDA mode)
  *   NET_CONFORMANCE=ucx UCX_TLS=tcp net_conformance net_   the same calls on the UCX network
  *   NET_CONFORMANCE=ucx UCX_TLS=tcp net_conformance ucx_   its choice (NCCL_NET, MONEL_UCX_LIB)
  *
@@ -620,6 +621,7 @@ TEST(tcp_registrations) {
 }
 
 #include "net_conformance_auth.h" /* the TCP network's strangers: tcp_stranger_*, tcp_auth_* */
+#include "net_conformance_cuda.h" /* net_cuda_registration, plugin_cuda_* */
 
 /* ---- the loader -------------------------------------------------------------------------- */
 

@@ -7,9 +7,14 @@
  * the connection is up, isend/irecv queue, test() moves bytes.
  *
  * Report: at closeSend/closeRecv it logs (INFO, through the logger it got) and, when
- * MONEL_TEST_PLUGIN_LOG names a file, appends one line: "send BYTES MSGS POSTED" or "recv BYTES
- * MSGS POSTED": the bytes and messages of the sends/receives that completed on that comm, and
- * the requests still in flight at close (net.h's close contract: 0 for a receive comm).
+ * MONEL_TEST_PLUGIN_LOG names a file, appends one line: "send BYTES MSGS POSTED FLUSHES" or
+ * "recv BYTES MSGS POSTED FLUSHES": the bytes and messages of the sends/receives that completed
+ * on that comm, the requests still in flight at close (net.h's close contract: 0 for a receive
+ * comm) and the flushes that completed.
+ * CUDA memory (MONEL_TEST_PLUGIN_CUDA=1): the device advertises NCCL_PTR_CUDA and regMr takes
+ * that type (the bytes are still moved by the CPU: the test gives it host memory), and iflush
+ * wants registrations of that type only; a flush is a request of its comm (32 at most with the
+ * others) that completes on its third test, so a caller that does not wait for it is seen.
  * Interfaces: NCCL_SOCKET_IFNAME's first prefix picks the IPv4 interface, else the first
  * non-loopback one, else loopback. */
 #include <arpa/inet.h>
@@ -63,6 +68,7 @@ struct comm;
 struct req {
   struct comm* comm;
   int used, n, matched, done;
+  int flush; /* an iflush: done on its third test */
   uint64_t seq;
   char* data[MAX_RECV];
   size_t size[MAX_RECV], got[MAX_RECV];
@@ -76,7 +82,7 @@ struct comm {
   struct hdr h;
   size_t off;
   int buf; /* receive: the buffer the current message goes to */
-  unsigned long long bytes, msgs;
+  unsigned long long bytes, msgs, flushes;
 };
 
 struct listener {
@@ -102,12 +108,17 @@ static ncclResult_t tp_devices(int* n) {
   return ncclSuccess;
 }
 
+static int cuda_mode(void) {
+  const char* c = getenv("MONEL_TEST_PLUGIN_CUDA");
+  return c != NULL && strcmp(c, "1") == 0;
+}
+
 static ncclResult_t tp_props(int dev, struct props_v8* p) {
   if (dev != 0) return ncclInvalidArgument;
   memset(p, 0, sizeof *p);
   p->name = "tp0";
   p->pciPath = NULL;
-  p->ptrSupport = 0x1; /* host memory */
+  p->ptrSupport = cuda_mode() ? 0x3 : 0x1; /* host memory, and CUDA memory if asked */
   p->speed = 10000;
   p->maxComms = 65536;
   p->maxRecvs = MAX_RECV;
@@ -221,10 +232,15 @@ static ncclResult_t tp_accept(void* listen_comm, void** recv_comm, void** dev_ha
   return *recv_comm ? ncclSuccess : ncclSystemError;
 }
 
+/* A registration is its type (an int). */
 static ncclResult_t tp_reg_mr(void* comm, void* data, size_t size, int type, void** mhandle) {
-  if (type != 0x1) return ncclInvalidArgument;
-  *mhandle = malloc(1);
-  return *mhandle ? ncclSuccess : ncclSystemError;
+  *mhandle = NULL;
+  if (type != 0x1 && !(type == 0x2 && cuda_mode())) return ncclInvalidArgument;
+  int* t = malloc(sizeof *t);
+  if (t == NULL) return ncclSystemError;
+  *t = type;
+  *mhandle = t;
+  return ncclSuccess;
 }
 
 static ncclResult_t tp_reg_mr_dmabuf(void* comm, void* data, size_t size, int type, uint64_t offset,
@@ -321,14 +337,44 @@ static ncclResult_t tp_irecv(void* recv_comm, int n, void** data, int* sizes, in
 
 static ncclResult_t tp_iflush(void* recv_comm, int n, void** data, int* sizes, void** mhandles,
                               void** request) {
+  struct comm* c = recv_comm;
+  int bytes = 0;
   *request = NULL;
-  return ncclSuccess;
+  if (n < 1 || n > MAX_RECV) return ncclInvalidArgument;
+  for (int i = 0; i < n; i++) {
+    if (mhandles[i] == NULL || *(int*)mhandles[i] != 0x2) {
+      LOG("iflush of buffer %d, which is not CUDA memory", i);
+      return ncclInvalidArgument;
+    }
+    bytes |= sizes[i] > 0;
+  }
+  if (!bytes) return ncclSuccess; /* nothing arrived: nothing to flush */
+  for (int i = 0; i < MAX_REQS; i++)
+    if (!c->reqs[i].used) {
+      struct req* r = &c->reqs[i];
+      memset(r, 0, sizeof *r);
+      r->used = r->flush = 1;
+      r->comm = c;
+      r->seq = UINT64_MAX; /* never the message the socket moves */
+      *request = r;
+      return ncclSuccess;
+    }
+  LOG("iflush with %d requests in flight", MAX_REQS);
+  return ncclInternalError;
 }
 
 static ncclResult_t tp_test(void* request, int* done, int* sizes) {
   struct req* r = request;
   struct comm* c = r->comm;
   *done = 0;
+  if (r->flush) {
+    if (++r->done < 3) return ncclSuccess;
+    *done = 1;
+    if (sizes) sizes[0] = 0;
+    c->flushes++;
+    r->used = 0;
+    return ncclSuccess;
+  }
   if (!r->done && progress(c) < 0) return ncclRemoteError;
   if (!r->done) return ncclSuccess;
   *done = 1;
@@ -348,8 +394,8 @@ static void report(struct comm* c) {
   char line[128];
   int posted = 0;
   for (int i = 0; i < MAX_REQS; i++) posted += c->reqs[i].used;
-  int n = snprintf(line, sizeof line, "%s %llu %llu %d\n", c->is_send ? "send" : "recv", c->bytes,
-                   c->msgs, posted);
+  int n = snprintf(line, sizeof line, "%s %llu %llu %d %llu\n", c->is_send ? "send" : "recv",
+                   c->bytes, c->msgs, posted, c->flushes);
   if (posted > 0) LOG("closing a comm with %d requests in flight", posted);
   LOG("closing a %s comm: %llu bytes in %llu messages", c->is_send ? "send" : "receive", c->bytes,
       c->msgs);

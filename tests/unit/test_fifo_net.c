@@ -18,7 +18,9 @@
  * net.h's close contract: after a clean end, no receive comm is closed with a receive posted
  * unless the network reported an error on it (the network is wrapped to count them; a peer
  * that closed first after its last step is such an error). FIFO_NET_UCX=1 runs it all over the
- * UCX network.
+ * UCX network, FIFO_NET_PLUGIN=1 over the net plugin the loader picks (NCCL_NET_PLUGIN).
+ * GPUDirect RDMA (gdr_*): the slots apart from the counters, registered as CUDA memory, each
+ * receive flushed before its tail (test_fifo_net_gdr.h); and MONEL_NET_GDR's choice.
  * Every wait has a deadline. */
 #include <pthread.h>
 #include <sched.h>
@@ -33,6 +35,7 @@
 #include "proxy/proxy.h"
 #include "device/gpu_fifo.h"
 #include "transport/net.h"
+#include "util/param.h"
 
 #define NCONN    3
 #define DEADLINE 30.0 /* seconds any single wait may take */
@@ -53,7 +56,8 @@ struct play {
   const struct side* side;
   struct fifo_net* f;
   char* fifo;
-  int conn; /* 0..NCONN-1 */
+  char* slots; /* slot 0: apart (GPUDirect RDMA), or after the counters */
+  int conn;    /* 0..NCONN-1 */
   int from_host;
   int is_send;
   int result; /* 0 ok, 1 the set failed while waiting, 2 a deadline passed */
@@ -101,22 +105,30 @@ static ncclResult_t c_irecv(void* comm, int n, void** data, size_t* sizes, int* 
   return res;
 }
 
+#include "test_fifo_net_gdr.h"
+
 static ncclResult_t c_test(void* req, int* done, size_t* sizes) {
-  ncclResult_t res = base->test(req, done, sizes);
+  ncclResult_t res = ncclSuccess;
+  if (gdr_mode && gdr_test(req, done, sizes, &res)) return res;
+  res = base->test(req, done, sizes);
+  void* comm = NULL;
   if (res != ncclSuccess || *done) {
     pthread_mutex_lock(&count_lock);
     for (int k = 0; k < MAXR; k++)
       if (rreq[k] == req) {
         rposted[comm_slot(rreq_comm[k])]--;
         if (res != ncclSuccess) rfailed[comm_slot(rreq_comm[k])] = 1;
+        comm = rreq_comm[k];
         rreq[k] = NULL;
       }
     pthread_mutex_unlock(&count_lock);
   }
+  if (gdr_mode && comm != NULL && res == ncclSuccess) gdr_received(comm, sizes[0]);
   return res;
 }
 
 static ncclResult_t c_close_recv(void* comm) {
+  if (gdr_mode) gdr_closing(comm);
   pthread_mutex_lock(&count_lock);
   int i = comm_slot(comm);
   if (rposted[i] > 0 && !rfailed[i]) posted_at_close++;
@@ -127,13 +139,30 @@ static ncclResult_t c_close_recv(void* comm) {
   return base->close_recv(comm);
 }
 
+static int env_is(const char* name, const char* value) {
+  const char* v = getenv(name);
+  return v != NULL && strcmp(v, value) == 0;
+}
+
 static const struct net* the_net(void) {
-  const char* u = getenv("FIFO_NET_UCX");
-  base = u != NULL && strcmp(u, "1") == 0 ? &net_ucx : &net_tcp;
+  int dev = 0;
+  base = env_is("FIFO_NET_UCX", "1") ? &net_ucx : &net_tcp;
+  if (env_is("FIFO_NET_PLUGIN", "1")) {
+    CHECK_RES(net_get(&base, &dev), ncclSuccess);
+    CHECK(strcmp(base->name, "Socket") != 0 && dev == 0);
+  }
   counted = *base;
   counted.irecv = c_irecv;
   counted.test = c_test;
   counted.close_recv = c_close_recv;
+  if (gdr_mode) {
+    struct net_props p;
+    CHECK_RES(base->get_properties(0, &p), ncclSuccess);
+    gdr_fake = !(p.ptr_support & NET_PTR_CUDA);
+    counted.get_properties = g_props;
+    counted.reg_mr = g_reg_mr;
+    counted.iflush = g_iflush;
+  }
   return &counted;
 }
 
@@ -193,7 +222,7 @@ static void* play_main(void* arg) {
   int k = p->conn, ns = shape_slots[k];
   int nsteps = p->is_send ? p->side->send_steps : p->side->recv_steps;
   for (uint64_t s = 0; s < (uint64_t)nsteps; s++) {
-    char* slot = p->fifo + GPU_FIFO_HEADER + (size_t)(s % (uint64_t)ns) * shape_bytes[k];
+    char* slot = p->slots + (size_t)(s % (uint64_t)ns) * shape_bytes[k];
     size_t size = step_size(k, s);
     if (p->is_send) {
       int w = s >= (uint64_t)ns ? wait_word(p, word(p->fifo, GPU_FIFO_HEAD), s + 1 - ns) : 0;
@@ -211,6 +240,7 @@ static void* play_main(void* arg) {
         p->result = w;
         return NULL;
       }
+      if (gdr_mode) gdr_kernel_saw(p->slots, s);
       CHECK_EQ(*word(p->fifo, GPU_FIFO_SIZES + 8 * (s % ns)), size);
       for (size_t i = 0; i < size; i++)
         if ((unsigned char)slot[i] != pattern(p->from_host, k, s, i)) {
@@ -238,12 +268,24 @@ static void read_all(int fd, void* buf, size_t len) {
   }
 }
 
-/* Connection of shape k in direction is_send: index 2k (send) or 2k + 1 (receive) of the set. */
-static void spec_of(struct fifo_net_spec* s, const struct side* side, char* fifo, int k,
-                    int is_send) {
+/* The proxy thread's hook (fifo_net_on_thread): how often it ran, and whether on this thread. */
+static int on_thread_calls, on_thread_here;
+static pthread_t main_thread;
+
+static void on_thread(void* arg) {
+  CHECK(arg == &on_thread_calls);
+  on_thread_here |= pthread_equal(pthread_self(), main_thread);
+  __atomic_add_fetch(&on_thread_calls, 1, __ATOMIC_RELEASE);
+}
+
+/* Connection of shape k in direction is_send: index 2k (send) or 2k + 1 (receive) of the set;
+ * with gdr_mode its slots apart from its counters. */
+static void spec_of(struct fifo_net_spec* s, const struct side* side, char* fifo, char* slots,
+                    int k, int is_send) {
   int peer = 1 - side->host;
   *s = (struct fifo_net_spec){.is_send = is_send,
                               .fifo = fifo,
+                              .slots = gdr_mode ? slots : NULL,
                               .nslots = shape_slots[k],
                               .slot_bytes = shape_bytes[k],
                               .peer = peer,
@@ -254,55 +296,69 @@ static void spec_of(struct fifo_net_spec* s, const struct side* side, char* fifo
 
 /* Shapes k0..k1-1 each way: listens for the receiving ones, swaps the handles with the other host
  * over the pipes, takes its handles, and establishes them (the set may be running). */
-static void open_conns(struct fifo_net* f, const struct side* side, char** fifo, int k0, int k1,
-                       int to_peer, int from_peer) {
+static void open_conns(struct fifo_net* f, const struct side* side, char** fifo, char** slots,
+                       int k0, int k1, int to_peer, int from_peer) {
   char handles[NCONN][NET_HANDLE_BYTES];
   struct fifo_net_spec s;
   size_t len = (size_t)(k1 - k0) * NET_HANDLE_BYTES;
   for (int k = k0; k < k1; k++) {
-    spec_of(&s, side, fifo[2 * k + 1], k, 0);
+    spec_of(&s, side, fifo[2 * k + 1], slots[2 * k + 1], k, 0);
     CHECK_RES(fifo_net_listen(f, 2 * k + 1, &s, handles[k]), ncclSuccess);
   }
   CHECK_EQ(write(to_peer, handles[k0], len), (ssize_t)len);
   read_all(from_peer, handles[k0], len);
   for (int k = k0; k < k1; k++) {
-    spec_of(&s, side, fifo[2 * k], k, 1);
+    spec_of(&s, side, fifo[2 * k], slots[2 * k], k, 1);
     CHECK_RES(fifo_net_peer_handle(f, 2 * k, &s, handles[k]), ncclSuccess);
   }
   CHECK_RES(fifo_net_establish(f, 30, NULL), ncclSuccess);
 }
 
-static void start_plays(const struct side* side, struct fifo_net* f, char** fifo, struct play* p,
-                        pthread_t* t, int i0, int i1) {
+static void start_plays(const struct side* side, struct fifo_net* f, char** fifo, char** slots,
+                        struct play* p, pthread_t* t, int i0, int i1) {
   for (int i = i0; i < i1; i++) {
-    p[i] = (struct play){side, f, fifo[i], i / 2, 1 - side->host, i % 2 == 0, 0};
+    p[i] = (struct play){side, f, fifo[i], slots[i], i / 2, 1 - side->host, i % 2 == 0, 0};
     CHECK_EQ(pthread_create(&t[i], NULL, play_main, &p[i]), 0);
   }
 }
 
 /* One host: on every shape k, connection 2k sends to the other host and 2k + 1 receives from it.
+ * With gdr_mode the slots are apart from the counters (fifo holds the counters only) and the
+ * choice of MONEL_NET_GDR (auto) must take GPU memory on the wrapped network.
  * Exit status: 0 all steps sent and checked; 3 the set failed as the kill test expects. */
 static int run_host(const struct side* side, int to_peer, int from_peer) {
   struct fifo_net* f = NULL;
-  char* fifo[2 * NCONN];
+  char *fifo[2 * NCONN], *slots[2 * NCONN];
   int peer = 1 - side->host, first = side->first_conns ? side->first_conns : NCONN, at = -1;
   setenv("MONEL_HOST_ID", side->host ? "b" : "a", 1);
-  CHECK_RES(fifo_net_create(the_net(), 0, NULL, 2 * first, &f), ncclSuccess);
-  for (int i = 0; i < 2 * NCONN; i++) {
-    fifo[i] = calloc(1, fifo_len(i / 2));
-    CHECK(fifo[i] != NULL);
+  main_thread = pthread_self();
+  const struct net* net = the_net();
+  if (gdr_mode) {
+    int gdr = 0;
+    const char* why = NULL;
+    CHECK_RES(fifo_net_gdr(net, 0, &gdr, &why), ncclSuccess);
+    CHECK_EQ(gdr, 1);
   }
-  open_conns(f, side, fifo, 0, first, to_peer, from_peer);
+  CHECK_RES(fifo_net_create(net, 0, NULL, 2 * first, &f), ncclSuccess);
+  for (int i = 0; i < 2 * NCONN; i++) {
+    int k = i / 2;
+    fifo[i] = calloc(1, gdr_mode ? GPU_FIFO_HEADER : fifo_len(k));
+    slots[i] = gdr_mode ? calloc(shape_slots[k], shape_bytes[k]) : fifo[i] + GPU_FIFO_HEADER;
+    CHECK(fifo[i] != NULL && slots[i] != NULL);
+    if (gdr_mode) gdr_note_fifo(slots[i], fifo[i], i % 2 == 0);
+  }
+  open_conns(f, side, fifo, slots, 0, first, to_peer, from_peer);
   CHECK_RES(proxy_acquire(f), ncclSuccess);
+  fifo_net_on_thread(f, on_thread, &on_thread_calls, 7);
   CHECK_RES(fifo_net_start(f, on_fail, NULL), ncclSuccess);
   struct play p[2 * NCONN];
   pthread_t t[2 * NCONN];
-  start_plays(side, f, fifo, p, t, 0, 2 * first);
+  start_plays(side, f, fifo, slots, p, t, 0, 2 * first);
   if (first < NCONN) { /* the others join the running set while the first ones stream */
     CHECK_RES(fifo_net_add(f, 2 * (NCONN - first), &at), ncclSuccess);
     CHECK_EQ(at, 2 * first);
-    open_conns(f, side, fifo, first, NCONN, to_peer, from_peer);
-    start_plays(side, f, fifo, p, t, 2 * first, 2 * NCONN);
+    open_conns(f, side, fifo, slots, first, NCONN, to_peer, from_peer);
+    start_plays(side, f, fifo, slots, p, t, 2 * first, 2 * NCONN);
   }
   int failed = 0;
   for (int i = 0; i < 2 * NCONN; i++) {
@@ -316,10 +372,16 @@ static int run_host(const struct side* side, int to_peer, int from_peer) {
   if (!failed) {
     CHECK_RES(fifo_net_drain(f, 30), ncclSuccess);
     CHECK_EQ(fail_calls, 0);
+    /* the hook ran once, on the proxy thread: the set is the only one, with one key */
+    CHECK_EQ(__atomic_load_n(&on_thread_calls, __ATOMIC_ACQUIRE), 1);
+    CHECK_EQ(on_thread_here, 0);
   }
   fifo_net_free(f);
   proxy_release(f);
-  for (int i = 0; i < 2 * NCONN; i++) free(fifo[i]);
+  for (int i = 0; i < 2 * NCONN; i++) {
+    if (gdr_mode) free(slots[i]);
+    free(fifo[i]);
+  }
   if (!failed) {
     if (posted_at_close != 0)
       fprintf(stderr, "host %d: %d receive comms closed with receives posted\n", side->host,
@@ -350,25 +412,96 @@ static int status_of(pid_t pid) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-TEST(every_byte_of_every_step) {
+/* Both hosts stream `steps` steps each way on every connection; first: the shapes connected
+ * before the set starts (0: all; side.first_conns). */
+static void both_hosts(int steps, int first) {
   int ab[2], ba[2];
   CHECK(pipe(ab) == 0 && pipe(ba) == 0);
-  struct side a = {0, 3000, 3000, -1, 0, 0}, b = {1, 3000, 3000, -1, 0, 0};
+  struct side a = {0, steps, steps, -1, 0, first}, b = {1, steps, steps, -1, 0, first};
   pid_t pa = spawn(&a, ab[1], ba[0]), pb = spawn(&b, ba[1], ab[0]);
   CHECK_EQ(status_of(pa), 0);
   CHECK_EQ(status_of(pb), 0);
+}
+
+TEST(every_byte_of_every_step) {
+  both_hosts(3000, 0);
 }
 
 /* A set that grows while it runs (the GPU engine connects a peer at its first use): shape 0
  * streams both ways while shapes 1 and 2 are added, connected and started; every step of every
  * connection still arrives whole, and the close contract holds. */
 TEST(connections_added_while_running) {
-  int ab[2], ba[2];
-  CHECK(pipe(ab) == 0 && pipe(ba) == 0);
-  struct side a = {0, 3000, 3000, -1, 0, 1}, b = {1, 3000, 3000, -1, 0, 1};
-  pid_t pa = spawn(&a, ab[1], ba[0]), pb = spawn(&b, ba[1], ab[0]);
-  CHECK_EQ(status_of(pa), 0);
-  CHECK_EQ(status_of(pb), 0);
+  both_hosts(3000, 1);
+}
+
+/* GPUDirect RDMA: every byte of every step as above, the slots apart and registered as CUDA
+ * memory, and no tail before its receive's flush (test_fifo_net_gdr.h). */
+TEST(gdr_flush_before_tail) {
+  gdr_mode = 1;
+  both_hosts(600, 0);
+}
+
+/* Both at once, as a peer connected at its first use with GPUDirect RDMA: connections whose slots
+ * are apart join the running set, registered as CUDA memory, each receive flushed before its
+ * tail. */
+TEST(gdr_connections_added_while_running) {
+  gdr_mode = 1;
+  both_hosts(600, 1);
+}
+
+/* MONEL_NET_GDR in a child: the choice (1 GPU memory, 0 host memory) or "error N", on a network
+ * whose device 0 advertises ptr (NET_PTR_*) and cuda_copy. */
+static struct net_props fake_props;
+static ncclResult_t fake_get_properties(int dev, struct net_props* p) {
+  *p = fake_props;
+  return ncclSuccess;
+}
+
+static void expect_gdr(const char* value, int ptr, int cuda_copy, const char* want) {
+  int fds[2];
+  CHECK(pipe(fds) == 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (value)
+      setenv("MONEL_NET_GDR", value, 1);
+    else
+      unsetenv("MONEL_NET_GDR");
+    param_reload();
+    struct net n = net_tcp;
+    fake_props = (struct net_props){.ptr_support = ptr, .cuda_copy = cuda_copy};
+    n.get_properties = fake_get_properties;
+    int gdr = -1;
+    const char* why = NULL;
+    char buf[256];
+    ncclResult_t res = fifo_net_gdr(&n, 0, &gdr, &why);
+    int k = res == ncclSuccess ? snprintf(buf, sizeof buf, "%d", gdr)
+                               : snprintf(buf, sizeof buf, "error %d", (int)res);
+    if (res == ncclSuccess && (why == NULL || why[0] == '\0')) _exit(2);
+    _exit(write(fds[1], buf, (size_t)k) == k ? 0 : 2);
+  }
+  close(fds[1]);
+  char got[256];
+  ssize_t k = read(fds[0], got, sizeof got - 1);
+  got[k > 0 ? k : 0] = '\0';
+  close(fds[0]);
+  CHECK_EQ(status_of(pid), 0);
+  printf("MONEL_NET_GDR=%s, pointers 0x%x, cuda_copy %d: %s\n", value ? value : "(unset)", ptr,
+         cuda_copy, got);
+  CHECK(strcmp(got, want) == 0);
+}
+
+TEST(gdr_choice) {
+  const int host = NET_PTR_HOST, cuda = NET_PTR_HOST | NET_PTR_CUDA;
+  expect_gdr(NULL, cuda, 0, "1"); /* auto: GPUDirect RDMA where the device advertises it */
+  expect_gdr("auto", cuda, 0, "1");
+  expect_gdr("auto", host, 0, "0");
+  expect_gdr("auto", host, 1, "0"); /* copies through the host are no reason by themselves */
+  expect_gdr("1", cuda, 0, "1");
+  expect_gdr("1", host, 1, "1");       /* forced: UCX's cuda_copy over TCP */
+  expect_gdr("1", host, 0, "error 5"); /* nothing can register GPU memory: ncclInvalidUsage */
+  expect_gdr("0", cuda, 0, "0");
+  expect_gdr("yes", cuda, 0, "error 5");
+  expect_gdr("", cuda, 0, "1"); /* empty is unset: auto */
 }
 
 /* Kills b once the receiving side's first connection got 200 steps, long before the end: a's
