@@ -15,12 +15,14 @@
 # short by its 540 s limit goes on where it stopped when the script is run again). Logs go to
 # $OUT (or /tmp): api232-<step>.log. Every step prints its name and time as it starts, the test's
 # PASS/FAIL lines and "PASS step NAME" or "FAIL step NAME" as it ends; the last line is
-# "PASS api232" or "FAIL api232". Each step is bounded (timeout 300 s; the test's own watchdog
-# names the step a rank is stuck in after 240 s).
+# "PASS api232" or "FAIL api232". Each step is bounded (API232_RUN_TIMEOUT, 300 s: then the
+# test gets SIGALRM, on which its watchdog names the step each rank is stuck in, as it does by
+# itself after 240 s; SIGKILL 10 s later).
 set -u
 B=${1:-build}
 LOG=${OUT:-/tmp}
 export NCCL_NVLS_ENABLE=0
+LIMIT=${API232_RUN_TIMEOUT:-300}
 rc=0
 t0=$SECONDS
 say() { echo "== [$((SECONDS - t0)) s] $*"; }
@@ -57,11 +59,13 @@ if [ ! -x "$B/tests/gpu_test_gpu_api232" ] || [ ! -x "$B/tests/mp_test_api232" ]
     [ -x "$B/bin/monelrun" ] ||
     { tail -n 20 "$LOG/api232-build.log"; echo "FAIL api232 (build)"; exit 1; }
 fi
-step gpu LD_LIBRARY_PATH="$B/lib" NCCL_DEBUG=WARN timeout 300 "$B/tests/gpu_test_gpu_api232"
-step gpu-hostmem LD_LIBRARY_PATH="$B/lib" NCCL_DEBUG=WARN NCCL_P2P_DISABLE=1 timeout 300 \
+# The threads test on SIGALRM names each rank's step; monelrun on SIGTERM stops its ranks.
+T=(timeout -s ALRM -k 10 "$LIMIT")
+step gpu LD_LIBRARY_PATH="$B/lib" NCCL_DEBUG=WARN "${T[@]}" "$B/tests/gpu_test_gpu_api232"
+step gpu-hostmem LD_LIBRARY_PATH="$B/lib" NCCL_DEBUG=WARN NCCL_P2P_DISABLE=1 "${T[@]}" \
   "$B/tests/gpu_test_gpu_api232"
-step gpu-procs LD_LIBRARY_PATH="$B/lib" NCCL_DEBUG=WARN timeout 300 "$B/bin/monelrun" -n 2 \
-  "$B/tests/gpu_test_gpu_api232" procs
+step gpu-procs LD_LIBRARY_PATH="$B/lib" NCCL_DEBUG=WARN timeout -k 10 "$LIMIT" "$B/bin/monelrun" \
+  -n 2 "$B/tests/gpu_test_gpu_api232" procs
 n=$(grep -c '^\[[01]\] PASS test_gpu_api232 procs rank' "$LOG/api232-gpu-procs.log")
 if [ "$(grep -c '^\[[01]\] SKIP' "$LOG/api232-gpu-procs.log")" = 2 ]; then
   echo "SKIP gpu-procs: no GPU"
@@ -69,7 +73,8 @@ elif [ "$n" != 2 ]; then
   echo "FAIL gpu-procs: $n of 2 ranks passed"
   rc=1
 fi
-step cpu-engine LD_LIBRARY_PATH="$B/lib" MONEL_ENGINE=cpu timeout 300 "$B/tests/mp_test_api232"
+step cpu-engine LD_LIBRARY_PATH="$B/lib" MONEL_ENGINE=cpu timeout -k 10 "$LIMIT" \
+  "$B/tests/mp_test_api232"
 say "end"
 [ $rc = 0 ] && echo "PASS api232" || echo "FAIL api232"
 exit $rc

@@ -65,12 +65,15 @@ static void step(int rank, const char* what) {
 
 static void on_alarm(int sig) {
   (void)sig;
-  char line[160];
+  char line[256];
   for (int r = 0; r < N; r++) {
     const char* w = atomic_load(&step_of[r]);
-    int len = snprintf(line, sizeof line, "FAIL rank %d still in \"%s\" after %d s\n", r,
-                       w ? w : "(not started)", LIMIT_S);
-    if (write(1, line, (size_t)len) < 0) break;
+    int len = snprintf(line, sizeof line,
+                       "FAIL rank %d still in \"%s\" when the time ran out (%d s, or the "
+                       "script's limit)\n",
+                       r, w ? w : "(not started)", LIMIT_S);
+    if (len > (int)sizeof line - 1) len = (int)sizeof line - 1;
+    if (len < 0 || write(1, line, (size_t)len) < 0) break;
   }
   _exit(1);
 }
