@@ -7,7 +7,9 @@
 #     each step (Send/Recv with rank^1, again, Send/Recv with rank^2 captured in a CUDA graph at its
 #     first use, AlltoAll, again), then large Send/Recv, AlltoAll, Gather, Scatter, checked exactly;
 #   colls-lazy-4, colls-eager-4: an 8-float AllReduce as the first operation (the one hop);
-#   tree-lazy-4: AllReduce, Broadcast and Reduce on the tree from every root.
+#   tree-lazy-4: AllReduce, Broadcast and Reduce on the tree from every root;
+#   zero-lazy-4: an AlltoAll with a per-call NCCL_CTA_POLICY_ZERO as the first operation (refused
+#     on every rank: the copy-engine path does not cross hosts), then an AlltoAll.
 # It passes when every rank of every run says PASS, and:
 #   - flat after init: lazily, a rank holds as many descriptors after init at 4 ranks as at 2 (the
 #     largest over the ranks, within INIT_SLACK: the bootstrap's own connections), and the ring's
@@ -16,7 +18,7 @@
 #     measured in the lazy run;
 #   - only peers used: lazily, each rank logs one "connected at first use" line per step that
 #     brought a new peer, naming it (rank^1, then rank^2, then rank^3 on 4 ranks), and the one hop
-#     names every other rank at once; eagerly, none;
+#     and the AlltoAll after a refused one name every other rank at once; eagerly, none;
 #   - the program's own checks: no descriptor added by a step without a new peer (none at all
 #     eagerly), about the same number for each new peer.
 # Usage: tests/gpu/lazy.sh BUILD_DIR. Logs go to $OUT (or a new temporary directory), one per run:
@@ -102,6 +104,7 @@ run p2p-eager-4 4 eager p2p
 run colls-lazy-4 4 lazy colls
 run colls-eager-4 4 eager colls
 run tree-lazy-4 4 lazy tree "NCCL_ALGO=allreduce:tree;broadcast:tree;reduce:tree"
+run zero-lazy-4 4 lazy zero
 
 # Flat after init (descriptors and connections), growing eagerly.
 l2=$(init_max "$LOG/lazy-p2p-lazy-2.log") l4=$(init_max "$LOG/lazy-p2p-lazy-4.log")
@@ -142,11 +145,13 @@ for r in 0 1 2 3; do
     echo "   rank $r of p2p-lazy-4 connected at first use: '$got', expected $((r ^ 1)),$((r ^ 2)),$((r ^ 3))"
   }
   all=$(for q in 0 1 2 3; do [ $q = $r ] || printf '%s ' $q; done)
-  got=$(first_use "$LOG/lazy-colls-lazy-4.log" $r | paste -sd,)
-  [ "$got" = "${all% }" ] || {
-    bad=1
-    echo "   rank $r of colls-lazy-4 connected at first use: '$got', expected '${all% }'"
-  }
+  for f in colls-lazy-4 zero-lazy-4; do
+    got=$(first_use "$LOG/lazy-$f.log" $r | paste -sd,)
+    [ "$got" = "${all% }" ] || {
+      bad=1
+      echo "   rank $r of $f connected at first use: '$got', expected '${all% }'"
+    }
+  done
   [ -n "$(first_use "$LOG/lazy-tree-lazy-4.log" $r)" ] || {
     bad=1
     echo "   rank $r of tree-lazy-4 connected no tree peer at first use"

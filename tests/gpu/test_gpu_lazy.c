@@ -26,8 +26,13 @@
  * and Reduce): AllReduce, then Broadcast and Reduce from every root, 1 MB + 1 floats (each root's
  * trees bring their parents and children); every result checked exactly.
  *
+ * zero: the communicator's first operation is an AlltoAll with a per-call NCCL_CTA_POLICY_ZERO,
+ * which the copy-engine path cannot run across hosts: every rank refuses it (ncclInvalidUsage),
+ * after the first use has connected the peers it names on both ends alike; then an AlltoAll is
+ * checked exactly over those connections.
+ *
  * Every wait is bounded (an alarm of 120 s per step). Exit 0 when every check held; prints PASS or
- * FAIL per rank. Usage: monelrun -n N --fake-hosts N gpu_test_gpu_lazy p2p|colls|tree */
+ * FAIL per rank. Usage: monelrun -n N --fake-hosts N gpu_test_gpu_lazy p2p|colls|tree|zero */
 #include <cuda_runtime_api.h>
 #include <dirent.h>
 #include <signal.h>
@@ -252,12 +257,29 @@ static void run_colls(int tree) {
          tree ? "AllReduce, Broadcast and Reduce on the tree" : "an 8-float AllReduce");
 }
 
+static void run_zero(void) {
+  ncclCollConfig_t cfg = NCCL_COLLCONFIG_INITIALIZER;
+  cfg.CTAPolicy = NCCL_CTA_POLICY_ZERO;
+  begin("AlltoAll with a per-call NCCL_CTA_POLICY_ZERO");
+  for (int p = 0; p < n; p++) fill(sendb, (size_t)p * SMALL, SMALL, 50, rank, p);
+  ncclResult_t res = ncclAlltoAllConfig(sendb, recvb, SMALL, ncclUint8, comm, st, &cfg);
+  check(res == ncclInvalidUsage,
+        "the AlltoAll with NCCL_CTA_POLICY_ZERO across hosts was not refused");
+  CK(cudaStreamSynchronize(st));
+  begin("AlltoAll after the refused one");
+  alltoall(SMALL, 51);
+  printf("lazy-zero rank %d/%d: the AlltoAll with NCCL_CTA_POLICY_ZERO gave %s, the next one "
+         "checked\n",
+         rank, n, ncclGetErrorString(res));
+}
+
 int main(int argc, char** argv) {
   const char *r = getenv("MONEL_RANK"), *nr = getenv("MONEL_NRANKS");
   const char *lr = getenv("MONEL_LOCAL_RANK"), *mode = getenv("MONEL_P2P_CONNECT");
   if (argc != 2 || r == NULL || nr == NULL ||
-      (strcmp(argv[1], "p2p") && strcmp(argv[1], "colls") && strcmp(argv[1], "tree"))) {
-    fprintf(stderr, "usage: monelrun -n N --fake-hosts N %s p2p|colls|tree\n", argv[0]);
+      (strcmp(argv[1], "p2p") && strcmp(argv[1], "colls") && strcmp(argv[1], "tree") &&
+       strcmp(argv[1], "zero"))) {
+    fprintf(stderr, "usage: monelrun -n N --fake-hosts N %s p2p|colls|tree|zero\n", argv[0]);
     return 2;
   }
   rank = atoi(r), n = atoi(nr);
@@ -281,6 +303,8 @@ int main(int argc, char** argv) {
   int init = count_fds();
   if (strcmp(argv[1], "p2p") == 0)
     run_p2p(eager, before, init);
+  else if (strcmp(argv[1], "zero") == 0)
+    run_zero();
   else
     run_colls(strcmp(argv[1], "tree") == 0);
   begin("destroy");
