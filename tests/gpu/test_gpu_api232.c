@@ -41,8 +41,8 @@ static pthread_cond_t grow_cond = PTHREAD_COND_INITIALIZER;
 enum { N = 3, LIMIT_S = 240 }; /* 2 ranks, then one more joins; the watchdog's limit */
 static const char* _Atomic step_of[N];
 static pthread_barrier_t all_done; /* every rank's last communication is done */
-static int* recv_of[N]; /* each rank's d_recv, which holds its window */
-static int p2p_off;     /* NCCL_P2P_DISABLE=1: FIFOs in host memory, no copy-engine path */
+static int* recv_of[N];            /* each rank's d_recv, which holds its window */
+static int p2p_off; /* NCCL_P2P_DISABLE=1: FIFOs in host memory, no copy-engine path */
 
 /* Rank 1 waits at gate k until rank 0 opened it (launch_events). */
 static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
