@@ -40,12 +40,14 @@ int net_ucx_rdma(void) {
 
 struct ucx_state ucx = {.lock = PTHREAD_MUTEX_INITIALIZER, .efd = -1};
 
-#define SYM(field, name)                                                                           \
-  { (void**)&ucx.f.field, name }
-static const struct {
+/* A function of UCX's to look up, and where its address goes. */
+struct sym {
   void** slot;
   const char* name;
-} syms[] = {
+};
+#define SYM(field, name)                                                                           \
+  { (void**)&ucx.f.field, name }
+static const struct sym syms[] = {
     SYM(get_version, "ucp_get_version"),
     SYM(config_read, "ucp_config_read"),
     SYM(config_release, "ucp_config_release"),
@@ -83,10 +85,7 @@ static const struct {
 };
 
 /* The wakeup functions (net_ucx_wait, net_ucx_wake): optional (wakeup_start). */
-static const struct {
-  void** slot;
-  const char* name;
-} wakeup_syms[] = {
+static const struct sym wakeup_syms[] = {
     SYM(worker_get_efd, "ucp_worker_get_efd"),
     SYM(worker_arm, "ucp_worker_arm"),
     SYM(worker_signal, "ucp_worker_signal"),
