@@ -755,7 +755,9 @@ def main():
         if not torch.cuda.is_available():
             say("FAIL setup: the nccl backend needs GPUs (use --backend gloo on a CPU machine)")
             return 1
-        DEV = torch.device("cuda", LOCAL_RANK)
+        # With fewer GPUs than local ranks the ranks share them (Monel allows that; NVIDIA's
+        # NCCL does not, unless each rank is its own host).
+        DEV = torch.device("cuda", LOCAL_RANK % torch.cuda.device_count())
         torch.cuda.set_device(DEV)
     init_pg()
     STORE = default_store()
