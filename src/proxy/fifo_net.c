@@ -384,8 +384,27 @@ static int close_step(struct fifo_net* f, struct fnet_conn* c, uint64_t* goal) {
   return c->s.is_send ? *goal > 0 : c->posted < *goal;
 }
 
-/* Ends every connection's posted receives with its peer (bounded: a peer that is gone or late
- * leaves them to close_recv). */
+/* A receive connection whose peer closed first (its last empty messages may be lost with its
+ * endpoint: a TCP reset drops what the receiver had not read yet) still holds receives no step
+ * needs: the kernels are over. Each is tested until the network ends it, done or failed (a
+ * network ends a failed request in test), so that close_recv finds none posted; bounded by
+ * `deadline`. */
+static void end_posted(struct fifo_net* f, struct fnet_conn* c, double deadline) {
+  while (c->done < c->posted && now_s() < deadline) {
+    void** r = &c->req[c->done % (uint64_t)c->s.nslots];
+    int done = 0;
+    size_t size = 0;
+    if (f->net->test(*r, &done, &size) != ncclSuccess || done) {
+      *r = NULL;
+      c->done++;
+    } else {
+      sched_yield();
+    }
+  }
+}
+
+/* Ends every connection's posted receives with its peer (bounded: a peer that is late leaves
+ * them to close_recv; one that is gone, to end_posted). */
 static void close_drain(struct fifo_net* f) {
   uint64_t* fills = calloc((size_t)f->nconns, sizeof *fills);
   if (fills == NULL) return;
@@ -406,6 +425,12 @@ static void close_drain(struct fifo_net* f) {
         c->ended = 1; /* quiet, or broken: nothing more to do here */
     }
     if (busy) sched_yield();
+  }
+  deadline = now_s() + CLOSE_DRAIN_S;
+  for (int i = 0; i < f->nconns; i++) {
+    struct fnet_conn* c = &f->conns[i];
+    if (c->live && !c->s.is_send && !c->flushing && c->done < c->posted)
+      end_posted(f, c, deadline);
   }
   free(fills);
 }
