@@ -246,9 +246,14 @@ static ncclResult_t slots_on_device(struct gpu_comm* g, struct gpu_mem* m) {
 }
 
 /* The proxy thread makes this comm's GPU current before it moves its connections: a network
- * that copies GPU memory with CUDA calls of its own (UCX's cuda_copy) makes them there. */
+ * that copies GPU memory with CUDA calls of its own (UCX's cuda_copy) makes them there. Its
+ * capture mode is relaxed, so that those calls stay allowed while a thread of the application
+ * captures a CUDA graph in the global mode (the default of cudaStreamBeginCapture), which would
+ * otherwise refuse them and leave the comm's kernels waiting. */
 static void proxy_on_device(void* arg) {
   if (cudaSetDevice(*(const int*)arg) != cudaSuccess) (void)cudaGetLastError();
+  enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  if (cudaThreadExchangeStreamCaptureMode(&mode) != cudaSuccess) (void)cudaGetLastError();
 }
 
 /* The network and where my network FIFOs' slots go (fifo_net_gdr), for the comm's first network
