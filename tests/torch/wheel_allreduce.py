@@ -12,6 +12,11 @@ import torch
 import torch.distributed as dist
 
 
+
+def say(line):
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
 def main():
     import monel  # the wheel: where its library lies (importing it loads nothing)
     from monel import _binding
@@ -35,12 +40,14 @@ def main():
     nccl_version = torch.cuda.nccl.version()  # libtorch_cuda.so's ncclGetVersion
     bound, report = _binding.check(wheel_lib, ("ncclGetVersion", "ncclAllReduce"))
     ok = wrong == 0 and bound
+    # One write per line: the ranks share the output, and print() writes the text and the
+    # newline apart, so two ranks' lines could run into one.
     for line in report:
-        print(f"rank {rank}: {line}", flush=True)
-    print(f"rank {rank} of {n} on GPU {local}: {'PASS' if ok else 'FAIL'} all_reduce "
-          f"{wrong} wrong; ncclGetVersion and ncclAllReduce "
-          f"{'bound' if bound else 'NOT all bound'} to {wheel_lib}; "
-          f"torch.cuda.nccl.version() {nccl_version}", flush=True)
+        say(f"rank {rank}: {line}")
+    say(f"rank {rank} of {n} on GPU {local}: {'PASS' if ok else 'FAIL'} all_reduce "
+        f"{wrong} wrong; ncclGetVersion and ncclAllReduce "
+        f"{'bound' if bound else 'NOT all bound'} to {wheel_lib}; "
+        f"torch.cuda.nccl.version() {nccl_version}")
     dist.destroy_process_group()
     return 0 if ok else 1
 
