@@ -348,12 +348,13 @@ ncclResult_t fifo_net_drain(struct fifo_net* f, int timeout_s) {
 static int cap(const struct fnet_conn* c);
 
 /* One step of closing c (*goal: a sender's empty messages still to send, a receiver's
- * receives posted in all at the end); 1 while it has more to do, 0 when quiet or broken. */
+ * receives posted in all at the end); 1 while it has more to do, 0 when quiet, -1 when the
+ * network reported an error (the peer is gone). */
 static int close_step(struct fifo_net* f, struct fnet_conn* c, uint64_t* goal) {
   if (c->flushing) { /* a receive's flush still in flight: it ends first */
     int done = 0;
     size_t size = 0;
-    if (f->net->test(c->flush, &done, &size) != ncclSuccess) return 0;
+    if (f->net->test(c->flush, &done, &size) != ncclSuccess) return -1;
     if (!done) return 1;
     c->flush = NULL;
     c->flushing = 0;
@@ -366,7 +367,7 @@ static int close_step(struct fifo_net* f, struct fnet_conn* c, uint64_t* goal) {
     int tag = c->s.tag;
     ncclResult_t res = c->s.is_send ? f->net->isend(c->comm, data, 0, tag, c->mh, &req)
                                     : f->net->irecv(c->comm, 1, &data, &size, &tag, &c->mh, &req);
-    if (res != ncclSuccess) return 0;
+    if (res != ncclSuccess) return -1;
     if (req == NULL) break; /* not now */
     c->req[c->posted % (uint64_t)c->s.nslots] = req;
     c->posted++;
@@ -376,7 +377,7 @@ static int close_step(struct fifo_net* f, struct fnet_conn* c, uint64_t* goal) {
     int done = 0;
     size_t size = 0;
     void** r = &c->req[c->done % (uint64_t)c->s.nslots];
-    if (f->net->test(*r, &done, &size) != ncclSuccess) return 0;
+    if (f->net->test(*r, &done, &size) != ncclSuccess) return -1;
     if (!done) return 1;
     *r = NULL;
     c->done++;
@@ -403,13 +404,20 @@ static void end_posted(struct fifo_net* f, struct fnet_conn* c, double deadline)
   }
 }
 
-/* Ends every connection's posted receives with its peer (bounded: a peer that is late leaves
- * them to close_recv; one that is gone, to end_posted). */
+/* Ends every connection's posted receives with its peer (bounded: a peer that is late, e.g. a
+ * comm of this process destroyed after this one, leaves them to close_recv; one that is gone,
+ * to end_posted). */
 static void close_drain(struct fifo_net* f) {
   uint64_t* fills = calloc((size_t)f->nconns, sizeof *fills);
-  if (fills == NULL) return;
+  char* gone = calloc((size_t)f->nconns, 1); /* the network reported the peer gone */
+  if (fills == NULL || gone == NULL) {
+    free(fills);
+    free(gone);
+    return;
+  }
   for (int i = 0; i < f->nconns; i++) {
     struct fnet_conn* c = &f->conns[i];
+    gone[i] = c->live && (c->ended || c->closed); /* found gone while running */
     if (!c->live || c->ended || c->closed) continue;
     fills[i] = c->s.is_send ? (uint64_t)cap(c) : c->done + (uint64_t)cap(c);
   }
@@ -419,20 +427,24 @@ static void close_drain(struct fifo_net* f) {
     for (int i = 0; i < f->nconns; i++) {
       struct fnet_conn* c = &f->conns[i];
       if (!c->live || c->ended || c->closed) continue;
-      if (close_step(f, c, &fills[i]))
+      int st = close_step(f, c, &fills[i]);
+      if (st > 0) {
         busy = 1;
-      else
+      } else {
         c->ended = 1; /* quiet, or broken: nothing more to do here */
+        gone[i] = st < 0;
+      }
     }
     if (busy) sched_yield();
   }
   deadline = now_s() + CLOSE_DRAIN_S;
   for (int i = 0; i < f->nconns; i++) {
     struct fnet_conn* c = &f->conns[i];
-    if (c->live && !c->s.is_send && !c->flushing && c->done < c->posted)
+    if (gone[i] && !c->s.is_send && !c->flushing && c->done < c->posted)
       end_posted(f, c, deadline);
   }
   free(fills);
+  free(gone);
 }
 
 void fifo_net_free(struct fifo_net* f) {
