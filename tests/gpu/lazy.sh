@@ -40,13 +40,8 @@ for f in "$T" "$RUN"; do
 done
 NGPUS=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 [ "$NGPUS" -ge 1 ] || { echo "FAIL tests/gpu/lazy.sh: no GPU here"; exit 1; }
-mps=0
-if command -v nvidia-cuda-mps-control >/dev/null; then
-  export CUDA_MPS_PIPE_DIRECTORY=${CUDA_MPS_PIPE_DIRECTORY:-/tmp/monel-mps}
-  export CUDA_MPS_LOG_DIRECTORY=${CUDA_MPS_LOG_DIRECTORY:-/tmp/monel-mpsl}
-  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-  nvidia-cuda-mps-control -d 2>/dev/null && mps=1
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/mps.sh"
+mps_start
 echo "== $NGPUS GPUs, MPS $([ $mps = 1 ] && echo on || echo off); logs in $LOG/lazy-*.log"
 rc=0
 pass() { echo "PASS $*"; }
@@ -73,9 +68,7 @@ run() {
   fi
   # A client killed at the time limit can leave MPS refusing the next ones: start it afresh.
   if [ $mps = 1 ] && { [ "$st" = 124 ] || [ "$st" = 137 ]; }; then
-    echo quit | nvidia-cuda-mps-control
-    sleep 2 # MPS's server takes a moment to go before a new one can start
-    nvidia-cuda-mps-control -d || mps=0
+    mps_restart
   fi
 }
 
@@ -176,6 +169,6 @@ else
   fail "the peers connected at first use are not those used"
 fi
 
-[ $mps = 1 ] && echo quit | nvidia-cuda-mps-control
+mps_stop
 if [ $rc = 0 ]; then echo "PASS tests/gpu/lazy.sh"; else echo "FAIL tests/gpu/lazy.sh"; fi
 exit $rc

@@ -46,13 +46,8 @@ for f in "$T" "$RUN"; do
 done
 NGPUS=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 [ "$NGPUS" -ge 1 ] || { echo "SKIP tests/gpu/plan.sh: no GPU here"; exit 0; }
-mps=0
-if command -v nvidia-cuda-mps-control >/dev/null; then
-  export CUDA_MPS_PIPE_DIRECTORY=${CUDA_MPS_PIPE_DIRECTORY:-/tmp/monel-mps}
-  export CUDA_MPS_LOG_DIRECTORY=${CUDA_MPS_LOG_DIRECTORY:-/tmp/monel-mpsl}
-  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-  nvidia-cuda-mps-control -d 2>/dev/null && mps=1
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/mps.sh"
+mps_start
 echo "== $NGPUS GPUs, MPS $([ $mps = 1 ] && echo on || echo off); logs in $LOG/plan-*.log"
 rc=0
 summary=()
@@ -90,9 +85,7 @@ run() { # NAME COMMAND...: the command with the matrix's extra options (PLAN_ARG
   [ "$st" = 0 ] || { rc=1; tail -n 6 "$log"; }
   # A client killed at the time limit can leave MPS refusing the next ones: start it afresh.
   if [ $mps = 1 ] && { [ "$st" = 124 ] || [ "$st" = 137 ]; }; then
-    echo quit | nvidia-cuda-mps-control
-    sleep 2
-    nvidia-cuda-mps-control -d || mps=0
+    mps_restart
   fi
   summary+=("$(printf '%-4s %-40s %4d s (exit %d)' "$([ "$st" = 0 ] && echo PASS || echo FAIL)" \
     "$name" $((SECONDS - start)) "$st")")
@@ -145,7 +138,7 @@ for n in ${PLAN_N:-2 4}; do
     done
   done
 done
-[ $mps = 1 ] && echo quit | nvidia-cuda-mps-control
+mps_stop
 echo "== summary"
 printf '%s\n' "${summary[@]}"
 [ $rc = 0 ] && echo "PASS tests/gpu/plan.sh" || echo "FAIL tests/gpu/plan.sh"
