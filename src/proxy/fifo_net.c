@@ -440,8 +440,7 @@ static void close_drain(struct fifo_net* f) {
   deadline = now_s() + CLOSE_DRAIN_S;
   for (int i = 0; i < f->nconns; i++) {
     struct fnet_conn* c = &f->conns[i];
-    if (gone[i] && !c->s.is_send && !c->flushing && c->done < c->posted)
-      end_posted(f, c, deadline);
+    if (gone[i] && !c->s.is_send && !c->flushing && c->done < c->posted) end_posted(f, c, deadline);
   }
   free(fills);
   free(gone);
