@@ -12,7 +12,17 @@
  * What this gives up against NCCL's: a put bigger than the path's buffer completes (in its
  * stream) only when the target's ncclWaitSignal takes it; on the GPU engine ncclWaitSignal waits
  * on the host for each header before it queues the receive of the data (headers live in memory the
- * engine gives, struct engine ctl_alloc: pinned host memory). */
+ * engine gives, struct engine ctl_alloc: pinned host memory), and a rank's sends wait for free
+ * slots of the point-to-point FIFOs (2 per peer and channel), which the peer frees only when its
+ * receives run: two ranks that put to each other before they wait would block each other.
+ *
+ * Direct signals: where the engine says so for a pair (struct engine signal_direct: on the GPU
+ * engine, ranks of one host), and for indices below
+ * ENGINE_SIGNAL_SIGS and ENGINE_SIGNAL_CTXS, nothing travels as a message: a put is a copy into
+ * the peer's part of the window (mapped at registration) and a signal a stream write into the
+ * peer's signal words; ncclWaitSignal is a stream wait on this rank's words. Both ranks of a pair
+ * decide alike from the pair and the indices, so a signal never goes one way while its wait
+ * looks for it the other. */
 #include <stdlib.h>
 #include <string.h>
 #include "api/api.h"
@@ -93,6 +103,35 @@ static ncclResult_t recv_header(ncclComm_t comm, int peer, cudaStream_t stream, 
   return res;
 }
 
+/* The slot of a direct signal (sig, ctx) with peer, or -1 when it travels as a message. */
+static int direct_slot(const struct ncclComm* comm, int peer, int sig, int ctx) {
+  const struct engine* e = comm->engine;
+  if (e->signal_direct == NULL || sig >= ENGINE_SIGNAL_SIGS || ctx >= ENGINE_SIGNAL_CTXS ||
+      !e->signal_direct(comm, peer))
+    return -1;
+  return sig * ENGINE_SIGNAL_CTXS + ctx;
+}
+
+/* A put or signal with no message: the data copied into peer's part of the window, then the
+ * signal written, in stream order. */
+static ncclResult_t post_direct(const struct put_hdr* h, const void* data, int peer, int slot,
+                                ncclComm_t comm, cudaStream_t stream) {
+  if (h->bytes > 0) {
+    struct comm_window* cw = comm_window_by_id(comm, h->win_id);
+    const struct window_peer* wp = cw && cw->peers ? &cw->peers[peer] : NULL;
+    if (wp == NULL || wp->ptr == NULL || h->offset > wp->size || h->bytes > wp->size - h->offset) {
+      WARN("ncclPutSignal: rank %d cannot reach bytes [%llu, %llu) of rank %d's part of window "
+           "#%d (%s); a window between GPUs of one host must lie in memory from cudaMalloc or "
+           "ncclMemAlloc, registered outside a group",
+           comm->rank, (unsigned long long)h->offset, (unsigned long long)(h->offset + h->bytes),
+           peer, h->win_id, wp == NULL || wp->ptr == NULL ? "not mapped" : "beyond that part");
+      return ncclInvalidUsage;
+    }
+    NCCLCHECK(copy(comm, wp->ptr + h->offset, data, (size_t)h->bytes, stream));
+  }
+  return comm->engine->signal_raise(comm, peer, slot, stream);
+}
+
 /* Sends the header (and the data) to peer; inside a group the header must outlive the call. */
 static ncclResult_t post(const struct put_hdr* h, const void* data, int peer, ncclComm_t comm,
                          cudaStream_t stream) {
@@ -101,6 +140,8 @@ static ncclResult_t post(const struct put_hdr* h, const void* data, int peer, nc
     if (cw) NCCLCHECK(copy(comm, (char*)cw->buff + h->offset, data, (size_t)h->bytes, stream));
     return comm_signal_add(comm, peer, h->sig, h->ctx, 1);
   }
+  int slot = direct_slot(comm, peer, h->sig, h->ctx);
+  if (slot >= 0) return post_direct(h, data, peer, slot, comm, stream);
   struct put_hdr* hp = hdr_get(comm);
   if (hp == NULL) {
     WARN("ncclPutSignal: out of host memory on rank %d", comm->rank);
@@ -206,6 +247,11 @@ NCCL_API(ncclResult_t, ncclWaitSignal, int nDesc, ncclWaitSignalDesc_t* signalDe
   }
   for (int i = 0; i < nDesc; i++) {
     ncclWaitSignalDesc_t* d = &signalDescs[i];
+    int slot = direct_slot(comm, d->peer, d->sigIdx, d->ctx);
+    if (slot >= 0) {
+      NCCLCHECK(comm->engine->signal_wait(comm, d->peer, slot, d->opCnt, stream));
+      continue;
+    }
     int need = d->opCnt - comm_signal_take(comm, d->peer, d->sigIdx, d->ctx, d->opCnt);
     while (need > 0) {
       int sig = -1, ctx = -1;

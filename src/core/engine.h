@@ -68,6 +68,16 @@ struct engine {
   ncclResult_t (*stream_wait)(cudaStream_t stream, const char* fn);
   ncclResult_t (*copy)(void* dst, const void* src, size_t bytes, cudaStream_t stream,
                        const char* fn);
+  /* Signals that need no receive (api/onesided.c): where signal_direct says so for a peer (the
+   * same answer on both ranks of the pair), a signal of slot k (ENGINE_SIGNAL_SLOTS of them per
+   * peer) is a stream write into the peer's memory, after every earlier operation of the
+   * stream (a put's copy into the peer's window among them), and a wait a stream wait on this
+   * rank's memory for `count` more of them: no kernel, no host wait, nothing the peer must
+   * take. NULL: every signal travels as a message. */
+  int (*signal_direct)(const struct ncclComm* comm, int peer);
+  ncclResult_t (*signal_raise)(struct ncclComm* comm, int peer, int slot, cudaStream_t stream);
+  ncclResult_t (*signal_wait)(struct ncclComm* comm, int peer, int slot, int count,
+                              cudaStream_t stream);
   /* Collective setup some tasks need before run() (the CUDA engine sets up its copy-engine path
    * for the first call with a per-call NCCL_CTA_POLICY_ZERO): prepare_needed decides from the
    * tasks and what every rank of the comm holds alike, so every rank prepares at the same point
@@ -85,6 +95,12 @@ struct engine {
   void* (*win_import)(struct ncclComm* comm, int peer, const struct window_rec* rec, void** map);
   void (*win_unmap)(struct ncclComm* comm, void* map);
 };
+
+/* Direct signals per peer: sigIdx < ENGINE_SIGNAL_SIGS and ctx < ENGINE_SIGNAL_CTXS, slot
+ * sigIdx * ENGINE_SIGNAL_CTXS + ctx; other indices travel as messages. */
+#define ENGINE_SIGNAL_SIGS  64
+#define ENGINE_SIGNAL_CTXS  8
+#define ENGINE_SIGNAL_SLOTS (ENGINE_SIGNAL_SIGS * ENGINE_SIGNAL_CTXS)
 
 extern const struct engine cpu_engine;
 #ifdef MONEL_HAVE_CUDA

@@ -97,7 +97,11 @@ static ncclResult_t alloc_buffers(struct ncclComm* comm, struct gpu_comm* g, int
   g->p2p_nslots = ns < 2 ? 2 : ns > 64 ? 64 : (int)ns;
   size_t nfifo = (size_t)n * g->p2p_nch;
   size_t fifo = dev_fifo_bytes(g->p2p_nslots, g->p2p_slot_bytes);
-  NCCLCHECK(gpu_shared_alloc(comm, g, nfifo * fifo, g->host_fifos, &g->p2p_mem));
+  /* The block ends with the direct signals' words (signal.c). */
+  size_t sig = gpu_signal_bytes(n);
+  g->sig_off = nfifo * fifo;
+  NCCLCALLOC(g->sig_counts, 2 * (size_t)n * ENGINE_SIGNAL_SLOTS);
+  NCCLCHECK(gpu_shared_alloc(comm, g, nfifo * fifo + sig, g->host_fifos, &g->p2p_mem));
   NCCLCHECK(dev_zalloc(g, (void**)&g->p2p_steps, nfifo * DEV_STEP_WORDS * sizeof(uint64_t)));
   return ncclSuccess;
 }
@@ -454,6 +458,7 @@ static void gpu_comm_free(struct ncclComm* comm) {
   if (saved >= 0) cudaSetDevice(saved);
   free(g->msgs);
   free(g->ce_msgs);
+  free(g->sig_counts);
   free(g);
   comm->engine_state = NULL;
 }
@@ -480,6 +485,9 @@ const struct engine gpu_engine = {
     .ctl_free_after = gpu_slot_put_after,
     .stream_wait = gpu_stream_wait,
     .copy = gpu_copy_async,
+    .signal_direct = gpu_signal_direct,
+    .signal_raise = gpu_signal_raise,
+    .signal_wait = gpu_signal_wait,
     .prepare_needed = gpu_ce_prepare_needed,
     .prepare = gpu_ce_prepare,
     .win_export = gpu_win_export,

@@ -75,6 +75,10 @@ struct gpu_comm {
   struct gpu_mem p2p_mem;        /* my FIFOs, [source rank][channel] */
   uint64_t* p2p_steps;           /* device: DEV_STEP_WORDS counters per (peer, channel) */
   char* peer_p2p[DEV_MAX_PEERS]; /* every rank's FIFOs as I address them */
+  /* Direct signals (signal.c): each rank's signal words at sig_off in its p2p_mem;
+   * on the host, the signals raised [peer][slot], then those consumed [peer][slot]. */
+  size_t sig_off;
+  uint32_t* sig_counts;
   /* Per peer, as the kernels address them (gpu/p2p.c): the FIFOs [channel] I fill for peer r
    * (in its memory, or my mirror when r is over the network), and mine that r fills. */
   char* p2p_send[DEV_MAX_PEERS];
@@ -208,6 +212,13 @@ int gpu_device_count(void);
 int gpu_current_device(void);
 ncclResult_t gpu_mem_alloc(void** ptr, size_t size, int* handled);
 ncclResult_t gpu_mem_free(void* ptr, int* handled);
+/* signal.c: the engine's direct signals (struct engine's signal_direct, signal_raise,
+ * signal_wait); gpu_signal_bytes: the signal words a rank's p2p_mem ends with. */
+size_t gpu_signal_bytes(int nranks);
+int gpu_signal_direct(const struct ncclComm* comm, int peer);
+ncclResult_t gpu_signal_raise(struct ncclComm* comm, int peer, int slot, cudaStream_t stream);
+ncclResult_t gpu_signal_wait(struct ncclComm* comm, int peer, int slot, int count,
+                             cudaStream_t stream);
 /* task_check.c: the engine's check_task. */
 ncclResult_t gpu_check_task(struct ncclComm* comm, const struct task* t, const char* fn);
 /* Streams of a batch other than its first: wait for the first (after = 0) or make the first wait

@@ -695,9 +695,39 @@ static int ipc_window(struct rank_ctx* c, char* buff, size_t bytes, const char* 
   return 0;
 }
 
+/* One-sided between two processes: each rank puts twice and signals before either waits (four
+ * messages each way, more than a point-to-point FIFO holds: the puts must not wait for their
+ * target), then waits for both puts and the signal and checks its window. */
+static int onesided_procs(struct rank_ctx* c) {
+  ncclWindow_t win;
+  int peer = 1 - c->rank;
+  step(c->rank, "PutSignal/Signal/WaitSignal across processes");
+  NC(ncclCommWindowRegister(c->comm, c->d_recv, 4096 * sizeof(int), &win, NCCL_WIN_DEFAULT));
+  if (fill(c, 1024)) return 1;
+  NC(ncclPutSignal(c->d_send, 512, ncclInt32, peer, win, 256 * sizeof(int), 0, 0, 0, c->comm,
+                   c->stream));
+  NC(ncclPutSignal(c->d_send + 512, 512, ncclInt32, peer, win, 768 * sizeof(int), 0, 0, 0, c->comm,
+                   c->stream));
+  NC(ncclSignal(peer, 1, 0, 0, c->comm, c->stream));
+  ncclWaitSignalDesc_t d[2] = {{1, peer, 1, 0}, {2, peer, 0, 0}};
+  NC(ncclWaitSignal(2, d, c->comm, c->stream));
+  CU(cudaMemcpyAsync(c->h, c->d_recv, 2048 * sizeof(int), cudaMemcpyDeviceToHost, c->stream));
+  CU(cudaStreamSynchronize(c->stream));
+  for (int i = 0; i < 1024; i++)
+    if (c->h[256 + i] != (peer + 1) * (i % 1000 + 1))
+      FAIL("one-sided across processes: rank %d window element %d is %d, want %d", c->rank, 256 + i,
+           c->h[256 + i], (peer + 1) * (i % 1000 + 1));
+  if (barrier(c)) return 1; /* the peer's puts into this window are over before it goes */
+  NC(ncclCommWindowDeregister(c->comm, win));
+  printf("PASS one-sided across processes: rank %d got rank %d's two puts and signal\n", c->rank,
+         peer);
+  return 0;
+}
+
 /* One rank of two processes (monelrun -n 2; MONEL_LOCAL_RANK picks the GPU): windows on
  * cudaMalloc memory at an offset into its allocation and on ncclMemAlloc memory, then per-call
- * NCCL_CTA_POLICY_ZERO (the copy-engine path maps the peer's buffers through CUDA IPC). */
+ * NCCL_CTA_POLICY_ZERO (the copy-engine path maps the peer's buffers through CUDA IPC), then
+ * one-sided calls where the GPUs reach each other. */
 static int procs_main(void) {
   const char *r = getenv("MONEL_RANK"), *nr = getenv("MONEL_NRANKS"),
              *lr = getenv("MONEL_LOCAL_RANK");
@@ -723,6 +753,7 @@ static int procs_main(void) {
   ipc_window(&c, mem, 1 << 20, "window on ncclMemAlloc memory", reach);
   step(c.rank, "NCCL_CTA_POLICY_ZERO per call");
   cta_zero(&c, reach && !p2p_off);
+  if (reach) onesided_procs(&c);
   step(c.rank, "ncclCommDestroy");
   NC(ncclCommDestroy(c.comm));
   NC(ncclMemFree(mem));
