@@ -2,7 +2,7 @@
 # `make install`, `make deb` (one Debian package per component) and the Python wheel.
 #
 # Components:
-#   runtime  lib/libnccl.so.2 (the real file libnccl.so.2.28.9 and the soname link)
+#   runtime  lib/libnccl.so.2 (the real file libnccl.so.2.32.3 and the soname link)
 #   dev      include/nccl.h, include/monel.h, lib/libnccl.so, lib/libmonel.so, lib/pkgconfig/
 #            monel.pc and nccl.pc, lib/cmake/Monel/ (find_package(Monel) -> Monel::nccl)
 #   tools    bin/monelrun, bin/monel-info, libexec/monel/*_perf (nccl-tests' names, kept out

@@ -51,7 +51,7 @@ def library_path():
 
 
 def get_version():
-    """NCCL version code of the loaded library (22809 for 2.28.9)."""
+    """NCCL version code of the loaded library (23203 for 2.32.3)."""
     v = ctypes.c_int()
     _check(C.ncclGetVersion(ctypes.byref(v)), "ncclGetVersion")
     return v.value

@@ -1,15 +1,13 @@
 /* Monel's version, build description and the VERSION banner (printed once per process). */
 #ifndef MONEL_CORE_VERSION_H
 #define MONEL_CORE_VERSION_H
-/* The NCCL release whose API Monel implements in full, which ncclGetVersion reports. include/nccl.h
- * declares 2.32.3 (its types and functions are all there, each with its behaviour on both
- * engines), but the GPU engine's 2.32 paths (launch-completion events, a per-call
- * NCCL_CTA_POLICY_ZERO, peer window pointers, ...) have not run on a GPU yet (docs/API232.md;
- * tests/gpu/api232.sh proves them), so the library reports 2.28.9 until they have. */
+/* The NCCL release whose API Monel implements in full, which ncclGetVersion reports: 2.32.3, whose
+ * types and functions include/nccl.h declares, each with its behaviour on both engines (the GPU
+ * engine's proven by tests/gpu/api232.sh; docs/API232.md). */
 #define VERSION_NCCL_MAJOR 2
-#define VERSION_NCCL_MINOR 28
-#define VERSION_NCCL_PATCH 9
-#define VERSION_NCCL_CODE  22809
+#define VERSION_NCCL_MINOR 32
+#define VERSION_NCCL_PATCH 3
+#define VERSION_NCCL_CODE  23203
 const char* version_string(void);
 void version_banner(void);
 #endif

@@ -386,13 +386,21 @@ static void progress_seen(struct gpu_comm* g, uint64_t* issued, uint64_t* done) 
 }
 
 /* The watch thread's view of the comm's progress: at most one copy behind, or (fresh) from a
- * copy made now. */
+ * copy made now. Its calls (a copy and a query on the comm's own control stream) are relaxed
+ * for stream capture: while a thread of the application captures a graph in the global mode
+ * (PyTorch's default), they would otherwise invalidate that capture. */
 static void gpu_progress(struct ncclComm* comm, int fresh, uint64_t* issued, uint64_t* done) {
   struct gpu_comm* g = comm->engine_state;
   *issued = *done = 0;
   if (g == NULL || g->ctl_stream == NULL || cudaSetDevice(comm->cuda_dev) != cudaSuccess) return;
+  enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  if (cudaThreadExchangeStreamCaptureMode(&mode) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return;
+  }
   poll_counters(g, fresh);
   progress_seen(g, issued, done);
+  (void)cudaThreadExchangeStreamCaptureMode(&mode);
 }
 
 /* Waits until the comm's kernels are over (the last eager launch reported done and no block

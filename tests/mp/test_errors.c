@@ -146,7 +146,7 @@ TEST(group_end_without_start) {
 TEST(get_version_and_strings) {
   int v = 0;
   CHECK_RES(ncclGetVersion(&v), ncclSuccess);
-  CHECK_EQ(v, 22809);
+  CHECK_EQ(v, 23203);
   expect_error(ncclGetVersion(NULL), ncclInvalidArgument, "version is NULL");
   CHECK(strcmp(ncclGetErrorString(ncclSuccess), "no error") == 0);
   CHECK(strstr(ncclGetErrorString(ncclRemoteError), "remote") != NULL);

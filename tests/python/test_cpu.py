@@ -66,7 +66,8 @@ def test_library_is_monel():
         assert os.path.realpath(path) == os.path.realpath(os.environ["MONEL_LIBRARY"])
     assert monel.monel_version().startswith("Monel")
     assert C.is_monel()
-    assert monel.get_version() == C.NCCL_VERSION_CODE == 22809
+    # The library implements 2.32.3; these bindings keep 2.28.9's layout (which it accepts).
+    assert monel.get_version() == 23203 and C.NCCL_VERSION_CODE == 22809
 
 
 def test_every_function_bound():

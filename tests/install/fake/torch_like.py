@@ -33,8 +33,8 @@ def main(monel_lib):
     print("\n".join(lines))
     mapped = _binding.mapped_files()
     print(f"consumer: ncclGetVersion gave {version}, ncclAllReduce(comm NULL) returned {result}")
-    # Monel: NCCL 2.28.9's version code, and ncclInvalidArgument for a null communicator.
-    ok = ok and version == 22809 and result == 4
+    # Monel: NCCL 2.32.3's version code, and ncclInvalidArgument for a null communicator.
+    ok = ok and version == 23203 and result == 4
     ok = ok and os.path.realpath(NVIDIA) in mapped  # the stand-in was mapped, as with PyTorch
     print(f"binding: {'PASS' if ok else 'FAIL'}")
     return 0 if ok else 1
