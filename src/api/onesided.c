@@ -1,28 +1,29 @@
 /* One-sided operations: ncclPutSignal, ncclSignal, ncclWaitSignal.
  *
- * On Monel they travel over the comm's point-to-point paths (CPU engine: shared memory between
- * processes of a host, the network between hosts; GPU engine: its point-to-point FIFOs, in peer
- * GPU memory or through the proxy): a put is a small header (window id, offset, size, signal)
- * followed by the data, both sent to the target; ncclWaitSignal receives headers from each peer
- * it waits for, lands the data of each in its own window at the offset named, and counts the
- * signals. A signal for another (index, context) than the one being waited for is counted and
- * kept for a later wait. Windows are registered collectively, in the same order on every rank,
- * so the id of the caller's handle names the same window on the target.
+ * A put is a small header (window id, offset, size, signal) followed by the data; ncclWaitSignal
+ * takes the headers from each peer it waits for, lands the data of each in its own window at the
+ * offset named, and counts the signals. A signal for another (index, context) than the one being
+ * waited for is counted and kept for a later wait. Windows are registered collectively, in the
+ * same order on every rank, so the id of the caller's handle names the same window on the
+ * target. Three routes, chosen per (pair, signal index, context) alike on both ranks of a pair,
+ * so a signal never goes one way while its wait looks for it the other:
  *
- * What this gives up against NCCL's: a put bigger than the path's buffer completes (in its
- * stream) only when the target's ncclWaitSignal takes it; on the GPU engine ncclWaitSignal waits
- * on the host for each header before it queues the receive of the data (headers live in memory the
- * engine gives, struct engine ctl_alloc: pinned host memory), and a rank's sends wait for free
- * slots of the point-to-point FIFOs (2 per peer and channel), which the peer frees only when its
- * receives run: two ranks that put to each other before they wait would block each other.
- *
- * Direct signals: where the engine says so for a pair (struct engine signal_direct: on the GPU
- * engine, ranks of one host), and for indices below
- * ENGINE_SIGNAL_SIGS and ENGINE_SIGNAL_CTXS, nothing travels as a message: a put is a copy into
- * the peer's part of the window (mapped at registration) and a signal a stream write into the
- * peer's signal words; ncclWaitSignal is a stream wait on this rank's words. Both ranks of a pair
- * decide alike from the pair and the indices, so a signal never goes one way while its wait
- * looks for it the other. */
+ * - Messages (the CPU engine): header and data over the comm's point-to-point paths (shared
+ *   memory between processes of a host, the network between hosts). A put bigger than the
+ *   path's buffer completes only when the target's ncclWaitSignal takes it.
+ * - Direct (an engine on streams, where it says so for the pair, struct engine signal_direct: on
+ *   the GPU engine, ranks of one host; indices below ENGINE_SIGNAL_SIGS and ENGINE_SIGNAL_CTXS):
+ *   nothing travels as a message: a put is a copy into the peer's part of the window (mapped at
+ *   registration) and a signal a stream write into the peer's signal words; ncclWaitSignal is a
+ *   stream wait on this rank's words.
+ * - Host (an engine on streams, every other pair, e.g. across hosts): the put waits for its
+ *   stream's earlier work, copies the data to the host and sends header and data over the comm's
+ *   bootstrap connections, whose sends never wait for the receiver (they are buffered there), so
+ *   two ranks that put to each other before they wait cannot block each other, whatever the
+ *   number of puts; ncclWaitSignal takes them on the host and copies each into its window in
+ *   stream order, waiting for the copy before it frees the host copy. (The kernels' FIFOs, with
+ *   2 slots per peer and channel that only the target's queued receives free, could not promise
+ *   that.) */
 #include <stdlib.h>
 #include <string.h>
 #include "api/api.h"
@@ -47,19 +48,13 @@ static int on_cpu(const struct ncclComm* comm) {
 /* An engine whose operations run later on streams, with what one-sided calls need of it. */
 static int on_stream(const struct ncclComm* comm) {
   const struct engine* e = comm->engine;
-  return e->ctl_alloc && e->ctl_free && e->ctl_free_after && e->stream_wait && e->copy;
+  return e->stream_wait && e->copy;
 }
 
-/* Header memory: malloc'd on the CPU engine, the engine's control block otherwise. */
-static void* hdr_get(ncclComm_t comm) {
-  return on_stream(comm) ? comm->engine->ctl_alloc() : malloc(sizeof(struct put_hdr));
-}
-static void hdr_release_cpu(void* p, cudaStream_t s) {
+/* A message route's header (CPU engine), kept until its group ran. */
+static void hdr_release(void* p, cudaStream_t s) {
   (void)s;
   free(p);
-}
-static comm_release_fn hdr_release(ncclComm_t comm) {
-  return on_stream(comm) ? comm->engine->ctl_free_after : hdr_release_cpu;
 }
 
 static ncclResult_t check_common(ncclComm_t comm, int peer, int sig, int ctx, unsigned flags,
@@ -87,20 +82,6 @@ static ncclResult_t copy(ncclComm_t comm, void* dst, const void* src, size_t byt
   if (on_stream(comm)) return comm->engine->copy(dst, src, bytes, stream, "ncclPutSignal");
   memcpy(dst, src, bytes);
   return ncclSuccess;
-}
-
-/* Receives a header from peer into *h: on a stream engine into its control memory, waited for
- * on the host. */
-static ncclResult_t recv_header(ncclComm_t comm, int peer, cudaStream_t stream, struct put_hdr* h,
-                                const char* fn) {
-  if (!on_stream(comm)) return pncclRecv(h, sizeof *h, ncclUint8, peer, comm, stream);
-  struct put_hdr* hp = comm->engine->ctl_alloc();
-  if (hp == NULL) return ncclSystemError;
-  ncclResult_t res = pncclRecv(hp, sizeof *hp, ncclUint8, peer, comm, stream);
-  if (res == ncclSuccess) res = comm->engine->stream_wait(stream, fn);
-  *h = *hp;
-  comm->engine->ctl_free(hp);
-  return res;
 }
 
 /* The slot of a direct signal (sig, ctx) with peer, or -1 when it travels as a message. */
@@ -132,6 +113,29 @@ static ncclResult_t post_direct(const struct put_hdr* h, const void* data, int p
   return comm->engine->signal_raise(comm, peer, slot, stream);
 }
 
+/* The host route: once the stream's earlier work is done, header and data (copied to the host)
+ * go to peer over the bootstrap (comm_onesided_send), as two messages. */
+static ncclResult_t post_host(const struct put_hdr* h, const void* data, int peer, ncclComm_t comm,
+                              cudaStream_t stream) {
+  const char* fn = h->win_id < 0 ? "ncclSignal" : "ncclPutSignal";
+  void* buf = NULL;
+  if (h->bytes > 0 && (buf = malloc((size_t)h->bytes)) == NULL) {
+    WARN("%s: out of host memory for a put of %llu bytes on rank %d", fn,
+         (unsigned long long)h->bytes, comm->rank);
+    return ncclSystemError;
+  }
+  ncclResult_t res = comm->engine->stream_wait(stream, fn);
+  if (res == ncclSuccess && buf != NULL) {
+    res = copy(comm, buf, data, (size_t)h->bytes, stream);
+    if (res == ncclSuccess) res = comm->engine->stream_wait(stream, fn);
+  }
+  if (res == ncclSuccess) res = comm_onesided_send(comm, peer, h, sizeof *h);
+  if (res == ncclSuccess && buf != NULL)
+    res = comm_onesided_send(comm, peer, buf, (size_t)h->bytes);
+  free(buf);
+  return res;
+}
+
 /* Sends the header (and the data) to peer; inside a group the header must outlive the call. */
 static ncclResult_t post(const struct put_hdr* h, const void* data, int peer, ncclComm_t comm,
                          cudaStream_t stream) {
@@ -140,9 +144,12 @@ static ncclResult_t post(const struct put_hdr* h, const void* data, int peer, nc
     if (cw) NCCLCHECK(copy(comm, (char*)cw->buff + h->offset, data, (size_t)h->bytes, stream));
     return comm_signal_add(comm, peer, h->sig, h->ctx, 1);
   }
-  int slot = direct_slot(comm, peer, h->sig, h->ctx);
-  if (slot >= 0) return post_direct(h, data, peer, slot, comm, stream);
-  struct put_hdr* hp = hdr_get(comm);
+  if (on_stream(comm)) {
+    int slot = direct_slot(comm, peer, h->sig, h->ctx);
+    return slot >= 0 ? post_direct(h, data, peer, slot, comm, stream)
+                     : post_host(h, data, peer, comm, stream);
+  }
+  struct put_hdr* hp = malloc(sizeof *hp);
   if (hp == NULL) {
     WARN("ncclPutSignal: out of host memory on rank %d", comm->rank);
     return ncclSystemError;
@@ -151,9 +158,9 @@ static ncclResult_t post(const struct put_hdr* h, const void* data, int peer, nc
   /* Released at the next one-sided call outside a group, or with the comm: by then the group
    * that sends it has run (CPU) or is queued on the stream (GPU: freed when the stream gets
    * there). */
-  ncclResult_t res = comm_onesided_keep(comm, hp, stream, hdr_release(comm));
+  ncclResult_t res = comm_onesided_keep(comm, hp, stream, hdr_release);
   if (res != ncclSuccess) {
-    hdr_release(comm)(hp, stream);
+    hdr_release(hp, stream);
     return res;
   }
   NCCLCHECK(pncclGroupStart());
@@ -195,11 +202,34 @@ NCCL_API(ncclResult_t, ncclSignal, int peer, int sigIdx, int ctx, unsigned int f
   return post(&h, NULL, peer, comm, stream);
 }
 
-/* Receives one put or signal from peer and lands its data; *sig, *ctx: its signal. */
+/* The host route's data of h, landed in its window in stream order: the stream waits for the
+ * copy before the host copy goes. A put that fits no window is taken and dropped. */
+static ncclResult_t land_host(ncclComm_t comm, int peer, cudaStream_t stream,
+                              const struct put_hdr* h, struct comm_window* cw, int fits,
+                              const char* fn) {
+  void* buf = malloc((size_t)h->bytes);
+  if (buf == NULL) {
+    WARN("%s: out of host memory for a put of %llu bytes on rank %d", fn,
+         (unsigned long long)h->bytes, comm->rank);
+    return ncclSystemError;
+  }
+  ncclResult_t res = comm_onesided_recv(comm, peer, buf, (size_t)h->bytes);
+  if (res == ncclSuccess && fits) {
+    res = copy(comm, (char*)cw->buff + h->offset, buf, (size_t)h->bytes, stream);
+    if (res == ncclSuccess) res = comm->engine->stream_wait(stream, fn);
+  }
+  free(buf);
+  return res;
+}
+
+/* Receives one put or signal from peer (on its route: messages or the host's) and lands its
+ * data; *sig, *ctx: its signal. */
 static ncclResult_t take_one(ncclComm_t comm, int peer, cudaStream_t stream, int* sig, int* ctx,
                              const char* fn) {
   struct put_hdr h;
-  NCCLCHECK(recv_header(comm, peer, stream, &h, fn));
+  int host = on_stream(comm);
+  NCCLCHECK(host ? comm_onesided_recv(comm, peer, &h, sizeof h)
+                 : pncclRecv(&h, sizeof h, ncclUint8, peer, comm, stream));
   if (h.magic != PUT_MAGIC) {
     WARN("%s: rank %d received from rank %d a message that is not a put or a signal; a "
          "ncclSend/ncclRecv between these ranks is interleaved with one-sided calls",
@@ -209,13 +239,19 @@ static ncclResult_t take_one(ncclComm_t comm, int peer, cudaStream_t stream, int
   *sig = h.sig, *ctx = h.ctx;
   if (h.bytes == 0) return ncclSuccess;
   struct comm_window* cw = comm_window_by_id(comm, h.win_id);
-  if (cw != NULL && h.offset <= cw->size && h.bytes <= cw->size - h.offset)
-    return pncclRecv((char*)cw->buff + h.offset, (size_t)h.bytes, ncclUint8, peer, comm, stream);
-  /* Take the data anyway (CPU engine), so that the path stays in step, then fail. */
-  void* sink = on_cpu(comm) ? malloc((size_t)h.bytes) : NULL;
-  ncclResult_t res =
-      sink ? pncclRecv(sink, (size_t)h.bytes, ncclUint8, peer, comm, stream) : ncclSystemError;
-  free(sink);
+  int fits = cw != NULL && h.offset <= cw->size && h.bytes <= cw->size - h.offset;
+  ncclResult_t res = ncclSuccess;
+  if (host) {
+    res = land_host(comm, peer, stream, &h, cw, fits, fn);
+    if (fits || res != ncclSuccess) return res;
+  } else {
+    if (fits)
+      return pncclRecv((char*)cw->buff + h.offset, (size_t)h.bytes, ncclUint8, peer, comm, stream);
+    /* Take the data anyway, so that the path stays in step, then fail. */
+    void* sink = malloc((size_t)h.bytes);
+    res = sink ? pncclRecv(sink, (size_t)h.bytes, ncclUint8, peer, comm, stream) : ncclSystemError;
+    free(sink);
+  }
   WARN("%s: rank %d got a put of %llu bytes at offset %llu of window #%d from rank %d, which "
        "%s on this rank; register windows in the same order on every rank",
        fn, comm->rank, (unsigned long long)h.bytes, (unsigned long long)h.offset, h.win_id, peer,
@@ -245,6 +281,14 @@ NCCL_API(ncclResult_t, ncclWaitSignal, int nDesc, ncclWaitSignalDesc_t* signalDe
          fn);
     return ncclInvalidUsage;
   }
+  /* The host route takes puts on the host: the stream's earlier work first (refused in capture
+   * before anything is taken). */
+  for (int i = 0; i < nDesc; i++)
+    if (on_stream(comm) && signalDescs[i].peer != comm->rank &&
+        direct_slot(comm, signalDescs[i].peer, signalDescs[i].sigIdx, signalDescs[i].ctx) < 0) {
+      NCCLCHECK(comm->engine->stream_wait(stream, fn));
+      break;
+    }
   for (int i = 0; i < nDesc; i++) {
     ncclWaitSignalDesc_t* d = &signalDescs[i];
     int slot = direct_slot(comm, d->peer, d->sigIdx, d->ctx);

@@ -15,6 +15,7 @@ enum boot_tag {
   BOOT_TAG_GPU_FIFO = 0x47464600,    /* "GFF"  gpu/connect.c: my FIFO, to the previous rank */
   BOOT_TAG_GPU_NET = 0x474e4500,     /* "GNE"  gpu/net.c: my receive handles, to my sender */
   BOOT_TAG_GPU_NET_P2P = 0x474e5000, /* "GNP"  gpu/net.c: the same for a pair's first use */
+  BOOT_TAG_ONESIDED = 0x4f4e4500,    /* "ONE"  api/onesided.c: puts and signals, host route */
 };
 
 #endif

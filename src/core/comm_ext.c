@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "boot/boot.h"
+#include "boot/tags.h"
 #include "os/shm.h"
 #include "topo/host.h"
 #include "core/comm_ext.h"
@@ -373,4 +374,12 @@ ncclResult_t comm_resume(struct ncclComm* comm) {
   INFO(LOG_INIT, "comm %p rank %d resumed, device memory %.1f MB", (void*)comm, comm->rank,
        comm->engine_dev_bytes / 1048576.0);
   return ncclSuccess;
+}
+
+ncclResult_t comm_onesided_send(struct ncclComm* comm, int peer, const void* data, size_t size) {
+  return boot_send(comm->boot, peer, BOOT_TAG_ONESIDED, data, size);
+}
+
+ncclResult_t comm_onesided_recv(struct ncclComm* comm, int peer, void* data, size_t size) {
+  return boot_recv(comm->boot, peer, BOOT_TAG_ONESIDED, data, size);
 }

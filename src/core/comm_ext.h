@@ -75,6 +75,11 @@ typedef void (*comm_release_fn)(void* p, cudaStream_t stream);
 ncclResult_t comm_onesided_keep(struct ncclComm* comm, void* p, cudaStream_t stream,
                                 comm_release_fn release);
 void comm_onesided_release(struct ncclComm* comm);
+/* One-sided messages between two ranks over the comm's bootstrap connections (the host route of
+ * api/onesided.c): a send never waits for the receiver (the receiving rank buffers it); a
+ * receive takes the next message from peer, which must be `size` bytes. */
+ncclResult_t comm_onesided_send(struct ncclComm* comm, int peer, const void* data, size_t size);
+ncclResult_t comm_onesided_recv(struct ncclComm* comm, int peer, void* data, size_t size);
 
 /* ncclCommGetUniqueId: a token for the next grow of comm (one outstanding at a time). */
 ncclResult_t comm_grow_id(struct ncclComm* comm, ncclUniqueId* id);

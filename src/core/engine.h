@@ -58,13 +58,9 @@ struct engine {
   int (*current_device)(void);
   ncclResult_t (*mem_alloc)(void** ptr, size_t size, int* handled);
   ncclResult_t (*mem_free)(void* ptr, int* handled);
-  /* One-sided calls (api/onesided.c) on an engine whose operations run later on a stream: small
-   * blocks (at least 64 bytes) for control messages it can send and receive, given back at once
-   * or once the stream gets there; a wait for the stream; a copy in stream order. NULL (the CPU
-   * engine): plain host memory, operations complete before run() returns. */
-  void* (*ctl_alloc)(void);
-  void (*ctl_free)(void* p);
-  void (*ctl_free_after)(void* p, cudaStream_t stream);
+  /* One-sided calls (api/onesided.c) on an engine whose operations run later on a stream: a
+   * wait for the stream; a copy in stream order. NULL (the CPU engine): operations complete
+   * before run() returns. */
   ncclResult_t (*stream_wait)(cudaStream_t stream, const char* fn);
   ncclResult_t (*copy)(void* dst, const void* src, size_t bytes, cudaStream_t stream,
                        const char* fn);

@@ -28,7 +28,6 @@
 #include "util/param.h"
 #include "core/watch_report.h"
 #include "gpu/caps.h"
-#include "gpu/host_slots.h"
 #include "gpu/gpu.h"
 #include "gpu/peers.h"
 #include "util/dtype.h"
@@ -488,9 +487,6 @@ const struct engine gpu_engine = {
     .current_device = gpu_current_device,
     .mem_alloc = gpu_mem_alloc,
     .mem_free = gpu_mem_free,
-    .ctl_alloc = gpu_slot_get,
-    .ctl_free = gpu_slot_put,
-    .ctl_free_after = gpu_slot_put_after,
     .stream_wait = gpu_stream_wait,
     .copy = gpu_copy_async,
     .signal_direct = gpu_signal_direct,

@@ -219,6 +219,11 @@ int gpu_signal_direct(const struct ncclComm* comm, int peer);
 ncclResult_t gpu_signal_raise(struct ncclComm* comm, int peer, int slot, cudaStream_t stream);
 ncclResult_t gpu_signal_wait(struct ncclComm* comm, int peer, int slot, int count,
                              cudaStream_t stream);
+/* signal.c: the engine's stream_wait (until the stream ran everything queued on it) and copy
+ * (dst = src in stream order, any memory CUDA reaches), for the one-sided calls. */
+ncclResult_t gpu_stream_wait(cudaStream_t stream, const char* fn);
+ncclResult_t gpu_copy_async(void* dst, const void* src, size_t bytes, cudaStream_t stream,
+                            const char* fn);
 /* task_check.c: the engine's check_task. */
 ncclResult_t gpu_check_task(struct ncclComm* comm, const struct task* t, const char* fn);
 /* Streams of a batch other than its first: wait for the first (after = 0) or make the first wait

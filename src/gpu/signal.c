@@ -1,8 +1,9 @@
-/* Direct signals of the one-sided calls (struct engine's signal_direct, signal_raise and
- * signal_wait; api/onesided.c). Each rank's signal words, ENGINE_SIGNAL_SLOTS 32-bit words per
- * source rank ([source][slot]), lie at the end of its point-to-point FIFO block (p2p_mem,
- * g->sig_off: GPU memory, or pinned host memory with NCCL_P2P_DISABLE=1), which every peer of
- * its host maps already (connect.c).
+/* What the one-sided calls (api/onesided.c) need of the GPU engine: a wait for a stream and a
+ * copy in stream order (struct engine's stream_wait and copy), and the direct signals (its
+ * signal_direct, signal_raise and signal_wait). Each rank's signal words, ENGINE_SIGNAL_SLOTS
+ * 32-bit words per source rank ([source][slot]), lie at the end of its point-to-point FIFO block
+ * (p2p_mem, g->sig_off: GPU memory, or pinned host memory with NCCL_P2P_DISABLE=1), which every
+ * peer of its host maps already (connect.c).
  *
  * Rank r signals peer p on slot k by writing the number of signals it has raised on (p, k) so
  * far into p's word [r][k], with a stream memory operation: it runs once everything before it on
@@ -16,7 +17,8 @@
  *
  * The counts live on the host, so a signal or wait captured in a CUDA graph would replay the
  * same value: capture is refused. Pairs across the network and drivers without stream memory
- * operations keep the messages (signal_direct says 0 on both ranks of such a pair alike). */
+ * operations take the host route of api/onesided.c (signal_direct says 0 on both ranks of such a
+ * pair alike), which waits for the stream on the host: refused in capture as well. */
 #include <cuda.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -88,5 +90,31 @@ ncclResult_t gpu_signal_wait(struct ncclComm* comm, int peer, int slot, int coun
       wait32((CUstream)stream, (CUdeviceptr)(uintptr_t)word, target, CU_STREAM_WAIT_VALUE_GEQ),
       comm, peer, "Wait"));
   *want = target;
+  return ncclSuccess;
+}
+
+ncclResult_t gpu_stream_wait(cudaStream_t stream, const char* fn) {
+  if (gpu_capturing(stream)) {
+    WARN("%s: the stream is being captured into a CUDA graph; this one-sided call waits for the "
+         "stream on the host (a peer on another host, or without stream memory operations): "
+         "call it outside capture",
+         fn);
+    return ncclInvalidUsage;
+  }
+  cudaError_t e = cudaStreamSynchronize(stream);
+  if (e != cudaSuccess) {
+    WARN("%s: waiting for the stream failed: %s", fn, cudaGetErrorString(e));
+    return ncclUnhandledCudaError;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t gpu_copy_async(void* dst, const void* src, size_t bytes, cudaStream_t stream,
+                            const char* fn) {
+  cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream);
+  if (e != cudaSuccess) {
+    WARN("%s: copying %zu bytes failed: %s", fn, bytes, cudaGetErrorString(e));
+    return ncclUnhandledCudaError;
+  }
   return ncclSuccess;
 }

@@ -73,6 +73,15 @@ elif [ "$n" != 2 ]; then
   echo "FAIL gpu-procs: $n of 2 ranks passed"
   rc=1
 fi
+step gpu-hosts LD_LIBRARY_PATH="$B/lib" NCCL_DEBUG=WARN timeout -k 10 "$LIMIT" "$B/bin/monelrun" \
+  -n 2 --fake-hosts 2 "$B/tests/gpu_test_gpu_api232" procs hosts
+n=$(grep -c '^\[[01]\] PASS one-sided across hosts' "$LOG/api232-gpu-hosts.log")
+if [ "$(grep -c '^\[[01]\] SKIP' "$LOG/api232-gpu-hosts.log")" = 2 ]; then
+  echo "SKIP gpu-hosts: no GPU"
+elif [ "$n" != 2 ]; then
+  echo "FAIL gpu-hosts: $n of 2 ranks got the other's puts across hosts"
+  rc=1
+fi
 step cpu-engine LD_LIBRARY_PATH="$B/lib" MONEL_ENGINE=cpu timeout -k 10 "$LIMIT" \
   "$B/tests/mp_test_api232"
 say "end"

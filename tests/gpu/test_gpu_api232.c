@@ -697,11 +697,12 @@ static int ipc_window(struct rank_ctx* c, char* buff, size_t bytes, const char* 
 
 /* One-sided between two processes: each rank puts twice and signals before either waits (four
  * messages each way, more than a point-to-point FIFO holds: the puts must not wait for their
- * target), then waits for both puts and the signal and checks its window. */
-static int onesided_procs(struct rank_ctx* c) {
+ * target), then waits for both puts and the signal and checks its window. `where`: "processes"
+ * (one host: the direct route) or "hosts" (the host route). */
+static int onesided_procs(struct rank_ctx* c, const char* where) {
   ncclWindow_t win;
   int peer = 1 - c->rank;
-  step(c->rank, "PutSignal/Signal/WaitSignal across processes");
+  step(c->rank, "PutSignal/Signal/WaitSignal across two ranks");
   NC(ncclCommWindowRegister(c->comm, c->d_recv, 4096 * sizeof(int), &win, NCCL_WIN_DEFAULT));
   if (fill(c, 1024)) return 1;
   NC(ncclPutSignal(c->d_send, 512, ncclInt32, peer, win, 256 * sizeof(int), 0, 0, 0, c->comm,
@@ -715,11 +716,11 @@ static int onesided_procs(struct rank_ctx* c) {
   CU(cudaStreamSynchronize(c->stream));
   for (int i = 0; i < 1024; i++)
     if (c->h[256 + i] != (peer + 1) * (i % 1000 + 1))
-      FAIL("one-sided across processes: rank %d window element %d is %d, want %d", c->rank, 256 + i,
+      FAIL("one-sided across %s: rank %d window element %d is %d, want %d", where, c->rank, 256 + i,
            c->h[256 + i], (peer + 1) * (i % 1000 + 1));
   if (barrier(c)) return 1; /* the peer's puts into this window are over before it goes */
   NC(ncclCommWindowDeregister(c->comm, win));
-  printf("PASS one-sided across processes: rank %d got rank %d's two puts and signal\n", c->rank,
+  printf("PASS one-sided across %s: rank %d got rank %d's two puts and signal\n", where, c->rank,
          peer);
   return 0;
 }
@@ -727,8 +728,10 @@ static int onesided_procs(struct rank_ctx* c) {
 /* One rank of two processes (monelrun -n 2; MONEL_LOCAL_RANK picks the GPU): windows on
  * cudaMalloc memory at an offset into its allocation and on ncclMemAlloc memory, then per-call
  * NCCL_CTA_POLICY_ZERO (the copy-engine path maps the peer's buffers through CUDA IPC), then
- * one-sided calls where the GPUs reach each other. */
-static int procs_main(void) {
+ * one-sided calls where the GPUs reach each other. `hosts` (monelrun --fake-hosts 2): the two
+ * ranks are on different hosts: no window pointer, per-call ZERO refused, one-sided calls over
+ * the host route. */
+static int procs_main(int hosts) {
   const char *r = getenv("MONEL_RANK"), *nr = getenv("MONEL_NRANKS"),
              *lr = getenv("MONEL_LOCAL_RANK");
   if (r == NULL || nr == NULL || atoi(nr) != 2) FAIL("procs: run it under monelrun -n 2");
@@ -747,13 +750,13 @@ static int procs_main(void) {
   step(c.rank, "ncclCommInitRank");
   NC(ncclGetUniqueId(&id)); /* NCCL_COMM_ID: the same on every rank */
   NC(ncclCommInitRank(&c.comm, 2, id, c.rank));
-  int reach = gpus_reach(dev, peer_dev);
+  int reach = !hosts && gpus_reach(dev, peer_dev);
   ipc_window(&c, base + 4096, 64 << 10, "window on cudaMalloc memory + 4096", reach);
   NC(ncclMemAlloc(&mem, 1 << 20));
   ipc_window(&c, mem, 1 << 20, "window on ncclMemAlloc memory", reach);
   step(c.rank, "NCCL_CTA_POLICY_ZERO per call");
   cta_zero(&c, reach && !p2p_off);
-  if (reach) onesided_procs(&c);
+  if (reach || hosts) onesided_procs(&c, hosts ? "hosts" : "processes");
   step(c.rank, "ncclCommDestroy");
   NC(ncclCommDestroy(c.comm));
   NC(ncclMemFree(mem));
@@ -771,7 +774,8 @@ int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0); /* every line shows at once, also through a pipe */
   signal(SIGALRM, on_alarm);
   alarm(LIMIT_S);
-  if (argc > 1 && strcmp(argv[1], "procs") == 0) return procs_main();
+  if (argc > 1 && strcmp(argv[1], "procs") == 0)
+    return procs_main(argc > 2 && strcmp(argv[2], "hosts") == 0);
   printf("STEP %d ranks as threads on %d GPU%s\n", N, ngpus, ngpus == 1 ? "" : "s");
   pthread_t t[N];
   pthread_barrier_init(&all_done, NULL, N);
