@@ -60,6 +60,8 @@ struct fnet_conn {
                    (request `flush`, NULL when none is in flight) is awaited */
   size_t got;
   void* flush;
+  int adopted; /* a sender whose empty messages a receiver of this process sent at its close
+                  (adopt_local_senders): the proxy thread and its own close leave it alone */
 };
 
 struct fifo_net {
@@ -77,6 +79,7 @@ struct fifo_net {
   void (*on_thread)(void*); /* fifo_net_on_thread */
   void* on_thread_arg;
   int on_thread_key;
+  int adopting;          /* atomic: connections of this set another set's close is driving */
   struct fifo_net* next; /* in the started list */
 };
 
@@ -195,6 +198,7 @@ ncclResult_t fifo_net_listen(struct fifo_net* f, int i, const struct fifo_net_sp
   NCCLCHECK(take(f, i, spec, &c));
   memset(handle, 0, NET_HANDLE_BYTES);
   ncclResult_t res = f->net->listen(f->dev, f->keyed ? f->key : NULL, handle, &c->listen);
+  if (res == ncclSuccess) memcpy(c->handle, handle, NET_HANDLE_BYTES); /* names the connection */
   if (res != ncclSuccess)
     WARN("could not listen for %s on network device %d of %s", spec->desc, f->dev, f->net->name);
   return res;
@@ -404,17 +408,61 @@ static void end_posted(struct fifo_net* f, struct fnet_conn* c, double deadline)
   }
 }
 
+/* Receive connections of f whose sender is a connection of another set of this process, still
+ * started, with every step its kernel posted handed to the network (its kernels are over; the
+ * same listen handle and tag name the pair): f's close completes those sends and sends that
+ * sender's empty messages too, as its own close would,
+ * so that f's receives end now even when that set's owner closes it only after this close
+ * returns (one thread destroying its comms one after the other, as ncclCommInitAll's users do).
+ * An adopted sender is left alone by the proxy thread and by its owner's close; its owner's
+ * fifo_net_free waits until `adopting` is back to 0. adopted[i]/owners[i]: the sender of f's
+ * connection i, or NULL. */
+static void adopt_local_senders(struct fifo_net* f, struct fnet_conn** adopted,
+                                struct fifo_net** owners) {
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < f->nconns; i++) {
+    struct fnet_conn* c = &f->conns[i];
+    if (!c->live || c->s.is_send || c->ended || c->closed) continue;
+    for (struct fifo_net* o = started; o != NULL && adopted[i] == NULL; o = o->next) {
+      if (o == f || __atomic_load_n(&o->failed, __ATOMIC_ACQUIRE)) continue;
+      for (int j = 0; j < o->nconns; j++) {
+        struct fnet_conn* sc = &o->conns[j];
+        if (!sc->live || !sc->s.is_send || sc->adopted || sc->ended || !sc->have_handle ||
+            sc->s.tag != c->s.tag || memcmp(sc->handle, c->handle, NET_HANDLE_BYTES) != 0 ||
+            __atomic_load_n(word(sc, GPU_FIFO_TAIL), __ATOMIC_ACQUIRE) != sc->posted)
+          continue;
+        sc->adopted = 1;
+        __atomic_add_fetch(&o->adopting, 1, __ATOMIC_ACQ_REL);
+        adopted[i] = sc;
+        owners[i] = o;
+        break;
+      }
+    }
+  }
+  pthread_mutex_unlock(&lock);
+}
+
 /* Ends every connection's posted receives with its peer (bounded: a peer that is late, e.g. a
  * comm of this process destroyed after this one, leaves them to close_recv; one that is gone,
  * to end_posted). */
 static void close_drain(struct fifo_net* f) {
-  uint64_t* fills = calloc((size_t)f->nconns, sizeof *fills);
-  char* gone = calloc((size_t)f->nconns, 1); /* the network reported the peer gone */
-  if (fills == NULL || gone == NULL) {
+  size_t n = (size_t)f->nconns;
+  uint64_t* fills = calloc(n, sizeof *fills);
+  char* gone = calloc(n, 1); /* the network reported the peer gone */
+  struct fnet_conn** adopted = calloc(n, sizeof *adopted);
+  struct fifo_net** owners = calloc(n, sizeof *owners);
+  uint64_t* afills = calloc(n, sizeof *afills); /* adopted senders' empty messages to send */
+  if (fills == NULL || gone == NULL || adopted == NULL || owners == NULL || afills == NULL) {
     free(fills);
     free(gone);
+    free(adopted);
+    free(owners);
+    free(afills);
     return;
   }
+  adopt_local_senders(f, adopted, owners);
+  for (size_t i = 0; i < n; i++)
+    if (adopted[i] != NULL) afills[i] = (uint64_t)cap(adopted[i]);
   for (int i = 0; i < f->nconns; i++) {
     struct fnet_conn* c = &f->conns[i];
     gone[i] = c->live && (c->ended || c->closed); /* found gone while running */
@@ -435,8 +483,21 @@ static void close_drain(struct fifo_net* f) {
         gone[i] = st < 0;
       }
     }
+    for (int i = 0; i < f->nconns; i++) {
+      struct fnet_conn* sc = adopted[i];
+      if (sc == NULL || sc->ended) continue;
+      if (close_step(owners[i], sc, &afills[i]) > 0)
+        busy = 1;
+      else
+        sc->ended = 1;
+    }
     if (busy) sched_yield();
   }
+  for (int i = 0; i < f->nconns; i++) /* its owner may close it now */
+    if (adopted[i] != NULL) {
+      adopted[i]->ended = 1;
+      __atomic_sub_fetch(&owners[i]->adopting, 1, __ATOMIC_ACQ_REL);
+    }
   deadline = now_s() + CLOSE_DRAIN_S;
   for (int i = 0; i < f->nconns; i++) {
     struct fnet_conn* c = &f->conns[i];
@@ -444,6 +505,9 @@ static void close_drain(struct fifo_net* f) {
   }
   free(fills);
   free(gone);
+  free(adopted);
+  free(owners);
+  free(afills);
 }
 
 void fifo_net_free(struct fifo_net* f) {
@@ -459,6 +523,7 @@ void fifo_net_free(struct fifo_net* f) {
     f->started = 0;
   }
   pthread_mutex_unlock(&lock);
+  while (__atomic_load_n(&f->adopting, __ATOMIC_ACQUIRE) > 0) sched_yield(); /* a close ends */
   if (f->drained && !fifo_net_failed(f)) close_drain(f);
   for (int i = 0; i < f->nconns; i++) {
     struct fnet_conn* c = &f->conns[i];
@@ -627,7 +692,7 @@ int fifo_net_progress(void) {
     }
     for (int i = 0; i < f->nconns; i++) {
       struct fnet_conn* c = &f->conns[i];
-      if (!c->live) continue;
+      if (!c->live || c->adopted) continue;
       int ok = c->s.is_send ? progress_send(f, c, &moved) : progress_recv(f, c, &moved);
       if (!ok) break;
     }

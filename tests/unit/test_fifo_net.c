@@ -18,7 +18,8 @@
  * net.h's close contract: after a clean end, no receive comm is closed with a receive posted,
  * also where the peer closed first after its last step and its last empty messages never came
  * (the network is wrapped to count them: each receive must have been tested to its end, done
- * or failed). FIFO_NET_UCX=1 runs it all over the
+ * or failed), and where one process holds both hosts' sets and frees one entirely before the
+ * other (one_process_closes_one_set_after_the_other). FIFO_NET_UCX=1 runs it all over the
  * UCX network, FIFO_NET_PLUGIN=1 over the net plugin the loader picks (NCCL_NET_PLUGIN).
  * GPUDirect RDMA (gdr_*): the slots apart from the counters, registered as CUDA memory, each
  * receive flushed before its tail (test_fifo_net_gdr.h); and MONEL_NET_GDR's choice.
@@ -422,6 +423,73 @@ static void both_hosts(int steps, int first) {
   pid_t pa = spawn(&a, ab[1], ba[0]), pb = spawn(&b, ba[1], ab[0]);
   CHECK_EQ(status_of(pa), 0);
   CHECK_EQ(status_of(pb), 0);
+}
+
+/* Both hosts' sets in one process (one thread holding two ranks on different hosts, as
+ * ncclCommInitAll's users do): each streams both ways, then the first set is drained and freed
+ * entirely before the second (ncclCommDestroy of one comm after the other). The first close
+ * cannot wait for the second's empty messages, which the second's own close would send only
+ * later: it sends them itself (fifo_net.c adopt_local_senders), so neither set closes a receive
+ * comm with a receive posted. */
+struct half {
+  struct side side;
+  int to_peer, from_peer;
+  struct fifo_net* f;
+  char *fifo[2 * NCONN], *slots[2 * NCONN];
+  struct play p[2 * NCONN];
+  pthread_t t[2 * NCONN];
+};
+
+static void* half_open(void* arg) {
+  struct half* h = arg;
+  CHECK_RES(fifo_net_create(&counted, 0, NULL, 2 * NCONN, &h->f), ncclSuccess);
+  for (int i = 0; i < 2 * NCONN; i++) {
+    h->fifo[i] = calloc(1, fifo_len(i / 2));
+    CHECK(h->fifo[i] != NULL);
+    h->slots[i] = h->fifo[i] + GPU_FIFO_HEADER;
+  }
+  open_conns(h->f, &h->side, h->fifo, h->slots, 0, NCONN, h->to_peer, h->from_peer);
+  return NULL;
+}
+
+static int one_process(int steps) {
+  int ab[2], ba[2];
+  CHECK(pipe(ab) == 0 && pipe(ba) == 0);
+  (void)the_net();
+  struct half h[2] = {{.side = {0, steps, steps, -1, 0, 0}, .to_peer = ab[1], .from_peer = ba[0]},
+                      {.side = {1, steps, steps, -1, 0, 0}, .to_peer = ba[1], .from_peer = ab[0]}};
+  pthread_t opener[2];
+  for (int k = 0; k < 2; k++) CHECK_EQ(pthread_create(&opener[k], NULL, half_open, &h[k]), 0);
+  for (int k = 0; k < 2; k++) pthread_join(opener[k], NULL);
+  for (int k = 0; k < 2; k++) {
+    CHECK_RES(proxy_acquire(h[k].f), ncclSuccess);
+    CHECK_RES(fifo_net_start(h[k].f, on_fail, NULL), ncclSuccess);
+    start_plays(&h[k].side, h[k].f, h[k].fifo, h[k].slots, h[k].p, h[k].t, 0, 2 * NCONN);
+  }
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; i < 2 * NCONN; i++) {
+      pthread_join(h[k].t[i], NULL);
+      CHECK_EQ(h[k].p[i].result, 0);
+    }
+  for (int k = 0; k < 2; k++) { /* the first entirely, then the second */
+    CHECK_RES(fifo_net_drain(h[k].f, 30), ncclSuccess);
+    fifo_net_free(h[k].f);
+    proxy_release(h[k].f);
+    for (int i = 0; i < 2 * NCONN; i++) free(h[k].fifo[i]);
+  }
+  CHECK_EQ(__atomic_load_n(&fail_calls, __ATOMIC_ACQUIRE), 0);
+  if (posted_at_close != 0)
+    fprintf(stderr, "one process: %d receive comms closed with receives posted\n",
+            posted_at_close);
+  CHECK_EQ(posted_at_close, 0); /* net.h's close contract */
+  return 0;
+}
+
+TEST(one_process_closes_one_set_after_the_other) {
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) _exit(one_process(500));
+  CHECK_EQ(status_of(pid), 0);
 }
 
 TEST(every_byte_of_every_step) {
