@@ -479,8 +479,7 @@ static int one_process(int steps) {
   }
   CHECK_EQ(__atomic_load_n(&fail_calls, __ATOMIC_ACQUIRE), 0);
   if (posted_at_close != 0)
-    fprintf(stderr, "one process: %d receive comms closed with receives posted\n",
-            posted_at_close);
+    fprintf(stderr, "one process: %d receive comms closed with receives posted\n", posted_at_close);
   CHECK_EQ(posted_at_close, 0); /* net.h's close contract */
   return 0;
 }
