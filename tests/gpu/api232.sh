@@ -59,6 +59,18 @@ if [ ! -x "$B/tests/gpu_test_gpu_api232" ] || [ ! -x "$B/tests/mp_test_api232" ]
     [ -x "$B/bin/monelrun" ] ||
     { tail -n 20 "$LOG/api232-build.log"; echo "FAIL api232 (build)"; exit 1; }
 fi
+# both_ranks NAME PATTERN WHAT: each of the two ranks of step NAME (two processes) printed
+# PATTERN, or both said SKIP (no GPU); otherwise "FAIL NAME: k of 2 ranks WHAT".
+both_ranks() {
+  local log=$LOG/api232-$1.log n
+  n=$(grep -c "^\[[01]\] $2" "$log")
+  if [ "$(grep -c '^\[[01]\] SKIP' "$log")" = 2 ]; then
+    echo "SKIP $1: no GPU"
+  elif [ "$n" != 2 ]; then
+    echo "FAIL $1: $n of 2 ranks $3"
+    rc=1
+  fi
+}
 # The threads test on SIGALRM names each rank's step; monelrun on SIGTERM stops its ranks.
 T=(timeout -s ALRM -k 10 "$LIMIT")
 step gpu LD_LIBRARY_PATH="$B/lib" NCCL_DEBUG=WARN "${T[@]}" "$B/tests/gpu_test_gpu_api232"
@@ -66,22 +78,10 @@ step gpu-hostmem LD_LIBRARY_PATH="$B/lib" NCCL_DEBUG=WARN NCCL_P2P_DISABLE=1 "${
   "$B/tests/gpu_test_gpu_api232"
 step gpu-procs LD_LIBRARY_PATH="$B/lib" NCCL_DEBUG=WARN timeout -k 10 "$LIMIT" "$B/bin/monelrun" \
   -n 2 "$B/tests/gpu_test_gpu_api232" procs
-n=$(grep -c '^\[[01]\] PASS test_gpu_api232 procs rank' "$LOG/api232-gpu-procs.log")
-if [ "$(grep -c '^\[[01]\] SKIP' "$LOG/api232-gpu-procs.log")" = 2 ]; then
-  echo "SKIP gpu-procs: no GPU"
-elif [ "$n" != 2 ]; then
-  echo "FAIL gpu-procs: $n of 2 ranks passed"
-  rc=1
-fi
+both_ranks gpu-procs 'PASS test_gpu_api232 procs rank' "passed"
 step gpu-hosts LD_LIBRARY_PATH="$B/lib" NCCL_DEBUG=WARN timeout -k 10 "$LIMIT" "$B/bin/monelrun" \
   -n 2 --fake-hosts 2 "$B/tests/gpu_test_gpu_api232" procs hosts
-n=$(grep -c '^\[[01]\] PASS one-sided across hosts' "$LOG/api232-gpu-hosts.log")
-if [ "$(grep -c '^\[[01]\] SKIP' "$LOG/api232-gpu-hosts.log")" = 2 ]; then
-  echo "SKIP gpu-hosts: no GPU"
-elif [ "$n" != 2 ]; then
-  echo "FAIL gpu-hosts: $n of 2 ranks got the other's puts across hosts"
-  rc=1
-fi
+both_ranks gpu-hosts 'PASS one-sided across hosts' "got the other's puts across hosts"
 step cpu-engine LD_LIBRARY_PATH="$B/lib" MONEL_ENGINE=cpu timeout -k 10 "$LIMIT" \
   "$B/tests/mp_test_api232"
 say "end"
