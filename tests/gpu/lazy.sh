@@ -38,7 +38,8 @@ NCH=$MONEL_NET_P2P_CHANNELS
 for f in "$T" "$RUN"; do
   [ -x "$f" ] || { echo "FAIL tests/gpu/lazy.sh: $f is not built (a CUDA build)"; exit 1; }
 done
-NGPUS=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+. "$(dirname "$0")/gpus.sh"
+NGPUS=$(gpu_count)
 [ "$NGPUS" -ge 1 ] || { echo "FAIL tests/gpu/lazy.sh: no GPU here"; exit 1; }
 . "$(dirname "${BASH_SOURCE[0]}")/mps.sh"
 mps_start

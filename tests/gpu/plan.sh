@@ -25,7 +25,8 @@
 #   PLAN_LARGE=16M+3      the large count
 #   PLAN_PROTOS, PLAN_ALGOS  subsets (default "Simple LL LL128", "Ring Tree Default")
 #   PLAN_GRAPH=0          no CUDA graph runs
-#   PLAN_QUICK=1          the quick set on 2 ranks too;  PLAN_ARGS  more matrix options
+#   PLAN_QUICK=1          the quick set on 2 ranks too;  PLAN_FULL=1  the full set on more ranks
+#   PLAN_ARGS             more matrix options
 #   PLAN_RUN_TIMEOUT=300  seconds after which one run is killed
 # Prints PASS/FAIL per run and "PASS tests/gpu/plan.sh" or "FAIL tests/gpu/plan.sh".
 # On a machine with one H100 (about 8 minutes with the build):
@@ -44,7 +45,8 @@ LIMIT=${PLAN_RUN_TIMEOUT:-300}
 for f in "$T" "$RUN"; do
   [ -x "$f" ] || { echo "FAIL tests/gpu/plan.sh: $f is not built (a CUDA build)"; exit 1; }
 done
-NGPUS=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+. "$(dirname "$0")/gpus.sh"
+NGPUS=$(gpu_count)
 [ "$NGPUS" -ge 1 ] || { echo "SKIP tests/gpu/plan.sh: no GPU here"; exit 0; }
 . "$(dirname "${BASH_SOURCE[0]}")/mps.sh"
 mps_start
@@ -107,7 +109,8 @@ for n in ${PLAN_N:-2 4}; do
           WANT_ALGO="" WANT_PROTO=""
         fi
         size=(--large "$LARGE")
-        [ "$n" -gt 2 ] || [ "${PLAN_QUICK:-0}" = 1 ] && size=(--quick --large "$LARGE")
+        { [ "$n" -gt 2 ] && [ "${PLAN_FULL:-0}" != 1 ]; } || [ "${PLAN_QUICK:-0}" = 1 ] &&
+          size=(--quick --large "$LARGE")
         # One GPU: more than 2 ranks of one process fill it with up to 64 blocks each that wait
         # for each other and cannot all be resident (the ring hangs so, whatever the protocol);
         # across hosts a rank has at most MONEL_NET_CHANNELS (8).

@@ -30,6 +30,7 @@
 # Prints PASS/FAIL per part and "PASS tests/gpu/ucx.sh" or "FAIL tests/gpu/ucx.sh".
 set -u
 cd "$(dirname "$0")/../.." || exit 1
+. tests/gpu/gpus.sh
 B=$(cd "${1:-build}" && pwd)
 LOG=${OUT:-$(mktemp -d)}
 rc=0
@@ -117,7 +118,7 @@ done
 # MONEL_NET_GDR=1 on a network that cannot register GPU memory (Socket): init fails, saying so.
 NCCL_NET=Socket MONEL_NET_GDR=1 LD_LIBRARY_PATH=$B/lib NCCL_DEBUG=WARN timeout -k 10 120 \
   "$B/bin/monelrun" -n 2 --fake-hosts 2 "$B/tests/gpu_matrix" --mode procs --quick \
-  $([ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" = 1 ] && echo --share-gpus) \
+  $([ "$(gpu_count)" = 1 ] && echo --share-gpus) \
   >"$LOG/ucx-gdr-refused.log" 2>&1
 st=$?
 if [ "$st" != 0 ] && [ "$st" != 124 ] && grep -q 'MONEL_NET_GDR=1 asks for .* cannot register GPU memory' "$LOG/ucx-gdr-refused.log"; then
@@ -132,7 +133,7 @@ fi
 
 if ! part ddp; then
   :
-elif [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ]; then
+elif [ "$(gpu_count)" -ge 2 ]; then
   NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET OUT=$LOG tests/torch/run-nnodes "$B" >"$LOG/ucx-ddp.log" 2>&1
   st=$?
   n=$(cat "$LOG"/torch-nnodes-2nodes.log 2>/dev/null | grep -c 'Using network UCX')

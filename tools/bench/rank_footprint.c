@@ -5,13 +5,20 @@
  * /proc/self/task/<tid>/stat, to the ns, per thread name, with the times each thread went to
  * sleep), and while one AllReduce of --bytes runs --iters times (CPU per operation and per byte,
  * all threads). One line per rank.
- * Usage: monelrun -n N [--fake-hosts F] rank_footprint [--idle S] [--bytes B] [--iters K] */
+ * --gpu: the buffers are GPU memory (ncclMemAlloc on the GPU MONEL_LOCAL_RANK names, default 0)
+ * and every call goes on a CUDA stream, waited for after each call, so the same measure holds for
+ * the GPU engine's proxy and network threads, of Monel or of any libnccl.so.2 (a library's
+ * own threads are named apart from the program's, which spends its time waiting on the stream).
+ * Usage: monelrun -n N [--fake-hosts F] rank_footprint [--idle S] [--bytes B] [--iters K] [--gpu]
+ */
+#define _GNU_SOURCE
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "cuda_rt.h"
 #include "nccl.h"
 #include "thread_sample.h"
 
@@ -82,18 +89,34 @@ static void cpu_between(char* out, size_t len, const struct sample* a, const str
 int main(int argc, char** argv) {
   double idle = 2;
   size_t bytes = 1 << 20;
-  int iters = 20;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  int iters = 20, gpu = 0;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--gpu")) {
+      gpu = 1;
+      continue;
+    }
+    if (i + 1 >= argc) break;
     if (!strcmp(argv[i], "--idle")) idle = atof(argv[i + 1]);
     if (!strcmp(argv[i], "--bytes")) bytes = (size_t)atoll(argv[i + 1]);
     if (!strcmp(argv[i], "--iters")) iters = atoi(argv[i + 1]);
+    i++;
   }
   const char *r = getenv("MONEL_RANK"), *nr = getenv("MONEL_NRANKS");
   if (!r || !nr) {
-    fprintf(stderr, "usage: monelrun -n N rank_footprint [--idle S] [--bytes B] [--iters K]\n");
+    fprintf(stderr,
+            "usage: monelrun -n N rank_footprint [--idle S] [--bytes B] [--iters K] [--gpu]\n");
     return 2;
   }
   int rank = atoi(r), n = atoi(nr);
+  cudaStream_t stream = NULL;
+  if (gpu) {
+    const char* lr = getenv("MONEL_LOCAL_RANK");
+    if (bench_cuda_load() < 1 || bench_cuda_set_device(lr ? atoi(lr) : 0) != 0 ||
+        bench_cuda_stream_create(&stream) != 0) {
+      fprintf(stderr, "rank_footprint --gpu: no usable GPU (CUDA runtime, driver or device)\n");
+      return 1;
+    }
+  }
   ncclUniqueId id;
   ncclComm_t comm;
   CHECK(ncclGetUniqueId(&id));
@@ -101,14 +124,28 @@ int main(int argc, char** argv) {
   int fd0 = count_dir("/proc/self/fd"), th0 = count_dir("/proc/self/task");
   long rss0 = rss_kb();
   size_t most = bytes > (64 << 20) ? bytes : (64 << 20);
-  float* buf = calloc(most / sizeof(float), sizeof(float));
-  for (size_t sz = 8; sz <= (2 << 20); sz *= 64)
-    CHECK(ncclAllReduce(buf, buf, sz / sizeof(float), ncclFloat32, ncclSum, comm, NULL));
+  float* buf = NULL;
+  if (gpu) {
+    CHECK(ncclMemAlloc((void**)&buf, most));
+    float* zero = calloc(most / sizeof(float), sizeof(float));
+    if (!zero || bench_copy(buf, zero, most, stream) != 0) {
+      fprintf(stderr, "rank_footprint --gpu: clearing the buffer failed\n");
+      return 1;
+    }
+    free(zero);
+  } else {
+    buf = calloc(most / sizeof(float), sizeof(float));
+  }
+  for (size_t sz = 8; sz <= (2 << 20); sz *= 64) {
+    CHECK(ncclAllReduce(buf, buf, sz / sizeof(float), ncclFloat32, ncclSum, comm, stream));
+    if (gpu) bench_cuda_stream_sync(stream);
+  }
   if (n > 1) { /* one message each way with each ring neighbour (by rank) */
     CHECK(ncclGroupStart());
-    CHECK(ncclSend(buf, 1024, ncclFloat32, (rank + 1) % n, comm, NULL));
-    CHECK(ncclRecv(buf + 1024, 1024, ncclFloat32, (rank + n - 1) % n, comm, NULL));
+    CHECK(ncclSend(buf, 1024, ncclFloat32, (rank + 1) % n, comm, stream));
+    CHECK(ncclRecv(buf + 1024, 1024, ncclFloat32, (rank + n - 1) % n, comm, stream));
     CHECK(ncclGroupEnd());
+    if (gpu) bench_cuda_stream_sync(stream);
   }
   int fd1 = count_dir("/proc/self/fd"), th1 = count_dir("/proc/self/task");
   long rss1 = rss_kb();
@@ -120,8 +157,13 @@ int main(int argc, char** argv) {
   usleep((useconds_t)(idle * 1e6)); /* the idle period being measured */
   sample_take(&sb);
   double t1 = now_s();
-  for (int i = 0; i < iters; i++)
-    CHECK(ncclAllReduce(buf, buf, bytes / sizeof(float), ncclFloat32, ncclSum, comm, NULL));
+  for (int i = 0; i < iters; i++) {
+    CHECK(ncclAllReduce(buf, buf, bytes / sizeof(float), ncclFloat32, ncclSum, comm, stream));
+    if (gpu && bench_cuda_stream_sync(stream) != 0) {
+      fprintf(stderr, "rank_footprint --gpu: cudaStreamSynchronize failed\n");
+      return 1;
+    }
+  }
   double t2 = now_s();
   sample_take(&sc);
   cpu_between(cpu_idle, sizeof cpu_idle, &sa, &sb, &idle_ns);
@@ -132,6 +174,11 @@ int main(int argc, char** argv) {
          rank, n, fd0, th0, rss0 / 1024, fd1, th1, rss1 / 1024, t1 - t0, cpu_idle, iters, bytes,
          t2 - t1, cpu_busy, busy_ns / 1e3 / iters, (double)busy_ns / iters / (double)bytes);
   CHECK(ncclCommDestroy(comm));
-  free(buf);
+  if (gpu) {
+    ncclMemFree(buf);
+    bench_cuda_stream_destroy(stream);
+  } else {
+    free(buf);
+  }
   return 0;
 }
