@@ -30,6 +30,7 @@
 #include "gpu/caps.h"
 #include "gpu/gpu.h"
 #include "gpu/peers.h"
+#include "proxy/proxy.h"
 #include "util/dtype.h"
 
 #define NSLOTS 8
@@ -294,6 +295,7 @@ static ncclResult_t gpu_run(struct ncclComm* comm, struct task* tasks, int ntask
   if (saved != comm->cuda_dev) CUDACHECK(cudaSetDevice(comm->cuda_dev));
   unsigned todo = peers_to_connect(comm, g, tasks, ntasks);
   ncclResult_t res = todo ? gpu_net_connect_peers(comm, g, todo) : ncclSuccess;
+  if (g->net_conns > 0) proxy_expect_gpu_work(); /* the proxy may sleep after a long idle spell */
   struct task* p2p[64];
   struct task** sr = p2p;
   int nsr = 0, ce = 0;

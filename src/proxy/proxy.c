@@ -5,9 +5,13 @@
  * (proxy_kick), makes one more pass to catch what was posted before, and sleeps until a socket
  * or the doorbell wakes it, without a timeout when every link is up and the network has a
  * doorbell (net.h's wait and wake: the built-in TCP and UCX networks), else briefly. While GPU
- * network connections exist it never sleeps there: a kernel's tail is a word in host memory that no
- * socket announces, and a graph replay enqueues nothing the host could see, so the thread polls,
- * napping NAP_NS at a time after IDLE_SPINS idle passes. */
+ * network connections exist it cannot sleep for long: a kernel's tail is a word in host memory
+ * that no socket announces, and a graph replay enqueues nothing the host could see. So the thread
+ * polls, napping NAP_NS at a time after IDLE_SPINS idle passes, and once nothing has moved for
+ * DEEP_AFTER_NS it sleeps on the doorbell DEEP_MS at a time: the GPU engine rings it when it
+ * enqueues work (gpu_run), a socket's news wakes it, and a graph replay's first step waits at
+ * most DEEP_MS. Napping NAP_NS for ever cost 180-450 ms of CPU per idle second (~10,000 wake-ups)
+ * per rank on an H100 host (docs/PERFORMANCE.md, "The network path's CPU time"). */
 #include "proxy/proxy.h"
 #include <pthread.h>
 #include <sched.h>
@@ -18,9 +22,11 @@
 #include "proxy/fifo_net.h"
 #include "transport/net_link.h"
 
-#define IDLE_YIELDS 64     /* passes that yield before the thread sleeps on the sockets */
-#define IDLE_SPINS  200000 /* with GPU network connections: idle passes before it naps */
-#define NAP_NS      20000
+#define IDLE_YIELDS   64     /* passes that yield before the thread sleeps on the sockets */
+#define IDLE_SPINS    200000 /* with GPU network connections: idle passes before it naps */
+#define NAP_NS        20000
+#define DEEP_AFTER_NS 20000000LL /* idle this long (with GPU connections): doorbell sleeps */
+#define DEEP_MS       1
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static const void** holders;
@@ -28,39 +34,54 @@ static int nholders, cap;
 static pthread_t thread;
 static int running, stop;
 static int asleep; /* the thread armed the links to sleep: the first kick wakes it, others not */
+static unsigned gpu_work; /* proxy_expect_gpu_work's count: the thread polls afresh when it moves */
 
-/* Sleeps until there may be work (see the top of the file); 1 if the pass after arming moved
- * something (it did not sleep then). */
-static int sleep_until_work(void) {
+/* Sleeps until there may be work (see the top of the file), at most ms milliseconds (< 0: no
+ * limit unless the links need one); with GPU connections (gpu) the pass after arming covers them
+ * too. 1 if that pass moved something (it did not sleep then). */
+static int sleep_until_work(int ms, int gpu) {
   __atomic_store_n(&asleep, 1, __ATOMIC_SEQ_CST); /* before any waiting word names the thread */
   int bounded = net_link_arm(1);
   int moved = net_link_progress();
-  if (!moved && !__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) net_link_wait(bounded ? 1 : -1);
+  if (gpu) moved |= fifo_net_progress();
+  if (!moved && !__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) net_link_wait(bounded ? 1 : ms);
   __atomic_store_n(&asleep, 0, __ATOMIC_SEQ_CST);
   net_link_arm(0);
   return moved;
 }
 
+static long long now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
 static void* proxy_main(void* arg) {
   (void)arg;
   int idle = 0;
+  long long napping_since = 0; /* when the naps began (0: not napping) */
+  unsigned seen = 0;           /* gpu_work at the last pass */
   while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
     int moved = net_link_progress();
     moved |= fifo_net_progress();
-    if (moved) {
-      idle = 0;
+    unsigned work = __atomic_load_n(&gpu_work, __ATOMIC_ACQUIRE);
+    if (moved || work != seen) {
+      idle = 0, napping_since = 0, seen = work;
     } else if (fifo_net_active()) {
       if (idle < IDLE_SPINS) {
         idle++;
         sched_yield();
-      } else {
+      } else if (napping_since == 0 || now_ns() - napping_since < DEEP_AFTER_NS) {
+        if (napping_since == 0) napping_since = now_ns();
         struct timespec nap = {0, NAP_NS};
         nanosleep(&nap, NULL);
+      } else if (sleep_until_work(DEEP_MS, 1)) {
+        idle = 0, napping_since = 0;
       }
     } else if (++idle < IDLE_YIELDS) {
       sched_yield();
-    } else if (sleep_until_work()) {
-      idle = 0;
+    } else if (sleep_until_work(-1, 0)) {
+      idle = 0, napping_since = 0;
     }
   }
   return NULL;
@@ -134,4 +155,9 @@ void proxy_release(const void* holder) {
  * it awake, or about to make a pass that sees their counters. */
 void proxy_kick(void) {
   if (__atomic_exchange_n(&asleep, 0, __ATOMIC_ACQ_REL)) net_link_kick();
+}
+
+void proxy_expect_gpu_work(void) {
+  __atomic_add_fetch(&gpu_work, 1, __ATOMIC_RELEASE);
+  proxy_kick();
 }

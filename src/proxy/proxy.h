@@ -16,5 +16,9 @@ void proxy_release(const void* holder);
 /* The doorbell: an engine moved a counter of a network FIFO whose waiting word says that the
  * proxy thread sleeps (FIFO_WAITING_PROXY, transport.h): wake it. Cheap when it is awake. */
 void proxy_kick(void);
+/* The GPU engine is about to enqueue kernels that its network FIFOs carry: the thread, which may
+ * sleep on the doorbell after a long idle spell (a kernel's tail announces nothing), wakes and
+ * polls closely again. Cheap when it is awake (one atomic add). */
+void proxy_expect_gpu_work(void);
 
 #endif
