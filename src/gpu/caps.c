@@ -49,7 +49,10 @@
  * bandwidth at 128 MB on 2 hosts (11.55 / 7.62 GB/s), 1.12x on 4 (4.60 / 4.11) and 1.07x on 8
  * (2.11 / 1.97); 16 MB: 1.03x, 1.12x, 0.97x; 2 MB and below it loses (0.36x on 2 hosts at 2 MB),
  * except 32 KB on 8 hosts (337 us against the ring's 444), which this model leaves to the ring.
- * Measured with 8 point-to-point channels per network peer, before MONEL_NET_P2P_CHANNELS (2). */
+ * Measured with 8 point-to-point channels per network peer (MONEL_NET_P2P_CHANNELS): with 2 the
+ * tree lost a third of its bandwidth at 4 hosts, with 8 again it took 15.0 ms at 128 MB on 2
+ * hosts where the ring took 22.3 (PERFORMANCE.md, "Socket on the GPU engine: the open
+ * measurements..."). */
 #define NET_TREE                                                                                   \
   "1 H100, n ranks as n hosts under MPS (PERFORMANCE.md): tree 11.55 GB/s against ring 7.62 at "   \
   "128 MB on 2 hosts, 4.60/4.11 on 4, 2.11/1.97 on 8; 2 MB: 1.13 ms on 2 hosts"

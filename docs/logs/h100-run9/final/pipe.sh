@@ -1,0 +1,18 @@
+#!/bin/bash
+# one GPU, ranks as hosts under MPS: Socket on the GPU engine with 8 point-to-point channels per network peer (this tree) against a9adf1a and NVIDIA's NCCL
+set -u
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+mkdir -p /tmp/bn /tmp/bp
+tar xJf archives/bn.txz -C /tmp/bn && tar xJf archives/bp.txz -C /tmp/bp || exit 1
+B=/tmp/bn NL=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib
+{ nvidia-smi -L; nproc; lscpu | grep -E "Model name|NUMA node\(s\)"; } | tee $OUT/machine.txt
+A="-b 8 -e 128M -f 8 -n 10 -w 3"
+HOSTS_N=2 ROUNDS=5 HOSTS_ARGS="$A" HOSTS_TIMEOUT=40 HOSTS_ROWS=$OUT/ar2-rows.txt \
+  HOSTS_MONEL="head pre=@/tmp/bp/lib" timeout -k 5 150 tools/bench/hosts $B $NL > $OUT/ar2.log 2>&1
+echo "ar2 exit $? at $SECONDS s"; grep -E "^FAIL|runs that failed" $OUT/ar2.log; sed -n '/== medians/,$p' $OUT/ar2.log 
+HOSTS_N=4 ROUNDS=5 HOSTS_ARGS="$A" HOSTS_TIMEOUT=40 HOSTS_ROWS=$OUT/ar4-rows.txt \
+  HOSTS_MONEL="head pre=@/tmp/bp/lib" timeout -k 5 200 tools/bench/hosts $B $NL > $OUT/ar4.log 2>&1
+echo "ar4 exit $? at $SECONDS s"; grep -E "^FAIL|runs that failed" $OUT/ar4.log; sed -n '/== medians/,$p' $OUT/ar4.log
+HOSTS_BIN=sendrecv_perf HOSTS_N="2 4" ROUNDS=5 HOSTS_ARGS="$A" HOSTS_TIMEOUT=40 HOSTS_ROWS=$OUT/sr-rows.txt \
+  HOSTS_MONEL="head pre=@/tmp/bp/lib" timeout -k 5 200 tools/bench/hosts $B $NL > $OUT/sr.log 2>&1
+echo "sr exit $? at $SECONDS s"; grep -E "^FAIL|runs that failed" $OUT/sr.log; sed -n '/== medians/,$p' $OUT/sr.log 
