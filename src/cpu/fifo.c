@@ -138,9 +138,24 @@ static int64_t wait_params(int64_t* check_ms) {
   return spin;
 }
 
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+/* A sleeping waiter wakes the proxy thread every NUDGE_MS (proxy_kick: a system call only while
+ * that thread sleeps). The thread sleeps on the network's own wake-up descriptor, and a network
+ * may not announce every event there: UCX over TCP once left all four ranks of two namespace
+ * hosts asleep at an AllReduce's first large messages, every rank waiting for a slot and every
+ * proxy thread in its poll, one run in 364 (tests/net/run). A pass of the thread makes the
+ * network progress, so a lost announcement costs at most NUDGE_MS. An idle comm has no waiter,
+ * so its proxy thread stays asleep. */
+#define NUDGE_MS 10
+
 /* Wait until (int32)(*word - target) >= 0. While it spins and yields it polls `poll`, a word
  * that reaches target no later than *word (the cell of the slot a receiver waits for); it
- * sleeps on *word. */
+ * sleeps on *word, nudging the proxy thread, and checks its peers every MONEL_PEER_CHECK_MS. */
 static ncclResult_t wait_counter(uint32_t* word, const uint32_t* poll, uint32_t* waiting,
                                  uint32_t target, const struct conn* c, const struct wait_ctx* w) {
   int64_t check_ms, spin = wait_params(&check_ms);
@@ -152,13 +167,21 @@ static ncclResult_t wait_counter(uint32_t* word, const uint32_t* poll, uint32_t*
     if (fifo_reached(poll, target)) return ncclSuccess;
     sched_yield();
   }
+  int nap_ms = check_ms < NUDGE_MS ? (int)check_ms : NUDGE_MS;
+  double next_check = now_ms() + (double)check_ms;
   for (;;) {
     __atomic_store_n(waiting, 1, __ATOMIC_SEQ_CST);
     uint32_t v = __atomic_load_n(word, __ATOMIC_SEQ_CST);
     if ((int32_t)(v - target) >= 0) break;
-    futex_wait(word, v, (int)check_ms);
+    futex_wait(word, v, nap_ms);
     if (fifo_reached(word, target)) break;
-    NCCLCHECK(fifo_check(c, w));
+    proxy_kick();
+    /* A close or an abort (which wake the waiter) at once, a dead peer's process at check time */
+    if (__atomic_load_n(&c->ctrl->closed, __ATOMIC_ACQUIRE) || comm_aborted(w->comm) ||
+        now_ms() >= next_check) {
+      NCCLCHECK(fifo_check(c, w));
+      next_check = now_ms() + (double)check_ms;
+    }
   }
   __atomic_store_n(waiting, 0, __ATOMIC_RELAXED);
   return ncclSuccess;
@@ -197,12 +220,6 @@ void fifo_close(struct conn* c, int lost_rank) {
     proxy_kick();
 }
 
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
-}
-
 void fifo_idle_reset(struct fifo_idle* idle) {
   idle->rounds = 0;
 }
@@ -227,6 +244,10 @@ int fifo_idle(struct fifo_idle* idle, struct conn* c, int is_send) {
     __atomic_store_n(waiting, 0, __ATOMIC_RELAXED);
   }
   double t = now_ms();
+  if (r >= spin + 16 && c != NULL && t - idle->last_nudge >= NUDGE_MS) { /* as wait_counter */
+    proxy_kick();
+    idle->last_nudge = t;
+  }
   if (t - idle->last_check < (double)check_ms) return 0;
   idle->last_check = t;
   return 1;

@@ -44,7 +44,7 @@ static ncclResult_t round_run(struct ncclComm* comm, const struct task* t, const
                               char* out, size_t len, size_t count, unsigned char* sent) {
   struct cpu_comm* cc = comm->engine_state;
   int n = comm->nranks, rank = comm->rank, nsent = 0, next = 0;
-  struct fifo_idle idle = {0, 0};
+  struct fifo_idle idle = {0, 0, 0};
   memset(sent, 0, (size_t)n);
   while (nsent < n - 1 || next < n) {
     int moved = 0;

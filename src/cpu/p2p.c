@@ -135,7 +135,7 @@ static ncclResult_t progress(struct batch* b, struct chan* ch, int* moved) {
 
 static ncclResult_t progress_all(struct batch* b) {
   int n = b->comm->nranks;
-  struct fifo_idle idle = {0, 0};
+  struct fifo_idle idle = {0, 0, 0};
   for (;;) {
     int moved = 0, pending = -1;
     for (int i = 0; i < 2 * n; i++) {

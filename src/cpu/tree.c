@@ -172,7 +172,7 @@ static int try_step(struct exec* x, struct stream* s, ncclResult_t* res) {
 
 /* Move every stream to its end, never blocking on one FIFO while another could move. */
 static ncclResult_t progress(struct exec* x, struct stream* s, int ns) {
-  struct fifo_idle idle = {0, 0};
+  struct fifo_idle idle = {0, 0, 0};
   ncclResult_t res = ncclSuccess;
   for (;;) {
     int moved = 0;

@@ -45,7 +45,7 @@ static ncclResult_t round_run(struct ncclComm* comm, const struct task* t, const
   if (mine_bytes == 0) next = n;
   int nsent1 = 0, need1 = 0;
   for (int p = 0; p < n; p++) need1 += !(state[p] & SENT1);
-  struct fifo_idle idle = {0, 0};
+  struct fifo_idle idle = {0, 0, 0};
   while (todo > 0 || next < n) {
     int moved = 0;
     struct conn* waiting = NULL;
