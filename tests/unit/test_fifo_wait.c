@@ -1,7 +1,7 @@
 /* cpu/fifo.c: an engine thread that sleeps on a FIFO counter rings the proxy thread's doorbell
  * while it sleeps (proxy_kick, about every 10 ms), so that a network event that the proxy
  * thread's own sleep missed costs milliseconds, not a hang: tests/net/run's UCX runs hung that
- * way (every rank waiting for a slot, every proxy thread asleep in its poll) until a doorbell
+ * way (ranks waiting for slots, their proxy threads asleep in UCX's poll) until a doorbell
  * rang. It still returns the slot once the sender fills it, and a progress loop's pause
  * (fifo_idle) rings it too. This test's proxy_kick is its own (-Wl,--wrap=proxy_kick): it counts
  * the rings. */
