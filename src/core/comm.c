@@ -156,6 +156,7 @@ static ncclResult_t connect_peers(struct ncclComm* comm, const ncclUniqueId* id)
   NCCLCALLOC(comm->peers, comm->nranks);
   struct peer_info* me = &comm->peers[comm->rank];
   me->host_hash = topo_host_hash();
+  me->machine_hash = topo_machine_hash();
   me->pid = getpid();
   me->cuda_dev = comm->cuda_dev;
   me->rank = comm->rank;

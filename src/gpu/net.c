@@ -38,6 +38,7 @@
 #include "util/param.h"
 #include "gpu/gpu.h"
 #include "proxy/proxy.h"
+#include "transport/net.h"
 
 int gpu_net_is(const struct ncclComm* comm, int peer) {
   if (peer == comm->rank) return 0;
@@ -260,7 +261,12 @@ static void proxy_on_device(void* arg) {
  * connections; the proxy thread will make this comm's GPU current before it moves them. */
 static ncclResult_t create_set(struct ncclComm* comm, struct gpu_comm* g) {
   const char* why = "";
-  int dev = 0;
+  int dev = 0, here = 0;
+  /* The ranks on this machine share its cores with every rank's proxy and TCP helpers: the
+   * built-in TCP network sizes its helpers from their count (net_machine_ranks). */
+  for (int r = 0; r < comm->nranks; r++)
+    here += comm->peers[r].machine_hash == comm->peers[comm->rank].machine_hash;
+  net_machine_ranks(here);
   NCCLCHECK(net_get(&g->net_ops, &dev));
   NCCLCHECK(fifo_net_gdr(g->net_ops, dev, &g->net_gdr, &why));
   INFO(LOG_INIT | LOG_NET,

@@ -1,5 +1,7 @@
 /* Host identity from the host name, the kernel boot id and the IPC/network namespaces, so that
- * network-namespace "hosts" on one machine count as different hosts. */
+ * network-namespace "hosts" on one machine count as different hosts; the machine (the cores a
+ * rank shares) from the boot id alone. */
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -45,4 +47,30 @@ void topo_host_name(char* buf, size_t len) {
   buf[len - 1] = '\0';
   char* dot = strchr(buf, '.');
   if (dot) *dot = '\0';
+}
+
+uint64_t topo_machine_hash(void) {
+  char buf[256];
+  size_t o = append_file(buf, 0, sizeof buf, "/proc/sys/kernel/random/boot_id");
+  if (o == 0) {
+    gethostname(buf, sizeof buf - 1);
+    o = strnlen(buf, sizeof buf - 1);
+  }
+  return topo_hash(buf, o);
+}
+
+int topo_cpus(void) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+  }
+  int n = CPU_COUNT(&set);
+  return n > 0 ? n : 1;
+}
+
+int topo_socket_threads(int cpus, int ranks_here) {
+  if (ranks_here < 1) ranks_here = 1;
+  return cpus / ranks_here >= TOPO_CORES_FOR_TWO ? 2 : 1;
 }

@@ -8,7 +8,8 @@
 /* What every rank learns about every other rank at init (core/comm.c gathers them): where it
  * runs, which decides which transports can connect two ranks. */
 struct peer_info {
-  uint64_t host_hash; /* topo_host_hash() of its host */
+  uint64_t host_hash;    /* topo_host_hash() of its host */
+  uint64_t machine_hash; /* topo_machine_hash(): the machine whose cores it runs on */
   int pid;
   int cuda_dev;
   int rank;
@@ -22,5 +23,23 @@ uint64_t topo_hash(const void* data, size_t len);
  * Built from the host name, the boot id and the IPC namespace; MONEL_HOST_ID overrides it. */
 uint64_t topo_host_hash(void);
 void topo_host_name(char* buf, size_t len);
+
+/* The running kernel's boot id (the host name where it cannot be read): the same for every
+ * process on one machine, whatever MONEL_HOST_ID or namespaces say. Ranks with the same value
+ * share the machine's cores. */
+uint64_t topo_machine_hash(void);
+/* CPUs this process may run on (its affinity mask; 1 at least). */
+int topo_cpus(void);
+
+/* Helper threads per connection of the built-in TCP network when NCCL_SOCKET_NTHREADS leaves it
+ * to Monel and a GPU comm reported its ranks on this machine (net_machine_ranks): 2 while each
+ * has TOPO_CORES_FOR_TWO cores or more (cpus / ranks_here), else 1. Measured on one H100 with
+ * 16 cores, every rank its own host under MPS, AllReduce through the ring and the tree
+ * (docs/PERFORMANCE.md, "One TCP helper thread per connection where ranks share the cores"):
+ * with 2 ranks (8 cores each) 2 threads carried 128 MB at 10.1 GB/s, 1 thread at 9.1; with 4
+ * ranks (4 cores each) 1 thread carried 16 MB at 3.76 GB/s and 128 MB at 4.42, 2 threads 3.21
+ * and 3.35; with 8 ranks 1.68 against 1.45 and 2.03 against 1.82. */
+#define TOPO_CORES_FOR_TWO 8
+int topo_socket_threads(int cpus, int ranks_here);
 
 #endif

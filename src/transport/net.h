@@ -110,4 +110,12 @@ extern const struct net net_ucx;
 /* The built-in TCP implementation (net_tcp.c, net_tcp_io.c). */
 extern const struct net net_tcp;
 
+/* A GPU comm of this process has `ranks` ranks on this machine (topo_machine_hash): they share
+ * its cores, each with a proxy thread that polls while operations run. The built-in TCP network
+ * sizes the helper threads of the connections it makes after this from the most reported
+ * (topo_socket_threads), unless NCCL_SOCKET_NTHREADS is set; until a report, 2. The GPU engine
+ * reports before its first network connection; the CPU engine does not (on 2 cores its
+ * AllReduce of 2-16 MB across 2 hosts took 1.14-1.17x the time with one helper a connection). */
+void net_machine_ranks(int ranks);
+
 #endif

@@ -23,6 +23,7 @@
 #include "util/param.h"
 #include "transport/net_handle.h"
 #include "os/pending.h"
+#include "topo/host.h"
 
 #define PENDING_MAX 256 /* accepted sockets whose connection is not complete yet */
 
@@ -122,10 +123,36 @@ static ncclResult_t tcp_get_properties(int dev, struct net_props* props) {
   return ncclSuccess;
 }
 
+static int machine_ranks = 0; /* the most ranks of a GPU comm on this machine (net_machine_ranks) */
+
+void net_machine_ranks(int ranks) {
+  int seen = __atomic_load_n(&machine_ranks, __ATOMIC_RELAXED);
+  while (ranks > seen && !__atomic_compare_exchange_n(&machine_ranks, &seen, ranks, 1,
+                                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+
+/* Helper threads per connection when NCCL_SOCKET_NTHREADS is not set: 2, or after a GPU comm
+ * reported its ranks on this machine, from the CPUs and those ranks (topo_socket_threads), said
+ * once per choice. */
+static int64_t auto_threads(void) {
+  static int said = 0;
+  int cpus = topo_cpus(), ranks = __atomic_load_n(&machine_ranks, __ATOMIC_RELAXED);
+  if (ranks == 0) return 2; /* no GPU comm reported: the CPU engine's connections */
+  int t = topo_socket_threads(cpus, ranks);
+  if (__atomic_exchange_n(&said, t, __ATOMIC_RELAXED) != t)
+    INFO(LOG_NET | LOG_INIT,
+         "Socket: %d helper thread%s per connection (%d CPUs, %d GPU rank%s of a comm on "
+         "this machine; NCCL_SOCKET_NTHREADS sets it)",
+         t, t == 1 ? "" : "s", cpus, ranks, ranks == 1 ? "" : "s");
+  return t;
+}
+
 /* Threads and sockets per thread from the params, clamped so that their product is at most
  * TCP_MAX_SOCKS. */
 static void sock_counts(int* nthreads, int* nsocks) {
   int64_t t = param_int(PARAM_SOCKET_NTHREADS), s = param_int(PARAM_NSOCKS_PERTHREAD);
+  if (t < 0) t = auto_threads();
   if (t < 1) t = 1;
   if (s < 1) s = 1;
   if (t > TCP_MAX_SOCKS) t = TCP_MAX_SOCKS;

@@ -31,6 +31,7 @@
 #include "transport/net.h"
 #include "transport/net_tcp.h"
 #include "transport/net_ucx.h"
+#include "topo/host.h"
 #include "harness.h"
 
 #define LIMIT_S 30.0
@@ -599,6 +600,44 @@ TEST(tcp_sockets_clamped_to_64) {
   one_message(&net_tcp, &p, 5, 8u << 20, 8u << 20);
   CHECK_EQ(threads_named("monel-tcp"), 2);
   pair_close(&net_tcp, &p);
+}
+
+/* Without NCCL_SOCKET_NTHREADS, a connection has 2 helper threads until a GPU comm reports its
+ * ranks on this machine (net_machine_ranks); then they follow the CPUs and those ranks
+ * (topo_socket_threads): 2 while each rank has 8 CPUs or more, else 1, decided by the listener
+ * and carried in the handle. A comm with fewer ranks here raises it no more. */
+static void threads_of_a_pair(int want, int k) {
+  struct pair p;
+  struct tcp_handle h;
+  pair_open(&net_tcp, &p);
+  memcpy(&h, p.handle, sizeof h);
+  CHECK_EQ(h.nthreads, want);
+  CHECK_EQ(h.nsocks, 2);
+  one_message(&net_tcp, &p, k, 4u << 20, 4u << 20);
+  CHECK_EQ(threads_named("monel-tcp"), 2 * want); /* started by the large message */
+  pair_close(&net_tcp, &p);
+}
+
+TEST(tcp_threads_follow_ranks_sharing_the_cpus) {
+  unsetenv("NCCL_SOCKET_NTHREADS");
+  setenv("NCCL_NSOCKS_PERTHREAD", "2", 1);
+  param_reload();
+  CHECK_EQ(topo_socket_threads(16, 1), 2);
+  CHECK_EQ(topo_socket_threads(16, 2), 2);
+  CHECK_EQ(topo_socket_threads(16, 3), 1);
+  CHECK_EQ(topo_socket_threads(16, 8), 1);
+  CHECK_EQ(topo_socket_threads(128, 8), 2);
+  CHECK_EQ(topo_socket_threads(2, 1), 1);
+  CHECK_EQ(topo_socket_threads(7, 0), 1);
+  int cpus = topo_cpus();
+  threads_of_a_pair(2, 6); /* no GPU comm reported */
+  net_machine_ranks(1);
+  threads_of_a_pair(cpus >= TOPO_CORES_FOR_TWO ? 2 : 1, 7);
+  net_machine_ranks(cpus); /* one CPU a rank */
+  net_machine_ranks(1);
+  threads_of_a_pair(1, 8);
+  socket_params("3", "2"); /* set: as given, whatever the machine */
+  threads_of_a_pair(3, 9);
 }
 
 /* A network without CUDA support refuses to register CUDA memory (and says so with a NULL
