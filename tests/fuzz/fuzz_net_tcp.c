@@ -7,6 +7,8 @@
  *      sizes, in 16 KB steps) and tested until they end
  *   3  a handle given to connect (over a real one: the address stays this process's listener)
  * One thread plays both sides without blocking, as the proxy thread does. */
+#include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -26,9 +28,12 @@ static void *keyed_l, *plain_l, *ctrl_l, *conn_l;
 static unsigned char keyed_h[NET_HANDLE_BYTES], plain_h[NET_HANDLE_BYTES];
 static unsigned char ctrl_h[NET_HANDLE_BYTES], conn_h[NET_HANDLE_BYTES];
 
+static int renew_now; /* a listener refused a connection: make them again at the next input */
+
 static void setup(void) {
   static int inputs;
-  if (inputs++ % RENEW != 0) return;
+  if (inputs++ % RENEW != 0 && !renew_now) return;
+  renew_now = 0;
   setenv("NCCL_SOCKET_IFNAME", "lo", 1);
   setenv("NCCL_SOCKET_NTHREADS", "1", 1);
   setenv("NCCL_NSOCKS_PERTHREAD", "1", 1);
@@ -40,11 +45,33 @@ static void setup(void) {
   }
 }
 
+/* A connection to the listener of the handle, or -1 when it does not complete within a second:
+ * a listener whose pending strangers reached their bound stops taking connections (as it
+ * should), the kernel's backlog fills, and a blocking connect would wait for retried SYNs (and
+ * fail with EINTR at libFuzzer's alarm). Then the input is skipped and the listeners renewed. */
 static int raw_connect(const unsigned char* handle) {
   struct tcp_handle h;
   memcpy(&h, handle, sizeof h);
-  int fd = socket(h.addr.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0 || connect(fd, &h.addr.sa, sock_addr_len(&h.addr)) != 0) abort();
+  int fd = socket(h.addr.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) abort();
+  int err = 0;
+  socklen_t len = sizeof err;
+  if (connect(fd, &h.addr.sa, sock_addr_len(&h.addr)) != 0) {
+    struct pollfd p = {.fd = fd, .events = POLLOUT};
+    int k;
+    if (errno != EINPROGRESS) err = errno;
+    while (!err && (k = poll(&p, 1, 1000)) < 0 && errno == EINTR) {
+    }
+    if (!err && k <= 0) err = ETIMEDOUT;
+    if (!err && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+  }
+  if (err) {
+    close(fd);
+    renew_now = 1;
+    return -1;
+  }
+  int fl = fcntl(fd, F_GETFL);
+  if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) abort(); /* blocking sends, as before */
   return fd;
 }
 
@@ -58,6 +85,7 @@ static void stranger(int keyed, const uint8_t* d, size_t n) {
   void* l = keyed ? keyed_l : plain_l;
   void* r = NULL;
   int fd = raw_connect(keyed ? keyed_h : plain_h);
+  if (fd < 0) return;
   send_some(fd, d, n);
   close(fd);
   for (int i = 0; i < 3; i++) /* accept, read, drop (what is not there yet: a later input's) */
@@ -74,6 +102,10 @@ static void control(const uint8_t* d, size_t n) {
   for (uint32_t i = 0; i < 2; i++) {
     struct tcp_hello hi = {TCP_MAGIC, i, h.token, 77, 1, 1, 0};
     fds[i] = raw_connect(ctrl_h);
+    if (fds[i] < 0) {
+      if (i > 0) close(fds[0]);
+      return;
+    }
     send_some(fds[i], (const uint8_t*)&hi, sizeof hi);
   }
   for (double t0 = sock_time_now(); r == NULL; poll(NULL, 0, 1))
