@@ -31,7 +31,6 @@
 #include "transport/net.h"
 #include "transport/net_tcp.h"
 #include "transport/net_ucx.h"
-#include "topo/host.h"
 #include "harness.h"
 
 #define LIMIT_S 30.0
@@ -510,135 +509,7 @@ TEST(net_sender_closes_mid_transfer) {
 
 /* ---- net_tcp only ------------------------------------------------------------------------ */
 
-/* Sockets of this process whose TCP connection received at least `min` bytes. */
-static int sockets_that_received(unsigned long long min) {
-  int count = 0;
-  DIR* d = opendir("/proc/self/fd");
-  CHECK(d != NULL);
-  for (struct dirent* e; (e = readdir(d)) != NULL;) {
-    int fd = atoi(e->d_name);
-    struct tcp_info ti;
-    socklen_t len = sizeof ti;
-    memset(&ti, 0, sizeof ti);
-    if (e->d_name[0] == '.' || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) continue;
-    if (len >= offsetof(struct tcp_info, tcpi_bytes_received) + sizeof ti.tcpi_bytes_received &&
-        ti.tcpi_bytes_received >= min)
-      count++;
-  }
-  closedir(d);
-  return count;
-}
-
-/* Threads of this process named `name`. */
-static int threads_named(const char* name) {
-  int count = 0;
-  char path[300], comm[32];
-  DIR* d = opendir("/proc/self/task");
-  CHECK(d != NULL);
-  for (struct dirent* e; (e = readdir(d)) != NULL;) {
-    if (e->d_name[0] == '.') continue;
-    snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-    FILE* f = fopen(path, "r");
-    if (f == NULL) continue;
-    if (fgets(comm, sizeof comm, f) != NULL && strncmp(comm, name, strlen(name)) == 0) count++;
-    fclose(f);
-  }
-  closedir(d);
-  return count;
-}
-
-static void socket_params(const char* nthreads, const char* nsocks) {
-  setenv("NCCL_SOCKET_NTHREADS", nthreads, 1);
-  setenv("NCCL_NSOCKS_PERTHREAD", nsocks, 1);
-  param_reload();
-}
-
-/* 4 helper threads x 2 sockets: one 64 MB message goes in 8 pieces of 8 MB, one per data
- * socket, moved by 4 threads on each side. */
-TEST(tcp_one_message_over_several_sockets) {
-  socket_params("4", "2");
-  struct pair p;
-  CHECK_EQ(threads_named("monel-tcp"), 0);
-  pair_open(&net_tcp, &p);
-  struct tcp_handle h;
-  memcpy(&h, p.handle, sizeof h);
-  CHECK_EQ(h.nthreads, 4);
-  CHECK_EQ(h.nsocks, 2);
-  CHECK_EQ(sockets_that_received(8u << 20), 0);
-  one_message(&net_tcp, &p, 9, 64u << 20, 64u << 20);
-  CHECK_EQ(sockets_that_received(8u << 20), 8); /* the receiver's 8 data sockets, 8 MB each */
-  CHECK_EQ(sockets_that_received(9u << 20), 0);
-  CHECK_EQ(threads_named("monel-tcp"), 8); /* 4 per comm, started by the large message */
-  pair_close(&net_tcp, &p);
-  CHECK_EQ(threads_named("monel-tcp"), 0);
-}
-
-/* Small messages never start helper threads: they travel on the control socket. */
-TEST(tcp_small_messages_on_one_socket) {
-  socket_params("2", "2");
-  struct pair p;
-  pair_open(&net_tcp, &p);
-  for (int k = 0; k < 10; k++) one_message(&net_tcp, &p, k, TCP_INLINE_MAX, TCP_INLINE_MAX);
-  CHECK_EQ(threads_named("monel-tcp"), 0);
-  CHECK_EQ(sockets_that_received((unsigned long long)TCP_INLINE_MAX * 10), 1);
-  pair_close(&net_tcp, &p);
-}
-
-/* NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD is at most 64; a message still crosses whole. */
-TEST(tcp_sockets_clamped_to_64) {
-  socket_params("16", "8");
-  struct pair p;
-  pair_open(&net_tcp, &p);
-  struct tcp_handle h;
-  memcpy(&h, p.handle, sizeof h);
-  CHECK_EQ(h.nthreads, 16);
-  CHECK_EQ(h.nsocks, 4);
-  one_message(&net_tcp, &p, 4, 32u << 20, 32u << 20);
-  pair_close(&net_tcp, &p);
-  socket_params("1", "1"); /* and the smallest: one data socket, one helper */
-  pair_open(&net_tcp, &p);
-  one_message(&net_tcp, &p, 5, 8u << 20, 8u << 20);
-  CHECK_EQ(threads_named("monel-tcp"), 2);
-  pair_close(&net_tcp, &p);
-}
-
-/* Without NCCL_SOCKET_NTHREADS, a connection has 2 helper threads until a GPU comm reports its
- * ranks on this machine (net_machine_ranks); then they follow the CPUs and those ranks
- * (topo_socket_threads): 2 while each rank has 8 CPUs or more, else 1, decided by the listener
- * and carried in the handle. A comm with fewer ranks here raises it no more. */
-static void threads_of_a_pair(int want, int k) {
-  struct pair p;
-  struct tcp_handle h;
-  pair_open(&net_tcp, &p);
-  memcpy(&h, p.handle, sizeof h);
-  CHECK_EQ(h.nthreads, want);
-  CHECK_EQ(h.nsocks, 2);
-  one_message(&net_tcp, &p, k, 4u << 20, 4u << 20);
-  CHECK_EQ(threads_named("monel-tcp"), 2 * want); /* started by the large message */
-  pair_close(&net_tcp, &p);
-}
-
-TEST(tcp_threads_follow_ranks_sharing_the_cpus) {
-  unsetenv("NCCL_SOCKET_NTHREADS");
-  setenv("NCCL_NSOCKS_PERTHREAD", "2", 1);
-  param_reload();
-  CHECK_EQ(topo_socket_threads(16, 1), 2);
-  CHECK_EQ(topo_socket_threads(16, 2), 2);
-  CHECK_EQ(topo_socket_threads(16, 3), 1);
-  CHECK_EQ(topo_socket_threads(16, 8), 1);
-  CHECK_EQ(topo_socket_threads(128, 8), 2);
-  CHECK_EQ(topo_socket_threads(2, 1), 1);
-  CHECK_EQ(topo_socket_threads(7, 0), 1);
-  int cpus = topo_cpus();
-  threads_of_a_pair(2, 6); /* no GPU comm reported */
-  net_machine_ranks(1);
-  threads_of_a_pair(cpus >= TOPO_CORES_FOR_TWO ? 2 : 1, 7);
-  net_machine_ranks(cpus); /* one CPU a rank */
-  net_machine_ranks(1);
-  threads_of_a_pair(1, 8);
-  socket_params("3", "2"); /* set: as given, whatever the machine */
-  threads_of_a_pair(3, 9);
-}
+#include "net_conformance_socks.h" /* tcp_one_message_*, tcp_small_*, tcp_sockets_*, tcp_threads_* */
 
 /* A network without CUDA support refuses to register CUDA memory (and says so with a NULL
  * handle), registers host memory, and refuses a handle deregistered already. */
