@@ -267,21 +267,32 @@ static struct plan_fit gpu_plan_fit(const struct ncclComm* comm, const struct ta
 }
 
 /* The network peers whose point-to-point FIFOs the group's kernels reach and that are not
- * connected yet (gpu/peers.h; none with MONEL_P2P_CONNECT=eager, which connected them at init). */
+ * connected yet (gpu/peers.h; none with MONEL_P2P_CONNECT=eager, which connected them at init):
+ * the return value those reached through all channels, *channel0 those reached through channel 0
+ * alone (the one hop) that have no channel yet. */
 static unsigned peers_to_connect(const struct ncclComm* comm, const struct gpu_comm* g,
-                                 const struct task* tasks, int ntasks) {
-  unsigned todo = g->p2p_net & ~g->p2p_live, m = 0;
+                                 const struct task* tasks, int ntasks, unsigned* channel0) {
+  unsigned todo = g->p2p_net & ~g->p2p_live, all = 0, first = 0;
+  *channel0 = 0;
   if (todo == 0 || !g->p2p_ok) return 0;
   struct gpu_peers_in in = {comm->rank, comm->nranks, comm->ring_order, comm->ring_pos,
                             gpu_tree_count(gpu_tree_channels(comm, g))};
-  for (int i = 0; i < ntasks; i++) m |= gpu_task_peers(&tasks[i], &in);
-  return m & todo;
+  for (int i = 0; i < ntasks; i++) {
+    unsigned m = gpu_task_peers(&tasks[i], &in);
+    if (gpu_task_channel0(&tasks[i]))
+      first |= m;
+    else
+      all |= m;
+  }
+  *channel0 = first & todo & ~g->p2p_first & ~all;
+  return all & todo;
 }
 
 /* The engine's run_waits: run() will first connect peers, waiting for them. */
 static int gpu_run_waits(const struct ncclComm* comm, const struct task* tasks, int ntasks) {
   const struct gpu_comm* g = comm->engine_state;
-  return g != NULL && peers_to_connect(comm, g, tasks, ntasks) != 0;
+  unsigned channel0 = 0;
+  return g != NULL && (peers_to_connect(comm, g, tasks, ntasks, &channel0) | channel0) != 0;
 }
 
 /* First the connections the group's kernels need and do not have (the first use of a network
@@ -293,8 +304,8 @@ static ncclResult_t gpu_run(struct ncclComm* comm, struct task* tasks, int ntask
   int saved = -1;
   if (cudaGetDevice(&saved) != cudaSuccess) saved = -1;
   if (saved != comm->cuda_dev) CUDACHECK(cudaSetDevice(comm->cuda_dev));
-  unsigned todo = peers_to_connect(comm, g, tasks, ntasks);
-  ncclResult_t res = todo ? gpu_net_connect_peers(comm, g, todo) : ncclSuccess;
+  unsigned channel0 = 0, todo = peers_to_connect(comm, g, tasks, ntasks, &channel0);
+  ncclResult_t res = todo | channel0 ? gpu_net_connect_peers(comm, g, todo, channel0) : ncclSuccess;
   if (g->net_conns > 0) proxy_expect_gpu_work(); /* the proxy may sleep after a long idle spell */
   struct task* p2p[64];
   struct task** sr = p2p;

@@ -85,6 +85,8 @@ struct gpu_comm {
   char* p2p_recv[DEV_MAX_PEERS];
   unsigned p2p_sysmem; /* bit r: p2p_recv[r] is pinned host memory */
   unsigned p2p_live;   /* bit r: the FIFOs with peer r are connected (p2p_send/recv[r] valid) */
+  unsigned p2p_first;  /* bit r: of network peer r's, channel 0 alone so far (the one hop's;
+                          p2p_send/recv[r] valid): gpu/net.c */
   int p2p_eager;       /* MONEL_P2P_CONNECT=eager: every network peer's at init */
   /* Across hosts (gpu/net.c): the ring runs over the positions of comm->ring_order. */
   int my_ring_pos, ring_next, ring_prev; /* my position; the ranks I send to and receive from */
@@ -165,18 +167,20 @@ void gpu_disconnect(struct gpu_comm* g);
  * connects the ring's NET connections, and with MONEL_P2P_CONNECT=eager (gpu_p2p_eager) every
  * network peer's point-to-point ones, and starts the proxy on them (after gpu_connect_ring and
  * gpu_connect_p2p); gpu_net_connect_peers connects the point-to-point channels with the network
- * peers of the mask not connected yet (collective between each such pair: both ranks call it at
- * the same operation, gpu/peers.h) with their FIFOs (and, with GPUDirect RDMA, the device blocks
- * of their slots), adds them to the running set and then names them in the peer table (p2p_send,
- * p2p_recv, p2p_delta); gpu_net_free drains, closes them and, when the kernels are over, frees
- * their memory. */
+ * peers of the mask `peers` not connected yet, and channel 0 alone with those of `channel0` that
+ * have none (collective between each such pair: both ranks call it at the same operation with
+ * the pair in the same mask, gpu/peers.h) with their FIFOs (and, with GPUDirect RDMA, the device
+ * blocks of their slots), adds them to the running set and then names them in the peer table
+ * (p2p_send, p2p_recv, p2p_delta); gpu_net_free drains, closes them and, when the kernels are over,
+ * frees their memory. */
 int gpu_net_is(const struct ncclComm* comm, int peer);
 int gpu_net_any(const struct ncclComm* comm);
 ncclResult_t gpu_ring_order(struct ncclComm* comm, struct gpu_comm* g);
 ncclResult_t gpu_host_fifo_alloc(struct gpu_comm* g, size_t len, struct gpu_mem* m);
 ncclResult_t gpu_net_connect(struct ncclComm* comm, struct gpu_comm* g);
 int gpu_p2p_eager(void);
-ncclResult_t gpu_net_connect_peers(struct ncclComm* comm, struct gpu_comm* g, unsigned peers);
+ncclResult_t gpu_net_connect_peers(struct ncclComm* comm, struct gpu_comm* g, unsigned peers,
+                                   unsigned channel0);
 void gpu_net_free(struct ncclComm* comm, struct gpu_comm* g, int kernels_over);
 /* net.c: the slot delta (dev.h) of a FIFO block as the kernels address it: bytes from its
  * address to that of its slots in device memory, 0 when its slots follow its counters (the

@@ -139,12 +139,25 @@ static void spec(struct fifo_net_spec* s, const struct ncclComm* comm, int is_se
            f->kind, k, is_send ? "to" : "from", peer, comm->peers[peer].host);
 }
 
-/* The connections of one setup: the ring's hops over the network (at init) and the
- * point-to-point channels with the peers of the mask `p2p`. */
+/* The connections of one setup: the ring's hops over the network (at init), the point-to-point
+ * channels with the peers of the mask `p2p` (those not connected yet: all, or all but channel 0
+ * for a peer of p2p_first) and channel 0 alone with those of `p2p0` (the one hop's). */
 struct sel {
   int ring;
-  unsigned p2p;
+  unsigned p2p, p2p0;
 };
+
+/* The point-to-point channels [*lo, *hi) of the setup w with peer r: the same on both ends, whose
+ * p2p_first agree (set by the same earlier setup). */
+static void p2p_range(const struct gpu_comm* g, const struct sel* w, int r, int* lo, int* hi) {
+  *lo = *hi = 0;
+  if (w->p2p >> r & 1) {
+    *lo = g->p2p_first >> r & 1;
+    *hi = g->p2p_net_nch;
+  } else if (w->p2p0 >> r & 1) {
+    *hi = 1;
+  }
+}
 
 /* Listens for every connection of the setup I receive on from peer r; handles[] gets their
  * handles in the order the peer expects (ring channels first). *k: next connection of the set. */
@@ -152,17 +165,18 @@ static ncclResult_t listen_from(struct ncclComm* comm, struct gpu_comm* g, const
                                 int r, char* handles, int* nh, int* k) {
   struct fifo_net_spec s;
   struct fifo_run ring = ring_run(g, &g->fifo_mem), p2p = p2p_run(g, r, 0);
+  int lo, hi;
   *nh = 0;
   if (w->ring && g->net_prev && r == g->ring_prev)
     for (int c = 0; c < g->nchannels_max; c++) {
       spec(&s, comm, 0, &ring, c, r, c);
       NCCLCHECK(fifo_net_listen(g->net, (*k)++, &s, handles + (size_t)(*nh)++ * NET_HANDLE_BYTES));
     }
-  if (w->p2p >> r & 1)
-    for (int c = 0; c < g->p2p_net_nch; c++) {
-      spec(&s, comm, 0, &p2p, c, r, DEV_MAX_CHANNELS + c);
-      NCCLCHECK(fifo_net_listen(g->net, (*k)++, &s, handles + (size_t)(*nh)++ * NET_HANDLE_BYTES));
-    }
+  p2p_range(g, w, r, &lo, &hi);
+  for (int c = lo; c < hi; c++) {
+    spec(&s, comm, 0, &p2p, c, r, DEV_MAX_CHANNELS + c);
+    NCCLCHECK(fifo_net_listen(g->net, (*k)++, &s, handles + (size_t)(*nh)++ * NET_HANDLE_BYTES));
+  }
   return ncclSuccess;
 }
 
@@ -171,29 +185,33 @@ static ncclResult_t connect_to(struct ncclComm* comm, struct gpu_comm* g, const 
                                int r, const char* handles, int* k) {
   struct fifo_net_spec s;
   struct fifo_run ring = ring_run(g, &g->ring_mirror), p2p = p2p_run(g, r, 1);
-  int h = 0;
+  int h = 0, lo, hi;
   if (w->ring && g->net_next && r == g->ring_next)
     for (int c = 0; c < g->nchannels_max; c++) {
       spec(&s, comm, 1, &ring, c, r, c);
       NCCLCHECK(fifo_net_peer_handle(g->net, (*k)++, &s, handles + (size_t)h++ * NET_HANDLE_BYTES));
     }
-  if (w->p2p >> r & 1)
-    for (int c = 0; c < g->p2p_net_nch; c++) {
-      spec(&s, comm, 1, &p2p, c, r, DEV_MAX_CHANNELS + c);
-      NCCLCHECK(fifo_net_peer_handle(g->net, (*k)++, &s, handles + (size_t)h++ * NET_HANDLE_BYTES));
-    }
+  p2p_range(g, w, r, &lo, &hi);
+  for (int c = lo; c < hi; c++) {
+    spec(&s, comm, 1, &p2p, c, r, DEV_MAX_CHANNELS + c);
+    NCCLCHECK(fifo_net_peer_handle(g->net, (*k)++, &s, handles + (size_t)h++ * NET_HANDLE_BYTES));
+  }
   return ncclSuccess;
+}
+
+static int p2p_count(const struct gpu_comm* g, const struct sel* w, int r) {
+  int lo, hi;
+  p2p_range(g, w, r, &lo, &hi);
+  return hi - lo;
 }
 
 /* Connections of the setup I send on to r (== those r receives on from me). */
 static int sends_to(const struct gpu_comm* g, const struct sel* w, int r) {
-  return (w->ring && g->net_next && r == g->ring_next ? g->nchannels_max : 0) +
-         (w->p2p >> r & 1 ? g->p2p_net_nch : 0);
+  return (w->ring && g->net_next && r == g->ring_next ? g->nchannels_max : 0) + p2p_count(g, w, r);
 }
 
 static int recvs_from(const struct gpu_comm* g, const struct sel* w, int r) {
-  return (w->ring && g->net_prev && r == g->ring_prev ? g->nchannels_max : 0) +
-         (w->p2p >> r & 1 ? g->p2p_net_nch : 0);
+  return (w->ring && g->net_prev && r == g->ring_prev ? g->nchannels_max : 0) + p2p_count(g, w, r);
 }
 
 /* The proxy found a broken connection: the comm fails, naming the peer and the last operation. */
@@ -283,7 +301,7 @@ static ncclResult_t create_set(struct ncclComm* comm, struct gpu_comm* g) {
  * device blocks of their slots and of the ring's where they live on the GPU. */
 static ncclResult_t setup_fifos(struct ncclComm* comm, struct gpu_comm* g, const struct sel* w) {
   for (int r = 0; r < comm->nranks && r < DEV_MAX_PEERS; r++) {
-    if (!(w->p2p >> r & 1)) continue;
+    if (!((w->p2p | w->p2p0) >> r & 1)) continue;
     if (g->p2p_net_mem[r].ptr == NULL)
       NCCLCHECK(gpu_host_fifo_alloc(g, 2 * p2p_half(g), &g->p2p_net_mem[r]));
     if (g->net_gdr) NCCLCHECK(slots_on_device(g, &g->p2p_net_mem[r]));
@@ -293,15 +311,21 @@ static ncclResult_t setup_fifos(struct ncclComm* comm, struct gpu_comm* g, const
   return ncclSuccess;
 }
 
-/* Peer r's connections are up: the kernels' table of peers (gpu/p2p.c, gpu/launch.c copy it into
- * each launch's arguments) names its FIFOs and their slot delta from the next launch on. */
-static void p2p_publish(struct gpu_comm* g, int r) {
+/* Peer r's connections are up (all, or channel 0 alone): the kernels' table of peers (gpu/p2p.c,
+ * gpu/launch.c copy it into each launch's arguments) names its FIFOs and their slot delta from
+ * the next launch on. */
+static void p2p_publish(struct gpu_comm* g, int r, int all) {
   const struct gpu_mem* m = &g->p2p_net_mem[r];
   g->p2p_recv[r] = m->ptr;
   g->p2p_send[r] = m->ptr + p2p_half(g);
   g->p2p_delta[r] = gpu_slot_delta(m);
   g->p2p_sysmem |= 1u << r;
-  g->p2p_live |= 1u << r;
+  if (all) {
+    g->p2p_live |= 1u << r;
+    g->p2p_first &= ~(1u << r);
+  } else {
+    g->p2p_first |= 1u << r;
+  }
 }
 
 /* Makes the connections of the setup w and hands them to the proxy thread: they join the comm's
@@ -335,7 +359,7 @@ static ncclResult_t setup(struct ncclComm* comm, struct gpu_comm* g, const struc
     NCCLCHECKGOTO(fifo_net_start(g->net, net_failed, comm), res, out);
   }
   for (int r = 0; r < n; r++)
-    if (w->p2p >> r & 1) p2p_publish(g, r);
+    if ((w->p2p | w->p2p0) >> r & 1) p2p_publish(g, r, w->p2p >> r & 1);
   g->net_conns += nconns;
   *made = nconns;
 out:
@@ -356,7 +380,7 @@ int gpu_p2p_eager(void) {
 }
 
 ncclResult_t gpu_net_connect(struct ncclComm* comm, struct gpu_comm* g) {
-  struct sel w = {1, g->p2p_eager ? g->p2p_net : 0};
+  struct sel w = {1, g->p2p_eager ? g->p2p_net : 0, 0};
   int made = 0;
   NCCLCHECK(setup(comm, g, &w, BOOT_TAG_GPU_NET, &made));
   if (made)
@@ -373,11 +397,13 @@ static void rank_list(unsigned m, char* out, size_t len) {
     if (m >> r & 1) at += (size_t)snprintf(out + at, len - at, at ? " %d" : "%d", r);
 }
 
-ncclResult_t gpu_net_connect_peers(struct ncclComm* comm, struct gpu_comm* g, unsigned peers) {
-  struct sel w = {0, peers & g->p2p_net & ~g->p2p_live};
+ncclResult_t gpu_net_connect_peers(struct ncclComm* comm, struct gpu_comm* g, unsigned peers,
+                                   unsigned channel0) {
+  struct sel w = {0, peers & g->p2p_net & ~g->p2p_live, 0};
   int made = 0;
-  char list[160];
-  if (w.p2p == 0) return ncclSuccess;
+  char list[160], list0[160];
+  w.p2p0 = channel0 & g->p2p_net & ~g->p2p_live & ~g->p2p_first & ~w.p2p;
+  if ((w.p2p | w.p2p0) == 0) return ncclSuccess;
   if (g->net_setup_res != ncclSuccess) {
     WARN("rank %d: an earlier setup of network connections failed, so no more are made on this "
          "communicator: abort it",
@@ -395,11 +421,14 @@ ncclResult_t gpu_net_connect_peers(struct ncclComm* comm, struct gpu_comm* g, un
   if (res != ncclSuccess) g->net_setup_res = res;
   NCCLCHECK(res);
   comm->engine_dev_bytes = g->dev_bytes; /* device slots (GPUDirect RDMA) */
-  rank_list(w.p2p, list, sizeof list);
+  rank_list(w.p2p | w.p2p0, list, sizeof list);
+  rank_list(w.p2p0, list0, sizeof list0);
   INFO(LOG_INIT | LOG_NET,
        "comm %p rank %d GPU point-to-point connected at first use: rank %s over %s, %d more "
-       "network connections (%d in all), slots in %s",
-       (void*)comm, comm->rank, list, g->net_ops->name, made, g->net_conns, slots_where(g));
+       "network connections (%d in all)%s%s%s, slots in %s",
+       (void*)comm, comm->rank, list, g->net_ops->name, made, g->net_conns,
+       w.p2p0 ? ", channel 0 alone with rank " : "", list0, w.p2p0 ? " (the one hop)" : "",
+       slots_where(g));
   return ncclSuccess;
 }
 

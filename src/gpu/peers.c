@@ -21,6 +21,10 @@ static unsigned tree_peers(const struct task* t, const struct gpu_peers_in* in) 
   return m;
 }
 
+int gpu_task_channel0(const struct task* t) {
+  return !task_is_p2p(t->coll) && t->plan.algo == ALGO_ONESHOT && t->plan.proto == PROTO_SIMPLE;
+}
+
 unsigned gpu_task_peers(const struct task* t, const struct gpu_peers_in* in) {
   unsigned m = 0, self = 1u << in->rank;
   if (in->nranks < 2 || in->nranks > 32) return 0;

@@ -32,4 +32,9 @@ static inline int gpu_tree_count(int channels) {
  * kernel, nor for an empty collective. Never the rank itself. */
 unsigned gpu_task_peers(const struct task* t, const struct gpu_peers_in* in);
 
+/* 1 when the task's kernel reaches its peers (gpu_task_peers) through point-to-point channel 0
+ * alone (the one hop): a network peer first met by such a task gets that channel alone, the
+ * others when a task that uses them comes. The same on every rank for one operation. */
+int gpu_task_channel0(const struct task* t);
+
 #endif

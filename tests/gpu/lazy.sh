@@ -6,7 +6,8 @@
 #   p2p-lazy-2, p2p-lazy-4, p2p-eager-2, p2p-eager-4: descriptors before and after init and after
 #     each step (Send/Recv with rank^1, again, Send/Recv with rank^2 captured in a CUDA graph at its
 #     first use, AlltoAll, again), then large Send/Recv, AlltoAll, Gather, Scatter, checked exactly;
-#   colls-lazy-4, colls-eager-4: an 8-float AllReduce as the first operation (the one hop);
+#   colls-lazy-4, colls-eager-4: an 8-float AllReduce as the first operation (the one hop,
+#     which connects channel 0 alone with every peer), then an AlltoAll (the other channels);
 #   tree-lazy-4: AllReduce, Broadcast and Reduce on the tree from every root;
 #   zero-lazy-4: an AlltoAll with a per-call NCCL_CTA_POLICY_ZERO as the first operation (refused
 #     on every rank: the copy-engine path does not cross hosts), then an AlltoAll.
@@ -17,8 +18,10 @@
 #     grows by 2 x MONEL_NET_P2P_CHANNELS per peer and the descriptors by at least the peers' cost
 #     measured in the lazy run;
 #   - only peers used: lazily, each rank logs one "connected at first use" line per step that
-#     brought a new peer, naming it (rank^1, then rank^2, then rank^3 on 4 ranks), and the one hop
-#     and the AlltoAll after a refused one name every other rank at once; eagerly, none;
+#     brought a new peer, naming it (rank^1, then rank^2, then rank^3 on 4 ranks), the AlltoAll
+#     after a refused one names every other rank at once, and so do the one hop (making 2
+#     connections a peer: channel 0 each way) and the AlltoAll after it (the other 2 x (NCH-1));
+#     eagerly, none;
 #   - the program's own checks: no descriptor added by a step without a new peer (none at all
 #     eagerly), about the same number for each new peer.
 # Usage: tests/gpu/lazy.sh BUILD_DIR. Logs go to $OUT (or a new temporary directory), one per run:
@@ -86,6 +89,10 @@ init_conns() {
   grep -o 'rank [0-9]* GPU network connections: [0-9]* over' "$1" | sort -n -k2 |
     awk '{print $6}' | paste -sd' '
 }
+# The connections rank R's "connected at first use" lines made, one line per line.
+made() {
+  sed -n "s/.* rank $2 GPU point-to-point connected at first use: .* over [^,]*, \([0-9]*\) more network.*/\1/p" "$1"
+}
 # The ranks named by rank R's "connected at first use" lines, one line per line.
 first_use() {
   sed -n "s/.* rank $2 GPU point-to-point connected at first use: rank \\([0-9 ]*\\) over.*/\\1/p" "$1"
@@ -139,13 +146,23 @@ for r in 0 1 2 3; do
     echo "   rank $r of p2p-lazy-4 connected at first use: '$got', expected $((r ^ 1)),$((r ^ 2)),$((r ^ 3))"
   }
   all=$(for q in 0 1 2 3; do [ $q = $r ] || printf '%s ' $q; done)
-  for f in colls-lazy-4 zero-lazy-4; do
-    got=$(first_use "$LOG/lazy-$f.log" $r | paste -sd,)
-    [ "$got" = "${all% }" ] || {
-      bad=1
-      echo "   rank $r of $f connected at first use: '$got', expected '${all% }'"
-    }
-  done
+  got=$(first_use "$LOG/lazy-zero-lazy-4.log" $r | paste -sd,)
+  [ "$got" = "${all% }" ] || {
+    bad=1
+    echo "   rank $r of zero-lazy-4 connected at first use: '$got', expected '${all% }'"
+  }
+  # The one hop: channel 0 alone with every peer, then the AlltoAll the other channels.
+  got=$(first_use "$LOG/lazy-colls-lazy-4.log" $r | paste -sd,)
+  [ "$got" = "${all% },${all% }" ] || {
+    bad=1
+    echo "   rank $r of colls-lazy-4 connected at first use: '$got', expected '${all% },${all% }'"
+  }
+  got=$(made "$LOG/lazy-colls-lazy-4.log" $r | paste -sd,)
+  [ "$got" = "6,$((6 * (NCH - 1)))" ] || {
+    bad=1
+    echo "   rank $r of colls-lazy-4 made '$got' connections at first use, expected" \
+      "6 (channel 0 with 3 peers, both ways),$((6 * (NCH - 1)))"
+  }
   [ -n "$(first_use "$LOG/lazy-tree-lazy-4.log" $r)" ] || {
     bad=1
     echo "   rank $r of tree-lazy-4 connected no tree peer at first use"

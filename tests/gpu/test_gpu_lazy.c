@@ -22,9 +22,10 @@
  * tests/gpu/lazy.sh compares the runs at 2 and 4 ranks (flat after init) and reads the logs.
  *
  * colls: the communicator's first operation is an AllReduce of 8 floats (the one hop across
- * hosts: every peer at once); tree (run with NCCL_ALGO forcing the tree for AllReduce, Broadcast
- * and Reduce): AllReduce, then Broadcast and Reduce from every root, 1 MB + 1 floats (each root's
- * trees bring their parents and children); every result checked exactly.
+ * hosts: every peer at once, channel 0 alone), then an AlltoAll of 1 MB + 1 per peer (the other
+ * channels of every peer) and the AllReduce again; tree (run with NCCL_ALGO forcing the tree for
+ * AllReduce, Broadcast and Reduce): AllReduce, then Broadcast and Reduce from every root, 1 MB + 1
+ * floats (each root's trees bring their parents and children); every result checked exactly.
  *
  * zero: the communicator's first operation is an AlltoAll with a per-call NCCL_CTA_POLICY_ZERO,
  * which the copy-engine path cannot run across hosts: every rank refuses it (ncclInvalidUsage),
@@ -243,6 +244,17 @@ static void run_colls(int tree) {
   NK(ncclAllReduce(sendb, recvb, count, ncclFloat32, ncclSum, comm, st));
   CK(cudaStreamSynchronize(st));
   expect_floats(count, 1, 0);
+  if (!tree) {
+    /* The one hop connected channel 0 alone with each peer: an AlltoAll large enough for every
+     * channel connects the others, and the one hop still runs on channel 0 after it. */
+    begin("AlltoAll after the one hop");
+    alltoall(A2A_LARGE, 40);
+    begin("AllReduce after the AlltoAll");
+    fill_floats(count, rank);
+    NK(ncclAllReduce(sendb, recvb, count, ncclFloat32, ncclSum, comm, st));
+    CK(cudaStreamSynchronize(st));
+    expect_floats(count, 1, 0);
+  }
   for (int root = 0; tree && root < n; root++) {
     begin("Broadcast and Reduce");
     fill_floats(count, rank);
@@ -254,7 +266,8 @@ static void run_colls(int tree) {
     if (rank == root) expect_floats(count, 1, root);
   }
   printf("lazy-colls rank %d/%d: %s checked\n", rank, n,
-         tree ? "AllReduce, Broadcast and Reduce on the tree" : "an 8-float AllReduce");
+         tree ? "AllReduce, Broadcast and Reduce on the tree"
+              : "an 8-float AllReduce, an AlltoAll and the AllReduce again");
 }
 
 static void run_zero(void) {

@@ -140,6 +140,25 @@ TEST(collectives_by_their_plan) {
   CHECK_EQ(gpu_tree_count(8), 2);
 }
 
+/* The one hop alone reaches its peers through channel 0 only: a network peer it meets first gets
+ * that channel alone. Every other kind of task needs all of a peer's channels. */
+TEST(channel0_only_for_the_one_hop) {
+  struct task hop = planned(COLL_ALLREDUCE, 0, ALGO_ONESHOT, PROTO_SIMPLE);
+  CHECK_EQ(gpu_task_channel0(&hop), 1);
+  struct task ll = planned(COLL_ALLREDUCE, 0, ALGO_ONESHOT, PROTO_LL);
+  CHECK_EQ(gpu_task_channel0(&ll), 0);
+  enum algo_id algos[] = {ALGO_RING, ALGO_TREE};
+  for (int a = 0; a < 2; a++) {
+    struct task t = planned(COLL_ALLREDUCE, 0, algos[a], PROTO_SIMPLE);
+    CHECK_EQ(gpu_task_channel0(&t), 0);
+  }
+  enum coll_kind p2p[] = {COLL_SEND, COLL_RECV, COLL_ALLTOALL, COLL_GATHER, COLL_SCATTER};
+  for (int c = 0; c < 5; c++) {
+    struct task t = planned(p2p[c], 0, ALGO_ONESHOT, PROTO_SIMPLE);
+    CHECK_EQ(gpu_task_channel0(&t), 0);
+  }
+}
+
 /* p in peers(r) exactly when r in peers(p), for every rank pair of one operation. */
 static void check_agree(const struct comm_view* v, const struct task* t, int ntrees) {
   unsigned m[MAXN];
