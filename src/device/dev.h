@@ -282,16 +282,19 @@ struct dev_p2p_args {
   struct dev_p2p_op ops[DEV_P2P_MAX_OPS];
 };
 
-/* One-hop AllReduce over the point-to-point FIFOs (channel 0), for small buffers when some peer
- * is across the network, where each hop costs a trip through the proxies: every rank sends its
- * whole input to every peer in one step, waits for every peer's, and folds the n inputs in rank
- * order (the bits of the one-shot LL kernel, the same on every rank). One block; the buffer fits
- * one slot (count * size of dtype <= slot_bytes). The FIFOs and step counters are those of
- * dev_p2p_args, one step per peer and direction, so Send/Recv on them stay in step. */
+/* The one hop over the point-to-point FIFOs (channel 0; device/onehop.cu), for small buffers when
+ * some peer is across the network, where each hop costs a trip through the proxies: every rank
+ * sends what each peer needs of its input in one step, waits for every sender's, and folds the
+ * inputs in rank order (the bits of the one-shot LL kernel, the same on every rank) or copies
+ * them. One block; a rank's message fits one slot (count * size of dtype <= slot_bytes; count as
+ * the NCCL call's, in bytes for AllGather and Broadcast). The FIFOs and step counters are those
+ * of dev_p2p_args, one step per peer and direction, so Send/Recv on them stay in step. */
 struct dev_onehop_args {
   const void* in;
   void* out;
   size_t count;
+  int coll; /* enum dev_coll: every one of them */
+  int root; /* Broadcast and Reduce: the root's rank */
   int rank, nranks;
   int dtype, op;
   unsigned char scalar[8];
@@ -336,7 +339,7 @@ cudaError_t dev_oneshot_launch(const struct dev_oneshot_args* args, cudaStream_t
 cudaError_t dev_p2p_launch(const struct dev_p2p_args* args, cudaStream_t stream,
                            const struct dev_launch_ex* ex);
 cudaError_t dev_p2p_preload(void);
-/* Launch a one-hop AllReduce: one block of DEV_NTHREADS threads. */
+/* Launch a one hop (any collective of enum dev_coll): one block of DEV_NTHREADS threads. */
 cudaError_t dev_onehop_launch(const struct dev_onehop_args* args, cudaStream_t stream,
                               const struct dev_launch_ex* ex);
 cudaError_t dev_onehop_preload(int dtype, int op);

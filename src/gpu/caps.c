@@ -1,11 +1,11 @@
 /* The CUDA engine's capability and cost table (core/plan.h) and its fit.
  *
  * Rows for every pair the engine runs: the one-shot LL kernel (device/oneshot.cu) within a host
- * with peer access, the one-hop AllReduce across hosts (device/onehop.cu, OneShot/Simple over
- * the point-to-point FIFOs), the ring with Simple, LL and LL128 for every ring collective, and
- * the double binary tree with Simple, LL and LL128 for AllReduce, Broadcast and Reduce
- * (device/colls.cuh, over the point-to-point FIFOs). LL128 uses its 128-byte lines only where
- * gpu_check_ll128 found every pair of GPUs the same GPU or NVLink-connected; elsewhere (host
+ * with peer access, the one hop across hosts for every collective (device/onehop.cu,
+ * OneShot/Simple over the point-to-point FIFOs), the ring with Simple, LL and LL128 for every ring
+ * collective, and the double binary tree with Simple, LL and LL128 for AllReduce, Broadcast and
+ * Reduce (device/colls.cuh, over the point-to-point FIFOs). LL128 uses its 128-byte lines only
+ * where gpu_check_ll128 found every pair of GPUs the same GPU or NVLink-connected; elsewhere (host
  * memory, the network, PCIe) its steps are published by the tail, correct but with no gain over
  * Simple, so there it runs only when asked for.
  *
@@ -62,7 +62,7 @@ const struct plan_row gpu_caps[GPU_NCAPS] = {
     /* In table order: a row with a measured crossover (one-shot, one hop) comes first. */
     {AR_RS, ALGO_ONESHOT, PROTO_LL, PEER, 5.0, 220, PLAN_CH_PARTS, GPU_LL_PART_BYTES, MB,
      H200_ONESHOT},
-    {AR, ALGO_ONESHOT, PROTO_SIMPLE, NET, 30, 9.1, PLAN_CH_FIXED, 0, MB, NET_ONEHOP},
+    {ALL, ALGO_ONESHOT, PROTO_SIMPLE, NET, 30, 9.1, PLAN_CH_FIXED, 0, MB, NET_ONEHOP},
     /* Ring, Simple: every collective. */
     {ALL, ALGO_RING, PROTO_SIMPLE, PEER, 2.0, 340, PLAN_CH_BLOCKS, 0, MB, H200_RING},
     {ALL, ALGO_RING, PROTO_SIMPLE, SHM, 3.0, 24, PLAN_CH_BLOCKS, 0, MB,

@@ -160,13 +160,13 @@ static ncclResult_t connect_peers(struct ncclComm* comm, struct gpu_comm* g, int
   }
   if (n > 1) NCCLCHECK(gpu_net_connect(comm, g));
   if (n > 1) NCCLCHECK(gpu_check_ll128(comm, g));
-  g->onehop_ok = multi && g->p2p_ok && gpu_net_any(comm) && param_int(PARAM_NET_ONEHOP_MAX) > 0 &&
-                 algo_allowed(COLL_ALLREDUCE, ALGO_ONESHOT);
+  /* NCCL_ALGO and NCCL_PROTO are the plan's to apply, per collective. */
+  g->onehop_ok = multi && g->p2p_ok && gpu_net_any(comm) && param_int(PARAM_NET_ONEHOP_MAX) > 0;
   if (g->onehop_ok) {
     for (int dt = 0; dt < ncclNumTypes; dt++)
       for (int op = RED_SUM; op <= RED_PREMULSUM; op++) CUDACHECK(dev_onehop_preload(dt, op));
     INFO(LOG_INIT | LOG_NET,
-         "comm %p rank %d: AllReduce in one hop while (nranks-1) x bytes <= %lld", (void*)comm,
+         "comm %p rank %d: collectives in one hop while (nranks-1) x bytes <= %lld", (void*)comm,
          comm->rank, (long long)param_int(PARAM_NET_ONEHOP_MAX));
   }
   NCCLCHECK(gpu_ce_setup(comm, g));

@@ -60,11 +60,11 @@ struct gpu_comm {
   uint64_t* steps;         /* device: DEV_STEP_WORDS counters per channel */
   /* One-shot LL AllReduce (dev.h): usable when every rank mapped every peer's buffer. */
   int ll_ok;
-  int onehop_ok;   /* one-hop AllReduce allowed: a peer across the network, point-to-point FIFOs
-                     to every peer, NCCL_ALGO allows OneShot for allreduce */
-  int ll128_lines; /* LL128 may use its lines in GPU memory (gpu_check_ll128) */
-  struct gpu_mem ll_mem;        /* my LL buffer, on my GPU */
-  uint32_t* ll_seq;             /* device: launches so far, per block */
+  int onehop_ok;         /* the one hop allowed: a peer across the network, point-to-point FIFOs to
+                           every peer, MONEL_NET_ONEHOP_MAX above 0 */
+  int ll128_lines;       /* LL128 may use its lines in GPU memory (gpu_check_ll128) */
+  struct gpu_mem ll_mem; /* my LL buffer, on my GPU */
+  uint32_t* ll_seq;      /* device: launches so far, per block */
   char* peer_ll[DEV_MAX_PEERS]; /* every rank's LL buffer as I address it */
   /* Point-to-point (gpu/p2p.c, device/p2p.cu): usable when every rank mapped every peer's FIFOs. */
   int p2p_ok;

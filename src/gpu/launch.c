@@ -27,6 +27,22 @@ static ncclResult_t launch_result(struct ncclComm* comm, struct task* t, cudaErr
   return ncclUnhandledCudaError;
 }
 
+/* The kernels' name of a collective (device/dev.h). */
+static int dev_coll_of(enum coll_kind c) {
+  switch (c) {
+  case COLL_ALLREDUCE:
+    return DEV_ALLREDUCE;
+  case COLL_BROADCAST:
+    return DEV_BROADCAST;
+  case COLL_REDUCE:
+    return DEV_REDUCE;
+  case COLL_ALLGATHER:
+    return DEV_ALLGATHER;
+  default:
+    return DEV_REDUCESCATTER;
+  }
+}
+
 static ncclResult_t launch_oneshot(struct ncclComm* comm, struct gpu_comm* g, struct task* t) {
   struct dev_launch_ex ex;
   struct dev_oneshot_args a;
@@ -39,10 +55,8 @@ static ncclResult_t launch_oneshot(struct ncclComm* comm, struct gpu_comm* g, st
   a.nranks = comm->nranks;
   a.nblocks = (int)((bytes + DEV_LL_BLOCK_DATA - 1) / DEV_LL_BLOCK_DATA);
   if (a.nblocks < 1) a.nblocks = 1;
-  a.grid = t->plan.nchannels; /* the plan's: as many as parts, within the comm's limits */
-  a.coll = t->coll == COLL_ALLGATHER       ? DEV_ALLGATHER
-           : t->coll == COLL_REDUCESCATTER ? DEV_REDUCESCATTER
-                                           : DEV_ALLREDUCE;
+  a.grid = t->plan.nchannels;    /* the plan's: as many as parts, within the comm's limits */
+  a.coll = dev_coll_of(t->coll); /* AllReduce, AllGather or ReduceScatter (gpu/caps.c) */
   a.dtype = (int)t->dtype;
   a.op = t->op.kind;
   if (a.coll == DEV_ALLGATHER) { /* moved as bytes */
@@ -58,32 +72,6 @@ static ncclResult_t launch_oneshot(struct ncclComm* comm, struct gpu_comm* g, st
   return launch_result(comm, t, dev_oneshot_launch(&a, t->stream, gpu_launch_of(t, &ex)));
 }
 
-/* One-hop AllReduce (device/onehop.cu) over the point-to-point FIFOs' channel 0. */
-static ncclResult_t launch_onehop(struct ncclComm* comm, struct gpu_comm* g, struct task* t) {
-  struct dev_launch_ex ex;
-  struct dev_onehop_args a;
-  memset(&a, 0, sizeof a);
-  a.in = t->sendbuff;
-  a.out = t->recvbuff;
-  a.count = t->count;
-  a.rank = comm->rank;
-  a.nranks = comm->nranks;
-  a.dtype = (int)t->dtype;
-  a.op = t->op.kind;
-  memcpy(a.scalar, t->op.scalar, sizeof a.scalar);
-  a.device_scalar = t->op.device_scalar;
-  a.nch = g->p2p_nch;
-  a.nslots = g->p2p_nslots;
-  a.slot_bytes = g->p2p_slot_bytes;
-  a.sysmem = g->p2p_sysmem;
-  a.steps = g->p2p_steps;
-  memcpy(a.slot_delta, g->p2p_delta, sizeof a.slot_delta);
-  memcpy(a.send_fifo, g->p2p_send, sizeof a.send_fifo);
-  memcpy(a.recv_fifo, g->p2p_recv, sizeof a.recv_fifo);
-  a.ctl = gpu_ctl(g, t->seq, t->seq, t->stream);
-  return launch_result(comm, t, dev_onehop_launch(&a, t->stream, gpu_launch_of(t, &ex)));
-}
-
 static int reduces(enum coll_kind c) {
   return c == COLL_ALLREDUCE || c == COLL_REDUCE || c == COLL_REDUCESCATTER;
 }
@@ -97,11 +85,37 @@ static void elements_of(const struct task* t, size_t es, int* dtype, int* op,
     *op = t->op.kind;
     memcpy(scalar, t->op.scalar, 8);
     *device_scalar = t->op.device_scalar;
+    *count = t->count;
   } else { /* moved as bytes */
     *dtype = (int)ncclUint8;
     *op = RED_SUM;
     *count = t->count * es;
   }
+}
+
+/* The one hop (device/onehop.cu) over the point-to-point FIFOs' channel 0: every collective but
+ * the point-to-point ones, its elements as the ring's. */
+static ncclResult_t launch_onehop(struct ncclComm* comm, struct gpu_comm* g, struct task* t) {
+  struct dev_launch_ex ex;
+  struct dev_onehop_args a;
+  memset(&a, 0, sizeof a);
+  a.in = t->sendbuff;
+  a.out = t->recvbuff;
+  a.coll = dev_coll_of(t->coll);
+  a.root = t->root;
+  a.rank = comm->rank;
+  a.nranks = comm->nranks;
+  elements_of(t, dtype_size(t->dtype), &a.dtype, &a.op, a.scalar, &a.device_scalar, &a.count);
+  a.nch = g->p2p_nch;
+  a.nslots = g->p2p_nslots;
+  a.slot_bytes = g->p2p_slot_bytes;
+  a.sysmem = g->p2p_sysmem;
+  a.steps = g->p2p_steps;
+  memcpy(a.slot_delta, g->p2p_delta, sizeof a.slot_delta);
+  memcpy(a.send_fifo, g->p2p_send, sizeof a.send_fifo);
+  memcpy(a.recv_fifo, g->p2p_recv, sizeof a.recv_fifo);
+  a.ctl = gpu_ctl(g, t->seq, t->seq, t->stream);
+  return launch_result(comm, t, dev_onehop_launch(&a, t->stream, gpu_launch_of(t, &ex)));
 }
 
 /* The ring of every collective (device/colls.cuh) with the plan's protocol. LL128 where its lines
@@ -119,23 +133,7 @@ static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struc
   a.pos = g->my_ring_pos;
   a.order = g->ring_order_dev;
   a.nranks = n;
-  switch (t->coll) {
-  case COLL_ALLREDUCE:
-    a.coll = DEV_ALLREDUCE;
-    break;
-  case COLL_BROADCAST:
-    a.coll = DEV_BROADCAST;
-    break;
-  case COLL_REDUCE:
-    a.coll = DEV_REDUCE;
-    break;
-  case COLL_ALLGATHER:
-    a.coll = DEV_ALLGATHER;
-    break;
-  default:
-    a.coll = DEV_REDUCESCATTER;
-    break;
-  }
+  a.coll = dev_coll_of(t->coll);
   elements_of(t, es, &a.dtype, &a.op, a.scalar, &a.device_scalar, &a.count);
   a.nchannels = t->plan.nchannels; /* core/plan.c */
   a.nslots = g->nslots;
@@ -174,9 +172,7 @@ static ncclResult_t launch_tree(struct ncclComm* comm, struct gpu_comm* g, struc
   a.out = t->recvbuff;
   a.count = t->count;
   a.nranks = n;
-  a.coll = t->coll == COLL_ALLREDUCE   ? DEV_ALLREDUCE
-           : t->coll == COLL_BROADCAST ? DEV_BROADCAST
-                                       : DEV_REDUCE;
+  a.coll = dev_coll_of(t->coll); /* AllReduce, Broadcast or Reduce */
   elements_of(t, es, &a.dtype, &a.op, a.scalar, &a.device_scalar, &a.count);
   int root = t->coll == COLL_ALLREDUCE ? 0 : t->root;
   for (int k = 0; k < TREE_COUNT; k++)

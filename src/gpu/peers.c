@@ -33,7 +33,12 @@ unsigned gpu_task_peers(const struct task* t, const struct gpu_peers_in* in) {
   } else if (t->count == 0) {
     return 0;
   } else if (t->plan.algo == ALGO_ONESHOT && t->plan.proto == PROTO_SIMPLE) {
-    m = in->nranks == 32 ? ~0u : (1u << in->nranks) - 1;
+    /* device/onehop.cu: the root and every other rank for Broadcast and Reduce, else all. */
+    int rooted = t->coll == COLL_BROADCAST || t->coll == COLL_REDUCE;
+    if (rooted && in->rank != t->root)
+      m = 1u << t->root;
+    else
+      m = in->nranks == 32 ? ~0u : (1u << in->nranks) - 1;
   } else if (t->plan.algo == ALGO_TREE &&
              (t->coll == COLL_ALLREDUCE || t->coll == COLL_BROADCAST || t->coll == COLL_REDUCE)) {
     m = tree_peers(t, in);

@@ -28,7 +28,8 @@ static inline int gpu_tree_count(int channels) {
 /* Bit p: the task's kernel (as core's plan launches it: gpu/launch.c, gpu/p2p.c) moves data with
  * peer p through the point-to-point FIFOs. The messages of Send/Recv, AlltoAll(v), Gather and
  * Scatter (core/task.c, zero-byte ones left out), the parent and children of each tree of a Tree
- * plan, every peer for the one hop (OneShot/Simple); nothing for the ring and the one-shot LL
+ * plan, every peer for the one hop (OneShot/Simple; for Broadcast and Reduce the root's every
+ * peer, another rank's the root); nothing for the ring and the one-shot LL
  * kernel, nor for an empty collective. Never the rank itself. */
 unsigned gpu_task_peers(const struct task* t, const struct gpu_peers_in* in);
 

@@ -12,7 +12,8 @@
 # Algorithms: Ring (NCCL_ALGO=Ring), Tree (NCCL_ALGO=allreduce:tree;broadcast:tree;reduce:tree:
 # AllGather and ReduceScatter, which have no tree, keep every algorithm with the same protocol),
 # Default (neither variable set: the plan's own choice, e.g. the tree for a large AllReduce
-# across 4 hosts; net path only). Protocols: NCCL_PROTO=Simple, LL, LL128.
+# across 4 hosts and the one hop for every small collective, which the run must show; net path
+# only). Protocols: NCCL_PROTO=Simple, LL, LL128.
 # Each run logs the plan's choices (NCCL_DEBUG_SUBSYS=TUNING); a run whose log names a pair other
 # than the forced one (the protocol for every collective; Ring for every collective, or Tree for
 # AllReduce, Broadcast and Reduce) fails.
@@ -60,8 +61,17 @@ chosen() {
     sed -E 's/^([A-Za-z]+) of .*ranks: ([A-Za-z]+)\/([A-Za-z0-9]+),$/\1\/\2\/\3/' | sort -u
 }
 # WANT_ALGO WANT_PROTO (set by the loop; empty: any): the choices must be the forced pair.
+# WANT_ONEHOP=1 (the default choice across hosts): the one hop (OneShot/Simple) must be among the
+# choices of every collective (the counts 1 and 1023 fit it).
 check_chosen() { # LOG
   local bad=0 c coll al pr
+  if [ "${WANT_ONEHOP:-0}" = 1 ]; then
+    for coll in AllReduce Broadcast Reduce AllGather ReduceScatter; do
+      chosen "$1" | grep -qx "$coll/OneShot/Simple" && continue
+      echo "FAIL the plan never chose the one hop for $coll"
+      bad=1
+    done
+  fi
   for c in $(chosen "$1"); do
     IFS=/ read -r coll al pr <<<"$c"
     [ -n "$WANT_PROTO" ] && [ "$pr" != "$WANT_PROTO" ] && bad=1
@@ -102,11 +112,11 @@ for n in ${PLAN_N:-2 4}; do
       for path in ${PLAN_PATHS:-same hostmem net}; do
         name=$path-n$n-$algo-$proto
         env=(NCCL_ALGO="$a" NCCL_PROTO="$proto")
-        WANT_ALGO=$algo WANT_PROTO=$proto
+        WANT_ALGO=$algo WANT_PROTO=$proto WANT_ONEHOP=0
         if [ "$algo" = Default ]; then
           [ "$path" = net ] || continue
           env=(-u NCCL_ALGO -u NCCL_PROTO)
-          WANT_ALGO="" WANT_PROTO=""
+          WANT_ALGO="" WANT_PROTO="" WANT_ONEHOP=1
         fi
         size=(--large "$LARGE")
         { [ "$n" -gt 2 ] && [ "${PLAN_FULL:-0}" != 1 ]; } || [ "${PLAN_QUICK:-0}" = 1 ] &&

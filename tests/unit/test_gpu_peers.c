@@ -140,11 +140,36 @@ TEST(collectives_by_their_plan) {
   CHECK_EQ(gpu_tree_count(8), 2);
 }
 
+/* The one hop of every collective: AllReduce, AllGather and ReduceScatter reach every peer; the
+ * root of Broadcast and Reduce every peer, another rank the root alone. */
+TEST(the_one_hop_of_every_collective) {
+  struct comm_view v;
+  view_init(&v, 6, 0);
+  const enum coll_kind all[] = {COLL_ALLREDUCE, COLL_ALLGATHER, COLL_REDUCESCATTER};
+  for (int c = 0; c < 3; c++) {
+    struct task t = planned(all[c], 0, ALGO_ONESHOT, PROTO_SIMPLE);
+    for (int me = 0; me < 6; me++) CHECK_EQ(peers_of(&v, &t, me, 2), all_but(6, me));
+  }
+  const enum coll_kind rooted[] = {COLL_BROADCAST, COLL_REDUCE};
+  for (int c = 0; c < 2; c++)
+    for (int root = 0; root < 6; root++) {
+      struct task t = planned(rooted[c], root, ALGO_ONESHOT, PROTO_SIMPLE);
+      for (int me = 0; me < 6; me++)
+        CHECK_EQ(peers_of(&v, &t, me, 2), me == root ? all_but(6, me) : 1u << root);
+      t.count = 0;
+      CHECK_EQ(peers_of(&v, &t, root, 2), 0);
+    }
+}
+
 /* The one hop alone reaches its peers through channel 0 only: a network peer it meets first gets
  * that channel alone. Every other kind of task needs all of a peer's channels. */
 TEST(channel0_only_for_the_one_hop) {
-  struct task hop = planned(COLL_ALLREDUCE, 0, ALGO_ONESHOT, PROTO_SIMPLE);
-  CHECK_EQ(gpu_task_channel0(&hop), 1);
+  const enum coll_kind colls[] = {COLL_ALLREDUCE, COLL_ALLGATHER, COLL_REDUCESCATTER,
+                                  COLL_BROADCAST, COLL_REDUCE};
+  for (int c = 0; c < 5; c++) {
+    struct task hop = planned(colls[c], 0, ALGO_ONESHOT, PROTO_SIMPLE);
+    CHECK_EQ(gpu_task_channel0(&hop), 1);
+  }
   struct task ll = planned(COLL_ALLREDUCE, 0, ALGO_ONESHOT, PROTO_LL);
   CHECK_EQ(gpu_task_channel0(&ll), 0);
   enum algo_id algos[] = {ALGO_RING, ALGO_TREE};
@@ -189,11 +214,14 @@ TEST(both_ends_of_a_pair_agree) {
         struct task g = make(COLL_GATHER, 4, root), sc = make(COLL_SCATTER, 4, root);
         check_agree(&v, &g, 2);
         check_agree(&v, &sc, 2);
-        for (int c = 0; c < 3; c++)
+        for (int c = 0; c < 3; c++) {
           for (int nt = 1; nt <= 2; nt++) {
             struct task t = planned(rooted[c], root, ALGO_TREE, PROTO_SIMPLE);
             check_agree(&v, &t, nt);
           }
+          struct task h = planned(rooted[c], root, ALGO_ONESHOT, PROTO_SIMPLE);
+          check_agree(&v, &h, 2);
+        }
       }
     }
 }

@@ -179,8 +179,21 @@ TEST(gpu_onehop_across_the_network) {
   CHECK_PAIR(gpu(PLAN_PATH_NET, 5, COLL_ALLREDUCE, 8 << 10, "", ""), ALGO_ONESHOT, PROTO_SIMPLE);
   gpu_state(6, 0, 1);
   CHECK_PAIR(gpu(PLAN_PATH_NET, 6, COLL_ALLREDUCE, 8 << 10, "", ""), ALGO_RING, PROTO_SIMPLE);
-  gpu_state(2, 0, 1); /* AllReduce only */
-  CHECK_PAIR(gpu(PLAN_PATH_NET, 2, COLL_ALLGATHER, 8, "", ""), ALGO_RING, PROTO_SIMPLE);
+  /* Every collective, by the bytes of its count argument (a rank's piece for AllGather and
+   * ReduceScatter), and not without a network peer */
+  const enum coll_kind colls[] = {COLL_ALLGATHER, COLL_REDUCESCATTER, COLL_BROADCAST, COLL_REDUCE};
+  gpu_state(5, 0, 1);
+  for (int i = 0; i < 4; i++) {
+    CHECK_PAIR(gpu(PLAN_PATH_NET, 5, colls[i], 8 << 10, "", ""), ALGO_ONESHOT, PROTO_SIMPLE);
+    CHECK_PAIR(gpu(PLAN_PATH_NET, 5, colls[i], (8 << 10) + 1, "", ""), ALGO_RING, PROTO_SIMPLE);
+    CHECK_PAIR(gpu(PLAN_PATH_NET, 5, colls[i], 8, "Ring", ""), ALGO_RING, PROTO_SIMPLE);
+    CHECK_PAIR(gpu(PLAN_PATH_SHM, 5, colls[i], 8, "", ""), ALGO_RING, PROTO_SIMPLE);
+  }
+  gpu_state(2, 0, 1);
+  CHECK_PAIR(gpu(PLAN_PATH_NET, 2, COLL_BROADCAST, 8, "allreduce:ring", ""), ALGO_ONESHOT,
+             PROTO_SIMPLE);
+  CHECK_PAIR(gpu(PLAN_PATH_NET, 2, COLL_BROADCAST, 8, "broadcast:^oneshot", ""), ALGO_RING,
+             PROTO_SIMPLE);
   gpu_state(2, 0, 0); /* off */
   CHECK_PAIR(gpu(PLAN_PATH_NET, 2, COLL_ALLREDUCE, 8, "", ""), ALGO_RING, PROTO_SIMPLE);
   /* Forced beyond its crossover (NCCL_ALGO=OneShot): it runs while the buffer fits a slot */
