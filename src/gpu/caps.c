@@ -36,9 +36,17 @@
 #define H200_ONESHOT "4 H200, AllReduce -t 4 -g 1 (PERFORMANCE.md): 5.3 us at 8 B, 23.5 at 512 KB"
 #define H200_RING    "4 H200, AllReduce -t 4 -g 1 (PERFORMANCE.md): 342 GB/s at 512 MB"
 /* docs/PERFORMANCE.md, "On a quiet machine (2 H200 as two hosts)": 45.7 us at 8 B in two network
- * steps, 9.07 GB/s at 128 MB; the one hop: 30.0-38.9 us at 8 B on 2 hosts (H100, MPS). */
-#define NET_RING   "2 H200 as 2 hosts over TCP (PERFORMANCE.md): 45.7 us at 8 B, 9.07 GB/s"
-#define NET_ONEHOP "1 H100, 2 ranks as 2 hosts under MPS: 30.0-38.9 us at 8 B (estimate of GB/s)"
+ * steps, 9.07 GB/s at 128 MB; the one hop: 30.0-38.9 us at 8 B on 2 hosts (H100, MPS).
+ * The one hop's bound, per peer (PERFORMANCE.md, "The one hop of every collective"; one H200,
+ * ranks as hosts under MPS, medians of 4 rounds against the ring): AllGather and ReduceScatter on
+ * 4 hosts 49-61 us against the ring's 62-75 up to 8 KB a peer, 180-190 against 148-152 at 64 KB;
+ * AllReduce on 8 hosts 235 us against 374 at 32 KB a peer, 1738 against 571 at 256 KB; Reduce
+ * level with the ring up to 1 KB a peer, ahead at 4 KB; Broadcast 1.2-1.5x the ring's time from
+ * 8 B to 4 KB (the root's proxy sends every copy). */
+#define NET_RING "2 H200 as 2 hosts over TCP (PERFORMANCE.md): 45.7 us at 8 B, 9.07 GB/s"
+#define NET_ONEHOP                                                                                 \
+  "1 H100/H200, n ranks as n hosts under MPS: 30.0-38.9 us at 8 B on 2 hosts; AllReduce 235 us "   \
+  "at 32 KB a peer on 8 hosts (the ring 374); GB/s an estimate"
 /* docs/PERFORMANCE.md, "Tree and protocols across hosts: n ranks as n hosts on one H100"
  * (AllReduce, medians of 5 rounds, Simple). The tree's time has a large fixed part across hosts:
  * 2 MB took 1.13 ms on 2 hosts, 2.05 ms on 4, 2.7 ms on 8 (2h network trips of the whole
@@ -128,7 +136,13 @@ struct plan_fit gpu_fit(const struct gpu_fit_in* in, const struct task* t,
     else if (bytes > in->ll_cap)
       f.runs = 0, f.why = "holds at most 512 KB per rank";
   } else if (row->algo == ALGO_ONESHOT) {
-    f.crossover = 1, f.crossover_bytes = per_peer(in->onehop_max, in->nranks);
+    /* A rank's message to one peer up to MONEL_NET_ONEHOP_MAX for AllReduce, half of it for
+     * AllGather, ReduceScatter and Reduce, whose rings take n-1 network steps where AllReduce's
+     * takes 2(n-1): the ring's steps grow with the ranks, the one hop's stay one, so the bound is
+     * per peer (NET_ONEHOP). Broadcast only when asked: its root sends every peer's copy itself,
+     * and back to back the ring's pipeline went faster from 8 B to 2 MB on 4 hosts. */
+    size_t bound = t->coll == COLL_ALLREDUCE ? in->onehop_max : in->onehop_max / 2;
+    f.crossover = 1, f.crossover_bytes = t->coll == COLL_BROADCAST ? 0 : bound;
     if (!in->onehop_ok)
       f.runs = 0, f.why = "is off (MONEL_NET_ONEHOP_MAX=0, or a peer's FIFOs are not mapped)";
     else if (bytes > in->p2p_slot_bytes)

@@ -19,7 +19,7 @@ struct gpu_fit_in {
   size_t oneshot_max;    /* MONEL_ONESHOT_MAX: (n-1) x bytes up to which one-shot LL is faster */
   int onehop_ok;         /* one-hop across the network set up (a network peer, FIFOs to all) */
   size_t p2p_slot_bytes; /* the one hop's buffer must fit a point-to-point slot */
-  size_t onehop_max;     /* MONEL_NET_ONEHOP_MAX: (n-1) x bytes up to which one hop is faster */
+  size_t onehop_max;     /* MONEL_NET_ONEHOP_MAX: bytes to one peer up to which one hop is faster */
   int tree_ok;           /* point-to-point FIFOs to every peer (the tree's) */
   int ll128_lines;       /* LL128's lines are safe between every pair (gpu_check_ll128) */
 };

@@ -166,8 +166,9 @@ static ncclResult_t connect_peers(struct ncclComm* comm, struct gpu_comm* g, int
     for (int dt = 0; dt < ncclNumTypes; dt++)
       for (int op = RED_SUM; op <= RED_PREMULSUM; op++) CUDACHECK(dev_onehop_preload(dt, op));
     INFO(LOG_INIT | LOG_NET,
-         "comm %p rank %d: collectives in one hop while (nranks-1) x bytes <= %lld", (void*)comm,
-         comm->rank, (long long)param_int(PARAM_NET_ONEHOP_MAX));
+         "comm %p rank %d: collectives in one hop while a rank's message to one peer is at most "
+         "%lld bytes for AllReduce, half of it for the others (Broadcast when NCCL_ALGO asks)",
+         (void*)comm, comm->rank, (long long)param_int(PARAM_NET_ONEHOP_MAX));
   }
   NCCLCHECK(gpu_ce_setup(comm, g));
   if (g->host_fifos) {

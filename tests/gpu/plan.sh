@@ -12,8 +12,10 @@
 # Algorithms: Ring (NCCL_ALGO=Ring), Tree (NCCL_ALGO=allreduce:tree;broadcast:tree;reduce:tree:
 # AllGather and ReduceScatter, which have no tree, keep every algorithm with the same protocol),
 # Default (neither variable set: the plan's own choice, e.g. the tree for a large AllReduce
-# across 4 hosts and the one hop for every small collective, which the run must show; net path
-# only). Protocols: NCCL_PROTO=Simple, LL, LL128.
+# across 4 hosts and the one hop for every small collective but Broadcast, which the run must
+# show; net path only), OneShot (NCCL_ALGO=OneShot, Simple: the one hop for all five, Broadcast
+# too; net path only, its large count 65535, which fits one slot). Protocols: NCCL_PROTO=Simple,
+# LL, LL128.
 # Each run logs the plan's choices (NCCL_DEBUG_SUBSYS=TUNING); a run whose log names a pair other
 # than the forced one (the protocol for every collective; Ring for every collective, or Tree for
 # AllReduce, Broadcast and Reduce) fails.
@@ -24,7 +26,7 @@
 #   PLAN_N="2 4"          rank counts (default "2 4")
 #   PLAN_PATHS="same net" which paths (default "same hostmem net")
 #   PLAN_LARGE=16M+3      the large count
-#   PLAN_PROTOS, PLAN_ALGOS  subsets (default "Simple LL LL128", "Ring Tree Default")
+#   PLAN_PROTOS, PLAN_ALGOS  subsets (default "Simple LL LL128", "Ring Tree OneShot Default")
 #   PLAN_GRAPH=0          no CUDA graph runs
 #   PLAN_QUICK=1          the quick set on 2 ranks too;  PLAN_FULL=1  the full set on more ranks
 #   PLAN_ARGS             more matrix options
@@ -62,11 +64,11 @@ chosen() {
 }
 # WANT_ALGO WANT_PROTO (set by the loop; empty: any): the choices must be the forced pair.
 # WANT_ONEHOP=1 (the default choice across hosts): the one hop (OneShot/Simple) must be among the
-# choices of every collective (the counts 1 and 1023 fit it).
+# choices of every collective but Broadcast (the counts 1 and 1023 fit it).
 check_chosen() { # LOG
   local bad=0 c coll al pr
   if [ "${WANT_ONEHOP:-0}" = 1 ]; then
-    for coll in AllReduce Broadcast Reduce AllGather ReduceScatter; do
+    for coll in AllReduce Reduce AllGather ReduceScatter; do
       chosen "$1" | grep -qx "$coll/OneShot/Simple" && continue
       echo "FAIL the plan never chose the one hop for $coll"
       bad=1
@@ -76,6 +78,7 @@ check_chosen() { # LOG
     IFS=/ read -r coll al pr <<<"$c"
     [ -n "$WANT_PROTO" ] && [ "$pr" != "$WANT_PROTO" ] && bad=1
     [ "$WANT_ALGO" = Ring ] && [ "$al" != Ring ] && bad=1
+    [ "$WANT_ALGO" = OneShot ] && [ "$al" != OneShot ] && bad=1
     if [ "$WANT_ALGO" = Tree ]; then
       case $coll in AllReduce | Broadcast | Reduce) [ "$al" != Tree ] && bad=1 ;; esac
     fi
@@ -103,11 +106,12 @@ run() { # NAME COMMAND...: the command with the matrix's extra options (PLAN_ARG
     "$name" $((SECONDS - start)) "$st")")
 }
 for n in ${PLAN_N:-2 4}; do
-  for algo in ${PLAN_ALGOS:-Ring Tree Default}; do
+  for algo in ${PLAN_ALGOS:-Ring Tree OneShot Default}; do
     a=$algo
     [ "$algo" = Tree ] && a="allreduce:tree;broadcast:tree;reduce:tree"
     protos=${PLAN_PROTOS:-Simple LL LL128}
     [ "$algo" = Default ] && protos=Default
+    [ "$algo" = OneShot ] && protos=Simple
     for proto in $protos; do
       for path in ${PLAN_PATHS:-same hostmem net}; do
         name=$path-n$n-$algo-$proto
@@ -118,9 +122,12 @@ for n in ${PLAN_N:-2 4}; do
           env=(-u NCCL_ALGO -u NCCL_PROTO)
           WANT_ALGO="" WANT_PROTO="" WANT_ONEHOP=1
         fi
-        size=(--large "$LARGE")
+        [ "$algo" = OneShot ] && [ "$path" != net ] && continue
+        large=$LARGE
+        [ "$algo" = OneShot ] && large=65535
+        size=(--large "$large")
         { [ "$n" -gt 2 ] && [ "${PLAN_FULL:-0}" != 1 ]; } || [ "${PLAN_QUICK:-0}" = 1 ] &&
-          size=(--quick --large "$LARGE")
+          size=(--quick --large "$large")
         # One GPU: more than 2 ranks of one process fill it with up to 64 blocks each that wait
         # for each other and cannot all be resident (the ring hangs so, whatever the protocol);
         # across hosts a rank has at most MONEL_NET_CHANNELS (8).
@@ -133,18 +140,18 @@ for n in ${PLAN_N:-2 4}; do
           run "$name" env "${env[@]}" "$T" --mode all -n "$n" --share-gpus --colls "$COLLS" \
             "${size[@]}"
           [ "${PLAN_GRAPH:-1}" = 1 ] && run "$name-graph" env "${env[@]}" "$T" --mode all -n "$n" \
-            --share-gpus --colls "$COLLS" --quick --large "$LARGE" --graph
+            --share-gpus --colls "$COLLS" --quick --large "$large" --graph
           ;;
         hostmem)
           run "$name" env "${env[@]}" NCCL_P2P_DISABLE=1 "$T" --mode all -n "$n" --share-gpus \
-            --colls "$COLLS" --quick --large "$LARGE"
+            --colls "$COLLS" --quick --large "$large"
           ;;
         net)
           run "$name" env "${env[@]}" "$RUN" -n "$n" --fake-hosts "$n" "$T" --mode procs \
             --share-gpus --colls "$COLLS" "${size[@]}"
           [ "${PLAN_GRAPH:-1}" = 1 ] && run "$name-graph" env "${env[@]}" "$RUN" -n "$n" \
             --fake-hosts "$n" "$T" --mode procs --share-gpus --colls "$COLLS" --quick \
-            --large "$LARGE" --graph
+            --large "$large" --graph
           ;;
         esac
       done

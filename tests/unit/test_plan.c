@@ -85,7 +85,7 @@ static struct plan_comm gpu_pc(enum plan_path path) {
   return pc;
 }
 
-/* Defaults: MONEL_ONESHOT_MAX 3 MB, LL buffers 512 KB, MONEL_NET_ONEHOP_MAX 32 KB, 512 KB
+/* Defaults: MONEL_ONESHOT_MAX 3 MB, LL buffers 512 KB, MONEL_NET_ONEHOP_MAX 32 KB a peer, 512 KB
  * slots. */
 static void gpu_state(int nranks, int ll_ok, int onehop_ok) {
   struct gpu_fit_in s = {nranks,    ll_ok,    512 << 10,    3 << 20, onehop_ok,
@@ -175,24 +175,27 @@ TEST(gpu_onehop_across_the_network) {
   CHECK_PAIR(gpu(PLAN_PATH_NET, 2, COLL_ALLREDUCE, 32 << 10, "", ""), ALGO_ONESHOT, PROTO_SIMPLE);
   CHECK_PAIR(gpu(PLAN_PATH_NET, 2, COLL_ALLREDUCE, (32 << 10) + 1, "", ""), ALGO_RING,
              PROTO_SIMPLE);
-  gpu_state(5, 0, 1); /* 4 peers x 8 KB */
-  CHECK_PAIR(gpu(PLAN_PATH_NET, 5, COLL_ALLREDUCE, 8 << 10, "", ""), ALGO_ONESHOT, PROTO_SIMPLE);
-  gpu_state(6, 0, 1);
-  CHECK_PAIR(gpu(PLAN_PATH_NET, 6, COLL_ALLREDUCE, 8 << 10, "", ""), ALGO_RING, PROTO_SIMPLE);
+  /* The bound is per peer: 32 KB to each of 7 peers still in one hop */
+  gpu_state(8, 0, 1);
+  CHECK_PAIR(gpu(PLAN_PATH_NET, 8, COLL_ALLREDUCE, 32 << 10, "", ""), ALGO_ONESHOT, PROTO_SIMPLE);
+  CHECK_PAIR(gpu(PLAN_PATH_NET, 8, COLL_ALLREDUCE, (32 << 10) + 1, "", ""), ALGO_RING,
+             PROTO_SIMPLE);
   /* Every collective, by the bytes of its count argument (a rank's piece for AllGather and
-   * ReduceScatter), and not without a network peer */
-  const enum coll_kind colls[] = {COLL_ALLGATHER, COLL_REDUCESCATTER, COLL_BROADCAST, COLL_REDUCE};
+   * ReduceScatter), half the bound but for AllReduce, and not without a network peer */
+  const enum coll_kind colls[] = {COLL_ALLGATHER, COLL_REDUCESCATTER, COLL_REDUCE};
   gpu_state(5, 0, 1);
-  for (int i = 0; i < 4; i++) {
-    CHECK_PAIR(gpu(PLAN_PATH_NET, 5, colls[i], 8 << 10, "", ""), ALGO_ONESHOT, PROTO_SIMPLE);
-    CHECK_PAIR(gpu(PLAN_PATH_NET, 5, colls[i], (8 << 10) + 1, "", ""), ALGO_RING, PROTO_SIMPLE);
+  for (int i = 0; i < 3; i++) {
+    CHECK_PAIR(gpu(PLAN_PATH_NET, 5, colls[i], 16 << 10, "", ""), ALGO_ONESHOT, PROTO_SIMPLE);
+    CHECK_PAIR(gpu(PLAN_PATH_NET, 5, colls[i], (16 << 10) + 1, "", ""), ALGO_RING, PROTO_SIMPLE);
     CHECK_PAIR(gpu(PLAN_PATH_NET, 5, colls[i], 8, "Ring", ""), ALGO_RING, PROTO_SIMPLE);
     CHECK_PAIR(gpu(PLAN_PATH_SHM, 5, colls[i], 8, "", ""), ALGO_RING, PROTO_SIMPLE);
   }
-  gpu_state(2, 0, 1);
-  CHECK_PAIR(gpu(PLAN_PATH_NET, 2, COLL_BROADCAST, 8, "allreduce:ring", ""), ALGO_ONESHOT,
+  CHECK_PAIR(gpu(PLAN_PATH_NET, 5, COLL_REDUCE, 8, "allreduce:ring", ""), ALGO_ONESHOT,
              PROTO_SIMPLE);
-  CHECK_PAIR(gpu(PLAN_PATH_NET, 2, COLL_BROADCAST, 8, "broadcast:^oneshot", ""), ALGO_RING,
+  CHECK_PAIR(gpu(PLAN_PATH_NET, 5, COLL_REDUCE, 8, "reduce:ring", ""), ALGO_RING, PROTO_SIMPLE);
+  /* Broadcast: the ring unless NCCL_ALGO leaves the one hop alone */
+  CHECK_PAIR(gpu(PLAN_PATH_NET, 5, COLL_BROADCAST, 8, "", ""), ALGO_RING, PROTO_SIMPLE);
+  CHECK_PAIR(gpu(PLAN_PATH_NET, 5, COLL_BROADCAST, 8 << 10, "broadcast:oneshot", ""), ALGO_ONESHOT,
              PROTO_SIMPLE);
   gpu_state(2, 0, 0); /* off */
   CHECK_PAIR(gpu(PLAN_PATH_NET, 2, COLL_ALLREDUCE, 8, "", ""), ALGO_RING, PROTO_SIMPLE);
