@@ -79,7 +79,7 @@ struct plan_comm {
   int p2p_channels;     /* PLAN_CH_FIXED */
   double link_gbps;     /* the block model's figures (core/tune.h) */
   double block_gbps;
-  size_t channel_bytes; /* MONEL_CHANNEL_BYTES */
+  size_t channel_bytes; /* MONEL_CHANNEL_BYTES (MONEL_NET_CHANNEL_BYTES across the network) */
   int printed;          /* the TUNING table was logged */
 };
 

@@ -224,7 +224,8 @@ static ncclResult_t gpu_comm_init(struct ncclComm* comm) {
 
 /* What the plan (core/plan.c) needs of this comm: its path and the block model's limits and
  * figures (ring channels: the fewest blocks that fill the link, one per MONEL_CHANNEL_BYTES below
- * that, within the comm's limits; core/plan.c channels()). */
+ * that, MONEL_NET_CHANNEL_BYTES across the network, within the comm's limits; core/plan.c
+ * channels()). */
 static void plan_figures(struct ncclComm* comm, const struct gpu_comm* g) {
   struct plan_comm* pc = &comm->plan;
   pc->path = gpu_net_any(comm) ? PLAN_PATH_NET : g->host_fifos ? PLAN_PATH_SHM : PLAN_PATH_PEER;
@@ -235,7 +236,8 @@ static void plan_figures(struct ncclComm* comm, const struct gpu_comm* g) {
   pc->p2p_channels = g->p2p_nch;
   pc->link_gbps = g->link_gbps;
   pc->block_gbps = g->block_gbps;
-  pc->channel_bytes = (size_t)param_int(PARAM_CHANNEL_BYTES);
+  pc->channel_bytes =
+      (size_t)param_int(pc->path == PLAN_PATH_NET ? PARAM_NET_CHANNEL_BYTES : PARAM_CHANNEL_BYTES);
 }
 
 _Static_assert(GPU_LL_PART_BYTES == DEV_LL_BLOCK_DATA, "gpu/caps.h: one-shot LL part size");
