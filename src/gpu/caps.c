@@ -41,8 +41,9 @@
  * ranks as hosts under MPS, medians of 4 rounds against the ring): AllGather and ReduceScatter on
  * 4 hosts 49-61 us against the ring's 62-75 up to 8 KB a peer, 180-190 against 148-152 at 64 KB;
  * AllReduce on 8 hosts 235 us against 374 at 32 KB a peer, 1738 against 571 at 256 KB; Reduce
- * level with the ring up to 1 KB a peer, ahead at 4 KB; Broadcast 1.2-1.5x the ring's time from
- * 8 B to 4 KB (the root's proxy sends every copy). */
+ * level with the ring up to 32 KB; Broadcast 1.4-1.5x the ring's time from 8 B to 4 KB with the
+ * kernel that served its peers one after another, level with it with every peer at once (15.4-18.0
+ * against 16.2-19.2 us up to 4 KB, 29.6 against 22.1 at 32 KB). */
 #define NET_RING "2 H200 as 2 hosts over TCP (PERFORMANCE.md): 45.7 us at 8 B, 9.07 GB/s"
 #define NET_ONEHOP                                                                                 \
   "1 H100/H200, n ranks as n hosts under MPS: 30.0-38.9 us at 8 B on 2 hosts; AllReduce 235 us "   \
