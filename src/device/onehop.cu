@@ -125,11 +125,6 @@ __device__ static void gather(const struct dev_onehop_args& a, const char* const
   }
 }
 
-/* Whether thread tid sends to peer tid (the send phase filled its slot). */
-__device__ static inline bool slot_of_mine(int tid, int n, char* const* slot) {
-  return tid < n && slot[tid] != NULL;
-}
-
 /* My input into the slots of every peer I send to (the send phase's copy): the units (16 bytes
  * where every end allows, else 8, else 1) of all of them spread over the threads at once. slot[p]
  * for those peers, NULL for the others; ReduceScatter sends peer p its piece. */
@@ -199,7 +194,7 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) onehop_kernel(struct dev_oneh
   scatter(a, slot, bytes);
   __threadfence_system();
   __syncthreads();
-  if (slot_of_mine(tid, n, slot)) {
+  if (tid < n && slot[tid] != NULL) { /* I sent to peer tid */
     char* fifo = a.send_fifo[tid];
     st_volatile((uint64_t*)(fifo + DEV_FIFO_SIZES + 8 * (st[tid].sent % (uint64_t)a.nslots)),
                 (uint64_t)bytes);
