@@ -17,8 +17,8 @@
 # too; net path only, its large count 65535, which fits one slot). Protocols: NCCL_PROTO=Simple,
 # LL, LL128.
 # Each run logs the plan's choices (NCCL_DEBUG_SUBSYS=TUNING); a run whose log names a pair other
-# than the forced one (the protocol for every collective; Ring for every collective, or Tree for
-# AllReduce, Broadcast and Reduce) fails.
+# than the forced one (the protocol for every collective; Ring or OneShot for every collective, or
+# Tree for AllReduce, Broadcast and Reduce) fails.
 # 2 ranks run the full set, more ranks the quick one (--quick: four dtypes, four ops); across
 # hosts 4 ranks make inner tree nodes (a parent and two children).
 # Usage: tests/gpu/plan.sh BUILD_DIR. Logs go to $OUT (or a new temporary directory), one per
