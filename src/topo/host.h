@@ -31,14 +31,18 @@ uint64_t topo_machine_hash(void);
 /* CPUs this process may run on (its affinity mask; 1 at least). */
 int topo_cpus(void);
 
-/* Helper threads per connection of the built-in TCP network when NCCL_SOCKET_NTHREADS leaves it
- * to Monel and a GPU comm reported its ranks on this machine (net_machine_ranks): 2 while each
- * has TOPO_CORES_FOR_TWO cores or more (cpus / ranks_here), else 1. Measured on one H100 with
- * 16 cores, every rank its own host under MPS, AllReduce through the ring and the tree
- * (docs/PERFORMANCE.md, "One TCP helper thread per connection where ranks share the cores"):
- * with 2 ranks (8 cores each) 2 threads carried 128 MB at 10.1 GB/s, 1 thread at 9.1; with 4
- * ranks (4 cores each) 1 thread carried 16 MB at 3.76 GB/s and 128 MB at 4.42, 2 threads 3.21
- * and 3.35; with 8 ranks 1.68 against 1.45 and 2.03 against 1.82. */
+/* Helper threads per connection of the built-in TCP network, and data sockets per thread, when
+ * NCCL_SOCKET_NTHREADS and NCCL_NSOCKS_PERTHREAD leave them to Monel and a GPU comm reported its
+ * ranks on this machine (net_machine_ranks): 2 while each has TOPO_CORES_FOR_TWO cores or more
+ * (cpus / ranks_here), else 1 (a thread of one socket). Measured on one H100 and one H200 with 16
+ * cores, every rank its own host under MPS, AllReduce through the ring and the tree
+ * (docs/PERFORMANCE.md, "One TCP helper thread per connection where ranks share the cores" and
+ * "The network ring's steps: slices, channel bytes and data sockets"): with 2 ranks (8 cores
+ * each) 2 threads carried 128 MB at 10.1 GB/s, 1 thread at 9.1; with 4 ranks (4 cores each) 1
+ * thread carried 16 MB at 3.76 GB/s and 128 MB at 4.42, 2 threads 3.21 and 3.35, and one socket a
+ * thread 2 MB, 16 MB and 128 MB at 2.18, 3.70 and 4.36 GB/s against two sockets' 1.51, 3.02 and
+ * 4.06; with 8 ranks one thread 1.68 against 1.45 and 2.03 against 1.82, one socket a thread 2.05
+ * against 1.83 and 2.49 against 1.87. */
 #define TOPO_CORES_FOR_TWO 8
 int topo_socket_threads(int cpus, int ranks_here);
 

@@ -132,27 +132,30 @@ void net_machine_ranks(int ranks) {
   }
 }
 
-/* Helper threads per connection when NCCL_SOCKET_NTHREADS is not set: 2, or after a GPU comm
- * reported its ranks on this machine, from the CPUs and those ranks (topo_socket_threads), said
- * once per choice. */
-static int64_t auto_threads(void) {
+/* Helper threads per connection and data sockets per thread where NCCL_SOCKET_NTHREADS and
+ * NCCL_NSOCKS_PERTHREAD are not set: 2 and 2, or after a GPU comm reported its ranks on this
+ * machine, from the CPUs and those ranks (topo_socket_threads decides both), said once per
+ * choice. */
+static void auto_counts(int64_t* threads, int64_t* socks) {
   static int said = 0;
   int cpus = topo_cpus(), ranks = __atomic_load_n(&machine_ranks, __ATOMIC_RELAXED);
-  if (ranks == 0) return 2; /* no GPU comm reported: the CPU engine's connections */
-  int t = topo_socket_threads(cpus, ranks);
-  if (__atomic_exchange_n(&said, t, __ATOMIC_RELAXED) != t)
+  int t = 2, s = 2; /* no GPU comm reported: the CPU engine's connections */
+  if (ranks > 0) t = s = topo_socket_threads(cpus, ranks);
+  if (*threads < 0) *threads = t;
+  if (*socks < 0) *socks = s;
+  if (ranks > 0 && __atomic_exchange_n(&said, t * 4 + s, __ATOMIC_RELAXED) != t * 4 + s)
     INFO(LOG_NET | LOG_INIT,
-         "Socket: %d helper thread%s per connection (%d CPUs, %d GPU rank%s of a comm on "
-         "this machine; NCCL_SOCKET_NTHREADS sets it)",
-         t, t == 1 ? "" : "s", cpus, ranks, ranks == 1 ? "" : "s");
-  return t;
+         "Socket: %d helper thread%s per connection, %d data socket%s per thread (%d CPUs, %d GPU "
+         "rank%s of a comm on this machine; NCCL_SOCKET_NTHREADS and NCCL_NSOCKS_PERTHREAD set "
+         "them)",
+         t, t == 1 ? "" : "s", s, s == 1 ? "" : "s", cpus, ranks, ranks == 1 ? "" : "s");
 }
 
 /* Threads and sockets per thread from the params, clamped so that their product is at most
  * TCP_MAX_SOCKS. */
 static void sock_counts(int* nthreads, int* nsocks) {
   int64_t t = param_int(PARAM_SOCKET_NTHREADS), s = param_int(PARAM_NSOCKS_PERTHREAD);
-  if (t < 0) t = auto_threads();
+  if (t < 0 || s < 0) auto_counts(&t, &s);
   if (t < 1) t = 1;
   if (s < 1) s = 1;
   if (t > TCP_MAX_SOCKS) t = TCP_MAX_SOCKS;

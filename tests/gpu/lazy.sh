@@ -31,10 +31,12 @@ set -u
 B=$(cd "${1:-build}" && pwd)
 LOG=${OUT:-$(mktemp -d)}
 mkdir -p "$LOG"
-# Two helper threads per Socket connection at every rank count: by default a GPU comm takes 1
-# where its ranks on this machine have fewer than 8 CPUs each (topo_socket_threads), which changes
-# the sockets of each connection between 2 and 4 ranks on one machine, and so the descriptors.
+# Two helper threads of two sockets per Socket connection at every rank count: by default a GPU
+# comm takes one of one where its ranks on this machine have fewer than 8 CPUs each
+# (topo_socket_threads), which changes the sockets of each connection between 2 and 4 ranks on
+# one machine, and so the descriptors.
 export NCCL_NVLS_ENABLE=0 NCCL_NET=Socket MONEL_NET_P2P_CHANNELS=2 NCCL_SOCKET_NTHREADS=2
+export NCCL_NSOCKS_PERTHREAD=2
 export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET
 T=$B/tests/gpu_test_gpu_lazy
 RUN=$B/bin/monelrun

@@ -102,16 +102,19 @@ TEST(tcp_sockets_clamped_to_64) {
  * ranks on this machine (net_machine_ranks); then they follow the CPUs and those ranks
  * (topo_socket_threads): 2 while each rank has 8 CPUs or more, else 1, decided by the listener
  * and carried in the handle. A comm with fewer ranks here raises it no more. */
-static void threads_of_a_pair(int want, int k) {
+static void layout_of_a_pair(int want, int socks, int k) {
   struct pair p;
   struct tcp_handle h;
   pair_open(&net_tcp, &p);
   memcpy(&h, p.handle, sizeof h);
   CHECK_EQ(h.nthreads, want);
-  CHECK_EQ(h.nsocks, 2);
+  CHECK_EQ(h.nsocks, socks);
   one_message(&net_tcp, &p, k, 4u << 20, 4u << 20);
   CHECK_EQ(threads_named("monel-tcp"), 2 * want); /* started by the large message */
   pair_close(&net_tcp, &p);
+}
+static void threads_of_a_pair(int want, int k) {
+  layout_of_a_pair(want, 2, k);
 }
 
 TEST(tcp_threads_follow_ranks_sharing_the_cpus) {
@@ -134,6 +137,18 @@ TEST(tcp_threads_follow_ranks_sharing_the_cpus) {
   threads_of_a_pair(1, 8);
   socket_params("3", "2"); /* set: as given, whatever the machine */
   threads_of_a_pair(3, 9);
+}
+
+/* Data sockets per thread, NCCL_NSOCKS_PERTHREAD unset: 2 until a GPU comm reports its ranks
+ * here, then as many as the threads (topo_socket_threads); set, as given. */
+TEST(tcp_sockets_follow_ranks_sharing_the_cpus) {
+  setenv("NCCL_SOCKET_NTHREADS", "1", 1);
+  unsetenv("NCCL_NSOCKS_PERTHREAD");
+  param_reload();
+  net_machine_ranks(topo_cpus()); /* one CPU a rank (the most reported so far, at least) */
+  layout_of_a_pair(1, 1, 10);
+  socket_params("1", "3");
+  layout_of_a_pair(1, 3, 11);
 }
 
 #endif
