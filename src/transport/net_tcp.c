@@ -132,23 +132,24 @@ void net_machine_ranks(int ranks) {
   }
 }
 
-/* Helper threads per connection and data sockets per thread where NCCL_SOCKET_NTHREADS and
- * NCCL_NSOCKS_PERTHREAD are not set: 2 and 2, or after a GPU comm reported its ranks on this
- * machine, from the CPUs and those ranks (topo_socket_threads decides both), said once per
- * choice. */
+/* Helper threads per connection and data sockets per thread, those of NCCL_SOCKET_NTHREADS and
+ * NCCL_NSOCKS_PERTHREAD that are not set (< 0): 2, or after a GPU comm reported its ranks on this
+ * machine, from the CPUs and those ranks (topo_socket_threads decides both); the layout is said
+ * once per choice. */
 static void auto_counts(int64_t* threads, int64_t* socks) {
-  static int said = 0;
+  static int64_t said = 0;
   int cpus = topo_cpus(), ranks = __atomic_load_n(&machine_ranks, __ATOMIC_RELAXED);
-  int t = 2, s = 2; /* no GPU comm reported: the CPU engine's connections */
-  if (ranks > 0) t = s = topo_socket_threads(cpus, ranks);
-  if (*threads < 0) *threads = t;
-  if (*socks < 0) *socks = s;
-  if (ranks > 0 && __atomic_exchange_n(&said, t * 4 + s, __ATOMIC_RELAXED) != t * 4 + s)
+  int n = ranks > 0 ? topo_socket_threads(cpus, ranks) : 2; /* 2: the CPU engine's connections */
+  if (*threads < 0) *threads = n;
+  if (*socks < 0) *socks = n;
+  int64_t key = *threads * 1024 + *socks;
+  if (ranks > 0 && __atomic_exchange_n(&said, key, __ATOMIC_RELAXED) != key)
     INFO(LOG_NET | LOG_INIT,
          "Socket: %d helper thread%s per connection, %d data socket%s per thread (%d CPUs, %d GPU "
          "rank%s of a comm on this machine; NCCL_SOCKET_NTHREADS and NCCL_NSOCKS_PERTHREAD set "
          "them)",
-         t, t == 1 ? "" : "s", s, s == 1 ? "" : "s", cpus, ranks, ranks == 1 ? "" : "s");
+         (int)*threads, *threads == 1 ? "" : "s", (int)*socks, *socks == 1 ? "" : "s", cpus, ranks,
+         ranks == 1 ? "" : "s");
 }
 
 /* Threads and sockets per thread from the params, clamped so that their product is at most

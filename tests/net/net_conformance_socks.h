@@ -139,8 +139,9 @@ TEST(tcp_threads_follow_ranks_sharing_the_cpus) {
   threads_of_a_pair(3, 9);
 }
 
-/* Data sockets per thread, NCCL_NSOCKS_PERTHREAD unset: 2 until a GPU comm reports its ranks
- * here, then as many as the threads (topo_socket_threads); set, as given. */
+/* Data sockets per thread, NCCL_NSOCKS_PERTHREAD unset, once a GPU comm reported one CPU a rank
+ * here: 1, as the threads (topo_socket_threads), whatever NCCL_SOCKET_NTHREADS says; set: as
+ * given. */
 TEST(tcp_sockets_follow_ranks_sharing_the_cpus) {
   setenv("NCCL_SOCKET_NTHREADS", "1", 1);
   unsetenv("NCCL_NSOCKS_PERTHREAD");
