@@ -597,13 +597,16 @@ TEST(params) {
   CHECK_EQ(len, 5);
   CHECK(strcmp(raw, "ring") == 0);
   /* Defaults, and a negative one in an unsigned type. */
-  CHECK_RES(ncclParamBind(&h, "NCCL_NSOCKS_PERTHREAD"), ncclSuccess);
+  CHECK_RES(ncclParamBind(&h, "MONEL_NET_CHANNELS"), ncclSuccess);
   CHECK_RES(ncclParamGetU16(h, &u16), ncclSuccess);
-  CHECK_EQ(u16, 2);
+  CHECK_EQ(u16, 8);
   CHECK_RES(ncclParamBind(&h, "NCCL_SOCKET_NTHREADS"), ncclSuccess); /* -1: Monel decides */
   CHECK_RES(ncclParamGetI32(h, &i32), ncclSuccess);
   CHECK_EQ(i32, -1);
   CHECK_RES(ncclParamGetU16(h, &u16), ncclInvalidArgument);
+  CHECK_RES(ncclParamBind(&h, "NCCL_NSOCKS_PERTHREAD"), ncclSuccess); /* -1 as well */
+  CHECK_RES(ncclParamGetI32(h, &i32), ncclSuccess);
+  CHECK_EQ(i32, -1);
   CHECK_RES(ncclParamBind(&h, "NCCL_MIN_CTAS"), ncclSuccess);
   CHECK_RES(ncclParamGetI8(h, &i8), ncclSuccess);
   CHECK_EQ(i8, -1);
