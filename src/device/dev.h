@@ -293,8 +293,9 @@ struct dev_onehop_args {
   const void* in;
   void* out;
   size_t count;
-  int coll; /* enum dev_coll: every one of them */
-  int root; /* Broadcast and Reduce: the root's rank */
+  int coll;     /* enum dev_coll: every one of them */
+  int root;     /* Broadcast and Reduce: the root's rank */
+  int doubling; /* AllReduce by recursive doubling (algo/doubling.h) instead of all at once */
   int rank, nranks;
   int dtype, op;
   unsigned char scalar[8];

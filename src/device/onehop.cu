@@ -30,6 +30,7 @@
  * peer); at most DEV_MAX_PEERS ranks. In place is safe: a rank sends before it writes out, and each
  * thread of the fold reads its own input's element i before it writes out[i] (ReduceScatter in
  * place: out is the input's piece of this rank, which goes to no peer). */
+#include "algo/doubling.h"
 #include "device/dev.h"
 #include "device/prims.cuh"
 
@@ -151,6 +152,173 @@ __device__ static void scatter(const struct dev_onehop_args& a, char* const* slo
   }
 }
 
+/* The FIFO steps of channel 0 with peer q, each run by thread q (st: its counters):
+ * send_slot waits for a free slot of q's FIFO and returns it (NULL after an abort); publish records
+ * the slot's bytes and moves the tail after the block's stores (every thread fenced them);
+ * recv_wait says which step the kernel wants (for q's proxy) and waits for q's tail (0 after an
+ * abort); release frees the slot once the block read it. */
+__device__ static char* send_slot(const struct dev_onehop_args& a, struct fifo_state* cs, int q) {
+  const char* fifo = a.send_fifo[q];
+  unsigned spins = 0;
+  while (cs->sent + 1 > cs->head_seen + (uint64_t)a.nslots) {
+    cs->head_seen = ld_volatile((const uint64_t*)(fifo + DEV_FIFO_HEAD));
+    if (wait_aborted(a.ctl.abort, &spins)) return NULL;
+  }
+  return a.send_fifo[q] + a.slot_delta[q] + DEV_FIFO_HEADER +
+         (cs->sent % (uint64_t)a.nslots) * a.slot_bytes;
+}
+
+__device__ static void publish(const struct dev_onehop_args& a, struct fifo_state* cs, int q,
+                               size_t bytes) {
+  char* fifo = a.send_fifo[q];
+  st_volatile((uint64_t*)(fifo + DEV_FIFO_SIZES + 8 * (cs->sent % (uint64_t)a.nslots)),
+              (uint64_t)bytes);
+  __threadfence_system();
+  st_volatile((uint64_t*)(fifo + DEV_FIFO_TAIL), ++cs->sent);
+}
+
+__device__ static int recv_wait(const struct dev_onehop_args& a, struct fifo_state* cs, int q) {
+  st_volatile((uint64_t*)(a.recv_fifo[q] + DEV_FIFO_WANT), cs->recvd + 1);
+  const uint64_t* tail = (const uint64_t*)(a.recv_fifo[q] + DEV_FIFO_TAIL);
+  unsigned spins = 0;
+  while (ld_volatile(tail) < cs->recvd + 1)
+    if (wait_aborted(a.ctl.abort, &spins)) return 0;
+  __threadfence_system();
+  return 1;
+}
+
+__device__ static void release(const struct dev_onehop_args& a, struct fifo_state* cs, int q) {
+  __threadfence();
+  st_volatile((uint64_t*)(a.recv_fifo[q] + DEV_FIFO_HEAD), ++cs->recvd);
+}
+
+/* Where the next step from q lies in my FIFO. */
+__device__ static const char* recv_slot(const struct dev_onehop_args& a,
+                                        const struct fifo_state* cs, int q) {
+  return a.recv_fifo[q] + a.slot_delta[q] + DEV_FIFO_HEADER +
+         (cs->recvd % (uint64_t)a.nslots) * a.slot_bytes;
+}
+
+template <typename T, int OP> __device__ static inline T pre_of(T x, bool raw, T s) {
+  return OP == RED_PREMULSUM && raw ? red_prod(x, s) : x;
+}
+
+/* out[i] = pre(lo[i]) op pre(hi[i]) (pre where raw: an input; post, AVG's division, where post),
+ * a source in a slot read with ld_slot (sys: pinned host memory), the other with plain loads (my
+ * input, or out as this block wrote it); 8 bytes a thread while the buffers allow. In place is
+ * safe: each thread reads element i of both before it writes out[i]. */
+template <typename T, int OP>
+__device__ static void fold2(const T* lo, bool lo_raw, bool lo_slot, const T* hi, bool hi_raw,
+                             bool hi_slot, bool sys, T* out, size_t count, bool post, T s, int n) {
+  const int tid = threadIdx.x, nt = blockDim.x, E = 8 / sizeof(T);
+  union line {
+    unsigned long long u;
+    T e[8 / sizeof(T)];
+  };
+  const bool wide = (((uintptr_t)lo | (uintptr_t)hi | (uintptr_t)out) & 7) == 0;
+  const size_t nl = wide ? count / E : 0;
+  for (size_t i = tid; i < nl; i += nt) {
+    const unsigned long long *pl = (const unsigned long long*)lo + i,
+                             *ph = (const unsigned long long*)hi + i;
+    union line x, y, v;
+    x.u = lo_slot ? ld_slot(pl, sys) : *pl;
+    y.u = hi_slot ? ld_slot(ph, sys) : *ph;
+#pragma unroll
+    for (int e = 0; e < E; e++) {
+      v.e[e] = combine<T, OP>(pre_of<T, OP>(x.e[e], lo_raw, s), pre_of<T, OP>(y.e[e], hi_raw, s));
+      if (OP == RED_AVG && post) v.e[e] = red_div(v.e[e], n);
+    }
+    ((unsigned long long*)out)[i] = v.u;
+  }
+  for (size_t i = nl * E + tid; i < count; i += nt) {
+    T x = lo_slot ? ld_fifo(lo + i, sys) : lo[i], y = hi_slot ? ld_fifo(hi + i, sys) : hi[i];
+    T v = combine<T, OP>(pre_of<T, OP>(x, lo_raw, s), pre_of<T, OP>(y, hi_raw, s));
+    if (OP == RED_AVG && post) v = red_div(v, n);
+    out[i] = v;
+  }
+}
+
+/* A hop of recursive doubling with peer q, the whole block: hop_send puts len bytes of from into
+ * q's next slot and publishes it; hop_recv waits for q's next step and returns its slot; hop_done
+ * frees that slot once the block has read it. 0 / NULL after an abort. */
+__device__ static int hop_send(const struct dev_onehop_args& a, struct fifo_state* st, char** slot,
+                               int q, const void* from, size_t len, int* aborted) {
+  if (threadIdx.x == q && (slot[q] = send_slot(a, &st[q], q)) == NULL) *aborted = 1;
+  __syncthreads();
+  if (*aborted) return 0;
+  copy_any((const uint8_t*)from, (uint8_t*)slot[q], NULL, len, false);
+  __threadfence_system();
+  __syncthreads();
+  if (threadIdx.x == q) publish(a, &st[q], q, len);
+  return 1;
+}
+
+__device__ static const char* hop_recv(const struct dev_onehop_args& a, struct fifo_state* st,
+                                       int q, int* aborted) {
+  if (threadIdx.x == q && !recv_wait(a, &st[q], q)) *aborted = 1;
+  __syncthreads();
+  return *aborted ? NULL : recv_slot(a, &st[q], q);
+}
+
+__device__ static void hop_done(const struct dev_onehop_args& a, struct fifo_state* st, int q) {
+  __syncthreads();
+  if (threadIdx.x == q) release(a, &st[q], q);
+}
+
+/* AllReduce by recursive doubling (algo/doubling.h): a hop at a time, each with one peer, the
+ * value between hops in out. 0 after an abort. */
+template <typename T, int OP>
+__device__ static int reduce_doubling(const struct dev_onehop_args& a, struct fifo_state* st,
+                                      char** slot, int* aborted) {
+  const int n = a.nranks, me = a.rank;
+  const size_t bytes = a.count * sizeof(T);
+  const T s = load_scalar<T>(a.device_scalar, a.scalar);
+  T* out = (T*)a.out;
+  for (int h = 0; h < doubling_nhops(me, n); h++) {
+    const struct doubling_hop d = doubling_hop_of(me, n, h);
+    const int q = d.peer;
+    const T* mine = d.mine_raw ? (const T*)a.in : out;
+    if (doubling_sends(d.kind) && !hop_send(a, st, slot, q, mine, bytes, aborted)) return 0;
+    if (!doubling_receives(d.kind)) continue;
+    const T* theirs = (const T*)hop_recv(a, st, q, aborted);
+    if (theirs == NULL) return 0;
+    const bool sys = onehop_uncached(a, q);
+    if (d.kind == DOUBLING_GIVE)
+      copy_any((const uint8_t*)theirs, (uint8_t*)out, NULL, bytes, sys);
+    else if (d.mine_lower)
+      fold2<T, OP>(mine, d.mine_raw, false, theirs, d.theirs_raw, true, sys, out, a.count, d.last,
+                   s, n);
+    else
+      fold2<T, OP>(theirs, d.theirs_raw, true, mine, d.mine_raw, false, sys, out, a.count, d.last,
+                   s, n);
+    hop_done(a, st, q);
+  }
+  return 1;
+}
+
+/* AllGather by recursive doubling on a power of two (algo/doubling.h): my piece into place, then
+ * in round k my block of 2^k pieces to me ^ 2^k and its block into place. 0 after an abort. */
+__device__ static int gather_doubling(const struct dev_onehop_args& a, struct fifo_state* st,
+                                      char** slot, int* aborted) {
+  const int n = a.nranks, me = a.rank;
+  const size_t bytes = a.count; /* AllGather's count is in bytes here (dev_onehop_args) */
+  char* out = (char*)a.out;
+  if (out + (size_t)me * bytes != (const char*)a.in)
+    copy_any((const uint8_t*)a.in, (uint8_t*)out + (size_t)me * bytes, NULL, bytes, false);
+  for (int k = 0; (1 << k) < n; k++) {
+    const int q = me ^ (1 << k);
+    const size_t len = ((size_t)1 << k) * bytes;
+    const void* from = k == 0 ? a.in : out + (size_t)doubling_gather_first(me, k) * bytes;
+    if (!hop_send(a, st, slot, q, from, len, aborted)) return 0;
+    const char* theirs = hop_recv(a, st, q, aborted);
+    if (theirs == NULL) return 0;
+    copy_any((const uint8_t*)theirs, (uint8_t*)out + (size_t)doubling_gather_first(q, k) * bytes,
+             NULL, len, onehop_uncached(a, q));
+    hop_done(a, st, q);
+  }
+  return 1;
+}
+
 template <typename T, int OP>
 __global__ void __launch_bounds__(DEV_NTHREADS, 1) onehop_kernel(struct dev_onehop_args a) {
   __shared__ struct fifo_state st[DEV_MAX_PEERS];
@@ -167,26 +335,20 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) onehop_kernel(struct dev_oneh
     const uint64_t* w = a.steps + DEV_STEP_WORDS * (size_t)r * a.nch;
     st[r].sent = w[0], st[r].recvd = w[1], st[r].head_seen = w[2], st[r].aborted = 0;
     src[r] = r == me ? (coll == DEV_REDUCESCATTER ? in + (size_t)me * bytes : in)
-                     : a.recv_fifo[r] + a.slot_delta[r] + DEV_FIFO_HEADER +
-                           (w[1] % a.nslots) * a.slot_bytes;
+                     : recv_slot(a, &st[r], r);
   }
   __syncthreads();
+  if (a.doubling) {
+    if (coll == DEV_ALLGATHER ? !gather_doubling(a, st, slot, &aborted)
+                              : !reduce_doubling<T, OP>(a, st, slot, &aborted))
+      goto out;
+    goto save;
+  }
   /* What each peer needs of my input (ReduceScatter: its piece), all peers at once: thread p
    * waits for a free slot of peer p, the block fills them, thread p records the size and
    * publishes the step. */
   if (tid < n && tid != me && onehop_sends(coll, me, tid, root)) {
-    struct fifo_state* cs = &st[tid];
-    const char* fifo = a.send_fifo[tid];
-    unsigned spins = 0;
-    while (cs->sent + 1 > cs->head_seen + (uint64_t)a.nslots) {
-      cs->head_seen = ld_volatile((const uint64_t*)(fifo + DEV_FIFO_HEAD));
-      if (wait_aborted(a.ctl.abort, &spins)) {
-        aborted = 1;
-        break;
-      }
-    }
-    slot[tid] = a.send_fifo[tid] + a.slot_delta[tid] + DEV_FIFO_HEADER +
-                (cs->sent % (uint64_t)a.nslots) * a.slot_bytes;
+    if ((slot[tid] = send_slot(a, &st[tid], tid)) == NULL) aborted = 1;
   } else if (tid < n) {
     slot[tid] = NULL;
   }
@@ -195,27 +357,11 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) onehop_kernel(struct dev_oneh
   scatter(a, slot, bytes);
   __threadfence_system();
   __syncthreads();
-  if (tid < n && slot[tid] != NULL) { /* I sent to peer tid */
-    char* fifo = a.send_fifo[tid];
-    st_volatile((uint64_t*)(fifo + DEV_FIFO_SIZES + 8 * (st[tid].sent % (uint64_t)a.nslots)),
-                (uint64_t)bytes);
-    __threadfence_system();
-    st_volatile((uint64_t*)(fifo + DEV_FIFO_TAIL), ++st[tid].sent);
-  }
+  if (tid < n && slot[tid] != NULL) publish(a, &st[tid], tid, bytes); /* I sent to peer tid */
   /* Every sender's input, a thread per peer: say which step I want (for the proxy), then wait
    * for its tail. */
-  if (tid < n && tid != me && onehop_sends(coll, tid, me, root)) {
-    const int r = tid;
-    st_volatile((uint64_t*)(a.recv_fifo[r] + DEV_FIFO_WANT), st[r].recvd + 1);
-    const uint64_t* tail = (const uint64_t*)(a.recv_fifo[r] + DEV_FIFO_TAIL);
-    unsigned spins = 0;
-    while (ld_volatile(tail) < st[r].recvd + 1)
-      if (wait_aborted(a.ctl.abort, &spins)) {
-        aborted = 1;
-        break;
-      }
-    __threadfence_system();
-  }
+  if (tid < n && tid != me && onehop_sends(coll, tid, me, root) && !recv_wait(a, &st[tid], tid))
+    aborted = 1;
   __syncthreads();
   if (aborted) goto out;
   if (coll == DEV_ALLGATHER) {
@@ -226,14 +372,12 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) onehop_kernel(struct dev_oneh
     fold<T, OP>(a, src, (T*)a.out);
   }
   __syncthreads();
-  /* Release the slots, a thread per peer; the counters carry over to the next launch. */
+  /* Release the slots, a thread per peer. */
+  if (tid < n && tid != me && onehop_sends(coll, tid, me, root)) release(a, &st[tid], tid);
+save: /* the counters carry over to the next launch */
   if (tid < n && tid != me) {
-    const int r = tid;
-    __threadfence();
-    if (onehop_sends(coll, r, me, root))
-      st_volatile((uint64_t*)(a.recv_fifo[r] + DEV_FIFO_HEAD), ++st[r].recvd);
-    uint64_t* w = a.steps + DEV_STEP_WORDS * (size_t)r * a.nch;
-    w[0] = st[r].sent, w[1] = st[r].recvd, w[2] = st[r].head_seen;
+    uint64_t* w = a.steps + DEV_STEP_WORDS * (size_t)tid * a.nch;
+    w[0] = st[tid].sent, w[1] = st[tid].recvd, w[2] = st[tid].head_seen;
   }
 out:
   block_finished(&a.ctl);

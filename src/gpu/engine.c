@@ -31,6 +31,7 @@
 #include "gpu/gpu.h"
 #include "gpu/peers.h"
 #include "proxy/proxy.h"
+#include "topo/host.h"
 #include "util/dtype.h"
 
 #define NSLOTS 8
@@ -149,6 +150,16 @@ static ncclResult_t preload_kernels(struct ncclComm* comm, int multi) {
   return ncclSuccess;
 }
 
+/* From how many ranks the one hop doubles (gpu/peers.h): MONEL_NET_ONEHOP_DOUBLING where set (on
+ * any rank count), else from the CPUs each of the comm's ranks on this machine has
+ * (topo_doubling_from), on powers of two only (*pow2_only). */
+static int doubling_from(const struct ncclComm* comm, int* pow2_only) {
+  int64_t v = param_int(PARAM_NET_ONEHOP_DOUBLING);
+  *pow2_only = v < 0;
+  if (v >= 0) return (int)v;
+  return topo_doubling_from(topo_cpus(), gpu_machine_ranks(comm));
+}
+
 /* Connect the ring, the LL buffers, the point-to-point FIFOs, the network and the copy engine
  * (collective: every rank in the same order); then the names of my host segments can go. */
 static ncclResult_t connect_peers(struct ncclComm* comm, struct gpu_comm* g, int multi) {
@@ -162,13 +173,20 @@ static ncclResult_t connect_peers(struct ncclComm* comm, struct gpu_comm* g, int
   if (n > 1) NCCLCHECK(gpu_check_ll128(comm, g));
   /* NCCL_ALGO and NCCL_PROTO are the plan's to apply, per collective. */
   g->onehop_ok = multi && g->p2p_ok && gpu_net_any(comm) && param_int(PARAM_NET_ONEHOP_MAX) > 0;
+  g->onehop_doubling = doubling_from(comm, &g->onehop_doubling_pow2);
   if (g->onehop_ok) {
     for (int dt = 0; dt < ncclNumTypes; dt++)
       for (int op = RED_SUM; op <= RED_PREMULSUM; op++) CUDACHECK(dev_onehop_preload(dt, op));
     INFO(LOG_INIT | LOG_NET,
          "comm %p rank %d: collectives in one hop while a rank's message to one peer is at most "
-         "%lld bytes for AllReduce, half of it for the others (Broadcast when NCCL_ALGO asks)",
-         (void*)comm, comm->rank, (long long)param_int(PARAM_NET_ONEHOP_MAX));
+         "%lld bytes for AllReduce, half of it for the others (Broadcast when NCCL_ALGO asks); "
+         "%s (recursive doubling from %d ranks, 0: never; %d CPUs for %d ranks on this machine)",
+         (void*)comm, comm->rank, (long long)param_int(PARAM_NET_ONEHOP_MAX),
+         g->onehop_doubling > 0 && n >= g->onehop_doubling &&
+                 (!g->onehop_doubling_pow2 || (n & (n - 1)) == 0)
+             ? "AllReduce and AllGather (on a power of two) by recursive doubling"
+             : "every peer at once",
+         g->onehop_doubling, topo_cpus(), gpu_machine_ranks(comm));
   }
   NCCLCHECK(gpu_ce_setup(comm, g));
   if (g->host_fifos) {
@@ -278,8 +296,14 @@ static unsigned peers_to_connect(const struct ncclComm* comm, const struct gpu_c
   unsigned todo = g->p2p_net & ~g->p2p_live, all = 0, first = 0;
   *channel0 = 0;
   if (todo == 0 || !g->p2p_ok) return 0;
-  struct gpu_peers_in in = {comm->rank, comm->nranks, comm->ring_order, comm->ring_pos,
-                            gpu_tree_count(gpu_tree_channels(comm, g))};
+  struct gpu_peers_in in = {comm->rank,
+                            comm->nranks,
+                            comm->ring_order,
+                            comm->ring_pos,
+                            gpu_tree_count(gpu_tree_channels(comm, g)),
+                            g->onehop_doubling,
+                            g->onehop_doubling_pow2,
+                            g->p2p_slot_bytes};
   for (int i = 0; i < ntasks; i++) {
     unsigned m = gpu_task_peers(&tasks[i], &in);
     if (gpu_task_channel0(&tasks[i]))

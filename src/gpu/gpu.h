@@ -60,11 +60,13 @@ struct gpu_comm {
   uint64_t* steps;         /* device: DEV_STEP_WORDS counters per channel */
   /* One-shot LL AllReduce (dev.h): usable when every rank mapped every peer's buffer. */
   int ll_ok;
-  int onehop_ok;         /* the one hop allowed: a peer across the network, point-to-point FIFOs to
-                           every peer, MONEL_NET_ONEHOP_MAX above 0 */
-  int ll128_lines;       /* LL128 may use its lines in GPU memory (gpu_check_ll128) */
-  struct gpu_mem ll_mem; /* my LL buffer, on my GPU */
-  uint32_t* ll_seq;      /* device: launches so far, per block */
+  int onehop_ok;       /* the one hop allowed: a peer across the network, point-to-point FIFOs to
+                         every peer, MONEL_NET_ONEHOP_MAX above 0 */
+  int onehop_doubling; /* the one hop doubles from this many ranks (gpu/peers.h; 0: never) */
+  int onehop_doubling_pow2;     /* ... on powers of two only (MONEL_NET_ONEHOP_DOUBLING unset) */
+  int ll128_lines;              /* LL128 may use its lines in GPU memory (gpu_check_ll128) */
+  struct gpu_mem ll_mem;        /* my LL buffer, on my GPU */
+  uint32_t* ll_seq;             /* device: launches so far, per block */
   char* peer_ll[DEV_MAX_PEERS]; /* every rank's LL buffer as I address it */
   /* Point-to-point (gpu/p2p.c, device/p2p.cu): usable when every rank mapped every peer's FIFOs. */
   int p2p_ok;
@@ -161,7 +163,8 @@ ncclResult_t gpu_check_ll128(struct ncclComm* comm, struct gpu_comm* g);
 void gpu_disconnect(struct gpu_comm* g);
 
 /* net.c: connections across hosts. gpu_net_is: whether the connection with peer is a NET one;
- * gpu_net_any: whether any pair of the comm is (collective: the same on every rank).
+ * gpu_net_any: whether any pair of the comm is (collective: the same on every rank);
+ * gpu_machine_ranks: the comm's ranks on my machine (mine included), which share its cores.
  * gpu_ring_order fills the ring fields (and the device order table); gpu_host_fifo_alloc gives
  * private pinned host memory mapped for the GPU (freed by gpu_shared_free); gpu_net_connect
  * connects the ring's NET connections, and with MONEL_P2P_CONNECT=eager (gpu_p2p_eager) every
@@ -175,6 +178,7 @@ void gpu_disconnect(struct gpu_comm* g);
  * frees their memory. */
 int gpu_net_is(const struct ncclComm* comm, int peer);
 int gpu_net_any(const struct ncclComm* comm);
+int gpu_machine_ranks(const struct ncclComm* comm);
 ncclResult_t gpu_ring_order(struct ncclComm* comm, struct gpu_comm* g);
 ncclResult_t gpu_host_fifo_alloc(struct gpu_comm* g, size_t len, struct gpu_mem* m);
 ncclResult_t gpu_net_connect(struct ncclComm* comm, struct gpu_comm* g);

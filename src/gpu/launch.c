@@ -105,6 +105,8 @@ static ncclResult_t launch_onehop(struct ncclComm* comm, struct gpu_comm* g, str
   a.root = t->root;
   a.rank = comm->rank;
   a.nranks = comm->nranks;
+  a.doubling = gpu_onehop_doubles(t, comm->nranks, g->onehop_doubling, g->onehop_doubling_pow2,
+                                  g->p2p_slot_bytes);
   elements_of(t, dtype_size(t->dtype), &a.dtype, &a.op, a.scalar, &a.device_scalar, &a.count);
   a.nch = g->p2p_nch;
   a.nslots = g->p2p_nslots;

@@ -46,6 +46,13 @@ int gpu_net_is(const struct ncclComm* comm, int peer) {
   return param_int(PARAM_P2P_DISABLE) == 1 && param_int(PARAM_SHM_DISABLE) == 1;
 }
 
+int gpu_machine_ranks(const struct ncclComm* comm) {
+  int here = 0;
+  for (int r = 0; r < comm->nranks; r++)
+    here += comm->peers[r].machine_hash == comm->peers[comm->rank].machine_hash;
+  return here;
+}
+
 int gpu_net_any(const struct ncclComm* comm) {
   for (int r = 0; r < comm->nranks; r++)
     for (int s = r + 1; s < comm->nranks; s++) {
@@ -279,12 +286,10 @@ static void proxy_on_device(void* arg) {
  * connections; the proxy thread will make this comm's GPU current before it moves them. */
 static ncclResult_t create_set(struct ncclComm* comm, struct gpu_comm* g) {
   const char* why = "";
-  int dev = 0, here = 0;
+  int dev = 0;
   /* The ranks on this machine share its cores with every rank's proxy and TCP helpers: the
    * built-in TCP network sizes its helpers from their count (net_machine_ranks). */
-  for (int r = 0; r < comm->nranks; r++)
-    here += comm->peers[r].machine_hash == comm->peers[comm->rank].machine_hash;
-  net_machine_ranks(here);
+  net_machine_ranks(gpu_machine_ranks(comm));
   NCCLCHECK(net_get(&g->net_ops, &dev));
   NCCLCHECK(fifo_net_gdr(g->net_ops, dev, &g->net_gdr, &why));
   INFO(LOG_INIT | LOG_NET,

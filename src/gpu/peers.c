@@ -1,5 +1,6 @@
 /* Which peers a task's kernel reaches through the point-to-point FIFOs: see peers.h. */
 #include "gpu/peers.h"
+#include "algo/doubling.h"
 #include "algo/tree.h"
 
 static ncclResult_t add_peer(void* ctx, const struct task* t, char* buf, size_t bytes, int peer,
@@ -32,6 +33,12 @@ unsigned gpu_task_peers(const struct task* t, const struct gpu_peers_in* in) {
     (void)task_messages(t, in->rank, in->nranks, add_peer, &m);
   } else if (t->count == 0) {
     return 0;
+  } else if (gpu_onehop_doubles(t, in->nranks, in->doubling, in->doubling_pow2, in->slot_bytes)) {
+    if (t->coll == COLL_ALLGATHER) /* a power of two: the ranks one bit away */
+      for (int b = 1; b < in->nranks; b *= 2) m |= 1u << (in->rank ^ b);
+    else
+      for (int h = 0; h < doubling_nhops(in->rank, in->nranks); h++)
+        m |= 1u << doubling_hop_of(in->rank, in->nranks, h).peer;
   } else if (t->plan.algo == ALGO_ONESHOT && t->plan.proto == PROTO_SIMPLE) {
     /* device/onehop.cu: the root and every other rank for Broadcast and Reduce, else all. */
     int rooted = t->coll == COLL_BROADCAST || t->coll == COLL_REDUCE;

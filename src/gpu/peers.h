@@ -9,6 +9,7 @@
 #ifndef MONEL_GPU_PEERS_H
 #define MONEL_GPU_PEERS_H
 #include "core/task.h"
+#include "util/dtype.h"
 
 /* What the rule reads of the comm; ranks < 32 (the engine's point-to-point FIFOs exist up to
  * DEV_MAX_PEERS ranks). ntrees: the trees a tree launch uses (gpu_tree_count). */
@@ -17,7 +18,25 @@ struct gpu_peers_in {
   const int* ring_order; /* comm->ring_order: position -> rank */
   const int* ring_pos;   /* comm->ring_pos: rank -> position */
   int ntrees;
+  int doubling;      /* from how many ranks the one hop doubles (0: never) */
+  int doubling_pow2; /* ... on powers of two only (MONEL_NET_ONEHOP_DOUBLING left to Monel) */
+  size_t slot_bytes; /* of the point-to-point FIFOs */
 };
+
+/* 1 when the one hop runs by recursive doubling (algo/doubling.h, device/onehop.cu): on at least
+ * `from` ranks (0: never) and 2, AllReduce (on a power of two where pow2_only: the other counts
+ * take 2 more hops), and AllGather where the ranks are a power of two and half of the output fits
+ * a slot (its last round's message). Its peers are then the schedule's, not every rank. */
+static inline int gpu_onehop_doubles(const struct task* t, int nranks, int from, int pow2_only,
+                                     size_t slot_bytes) {
+  int pow2 = (nranks & (nranks - 1)) == 0;
+  if (from <= 0 || nranks < from || nranks < 2 || (pow2_only && !pow2) ||
+      t->plan.algo != ALGO_ONESHOT || t->plan.proto != PROTO_SIMPLE)
+    return 0;
+  if (t->coll == COLL_ALLREDUCE) return 1;
+  return t->coll == COLL_ALLGATHER && pow2 &&
+         (size_t)(nranks / 2) * t->count * dtype_size(t->dtype) <= slot_bytes;
+}
 
 /* Trees a tree launch uses when each peer has `channels` point-to-point channels for it: two
  * when each tree gets a channel of its own, else one (tree 0 carries everything). */
@@ -29,8 +48,8 @@ static inline int gpu_tree_count(int channels) {
  * peer p through the point-to-point FIFOs. The messages of Send/Recv, AlltoAll(v), Gather and
  * Scatter (core/task.c, zero-byte ones left out), the parent and children of each tree of a Tree
  * plan, every peer for the one hop (OneShot/Simple; for Broadcast and Reduce the root's every
- * peer, another rank's the root); nothing for the ring and the one-shot LL
- * kernel, nor for an empty collective. Never the rank itself. */
+ * peer, another rank's the root; the schedule's peers where AllReduce doubles); nothing for the
+ * ring and the one-shot LL kernel, nor for an empty collective. Never the rank itself. */
 unsigned gpu_task_peers(const struct task* t, const struct gpu_peers_in* in);
 
 /* 1 when the task's kernel reaches its peers (gpu_task_peers) through point-to-point channel 0

@@ -74,3 +74,8 @@ int topo_socket_threads(int cpus, int ranks_here) {
   if (ranks_here < 1) ranks_here = 1;
   return cpus / ranks_here >= TOPO_CORES_FOR_TWO ? 2 : 1;
 }
+
+int topo_doubling_from(int cpus, int ranks_here) {
+  if (ranks_here < 1) ranks_here = 1;
+  return cpus >= TOPO_CORES_FOR_CHAINS * ranks_here ? TOPO_DOUBLING_FROM : 0;
+}

@@ -46,4 +46,18 @@ int topo_cpus(void);
 #define TOPO_CORES_FOR_TWO 8
 int topo_socket_threads(int cpus, int ranks_here);
 
+/* From how many ranks the GPU engine's one hop runs by recursive doubling (gpu/peers.h) when
+ * MONEL_NET_ONEHOP_DOUBLING leaves it to Monel: TOPO_DOUBLING_FROM while each rank on this machine
+ * has TOPO_CORES_FOR_CHAINS CPUs or more, else never (0). Doubling trades the one hop's n-1
+ * messages at once for log2 n trips one after another, each waiting for two proxies, which need
+ * cores to be awake. Measured on one H200 with 16 cores, every rank its own host under MPS
+ * (docs/PERFORMANCE.md, "Recursive doubling"): 8 ranks (2 CPUs each): AllReduce 512 B-32 KB in
+ * 0.81-0.95x the time of every peer at once, 8-64 B level; 4 ranks: 1.09-1.14x at 8-64 B; 12
+ * ranks (1.3 CPUs each): 8-26 ms an operation against 0.42-2.4 ms; 16 ranks (1 each): 18-22 ms
+ * against 7.4-7.8 ms. Past a power of two the extra ranks cost 2 more hops: 6 ranks took 84-94 us
+ * at 8 B-4 KB against 63-75 us, so the GPU engine doubles on powers of two only. */
+#define TOPO_DOUBLING_FROM    8
+#define TOPO_CORES_FOR_CHAINS 2
+int topo_doubling_from(int cpus, int ranks_here);
+
 #endif

@@ -6,8 +6,12 @@
 #   p2p-lazy-2, p2p-lazy-4, p2p-eager-2, p2p-eager-4: descriptors before and after init and after
 #     each step (Send/Recv with rank^1, again, Send/Recv with rank^2 captured in a CUDA graph at its
 #     first use, AlltoAll, again), then large Send/Recv, AlltoAll, Gather, Scatter, checked exactly;
-#   colls-lazy-4, colls-eager-4: an 8-float AllReduce as the first operation (the one hop,
-#     which connects channel 0 alone with every peer), then an AlltoAll (the other channels);
+#   colls-lazy-4, colls-eager-4: an 8-float AllReduce as the first operation (the one hop with
+#     every peer at once, the default on 4 ranks, which connects channel 0 alone with every
+#     peer), then an AlltoAll (the other channels);
+#   colls-double-4: the same by recursive doubling (MONEL_NET_ONEHOP_DOUBLING=4: channel 0 with
+#     the ranks one bit away, rank^1 and rank^2), then the AlltoAll (rank^3 and the other
+#     channels);
 #   tree-lazy-4: AllReduce, Broadcast and Reduce on the tree from every root;
 #   zero-lazy-4: an AlltoAll with a per-call NCCL_CTA_POLICY_ZERO as the first operation (refused
 #     on every rank: the copy-engine path does not cross hosts), then an AlltoAll.
@@ -109,6 +113,7 @@ run p2p-eager-2 2 eager p2p
 run p2p-eager-4 4 eager p2p
 run colls-lazy-4 4 lazy colls
 run colls-eager-4 4 eager colls
+run colls-double-4 4 lazy colls MONEL_NET_ONEHOP_DOUBLING=4
 run tree-lazy-4 4 lazy tree "NCCL_ALGO=allreduce:tree;broadcast:tree;reduce:tree"
 run zero-lazy-4 4 lazy zero
 
@@ -167,6 +172,20 @@ for r in 0 1 2 3; do
     bad=1
     echo "   rank $r of colls-lazy-4 made '$got' connections at first use, expected" \
       "6 (channel 0 with 3 peers, both ways),$((6 * (NCH - 1)))"
+  }
+  # Recursive doubling: channel 0 with rank^1 and rank^2, then the AlltoAll every peer's other
+  # channels and rank^3's all: 2 x (NCH-1) x 2 + 2 x NCH.
+  pair=$(printf '%s\n' $((r ^ 1)) $((r ^ 2)) | sort -n | paste -sd' ')
+  got=$(first_use "$LOG/lazy-colls-double-4.log" $r | paste -sd,)
+  [ "$got" = "$pair,${all% }" ] || {
+    bad=1
+    echo "   rank $r of colls-double-4 connected at first use: '$got', expected '$pair,${all% }'"
+  }
+  got=$(made "$LOG/lazy-colls-double-4.log" $r | paste -sd,)
+  [ "$got" = "4,$((6 * NCH - 4))" ] || {
+    bad=1
+    echo "   rank $r of colls-double-4 made '$got' connections at first use, expected" \
+      "4 (channel 0 with 2 peers, both ways),$((6 * NCH - 4))"
   }
   [ -n "$(first_use "$LOG/lazy-tree-lazy-4.log" $r)" ] || {
     bad=1

@@ -22,10 +22,11 @@
  * tests/gpu/lazy.sh compares the runs at 2 and 4 ranks (flat after init) and reads the logs.
  *
  * colls: the communicator's first operation is an AllReduce of 8 floats (the one hop across
- * hosts: every peer at once, channel 0 alone), then an AlltoAll of 1 MB + 1 per peer (the other
- * channels of every peer) and the AllReduce again; tree (run with NCCL_ALGO forcing the tree for
- * AllReduce, Broadcast and Reduce): AllReduce, then Broadcast and Reduce from every root, 1 MB + 1
- * floats (each root's trees bring their parents and children); every result checked exactly.
+ * hosts, channel 0 alone: with every peer at once, or with the peers of recursive doubling), then
+ * an AlltoAll of 1 MB + 1 per peer (the other channels of every peer) and the AllReduce again; tree
+ * (run with NCCL_ALGO forcing the tree for AllReduce, Broadcast and Reduce): AllReduce, then
+ * Broadcast and Reduce from every root, 1 MB + 1 floats (each root's trees bring their parents and
+ * children); every result checked exactly.
  *
  * zero: the communicator's first operation is an AlltoAll with a per-call NCCL_CTA_POLICY_ZERO,
  * which the copy-engine path cannot run across hosts: every rank refuses it (ncclInvalidUsage),

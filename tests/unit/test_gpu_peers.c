@@ -10,6 +10,7 @@
  *    it at the same operation. */
 #include <stdlib.h>
 #include <string.h>
+#include "algo/doubling.h"
 #include "algo/tree.h"
 #include "gpu/peers.h"
 #include "harness.h"
@@ -35,8 +36,10 @@ static void view_init(struct comm_view* v, int n, unsigned seed) {
   for (int p = 0; p < n; p++) v->pos[v->order[p]] = p;
 }
 
+static int doubling, pow2_only; /* as the comm decided (0: never) */
+
 static unsigned peers_of(const struct comm_view* v, const struct task* t, int rank, int ntrees) {
-  struct gpu_peers_in in = {rank, v->n, v->order, v->pos, ntrees};
+  struct gpu_peers_in in = {rank, v->n, v->order, v->pos, ntrees, doubling, pow2_only, 1 << 19};
   return gpu_task_peers(t, &in);
 }
 
@@ -161,6 +164,59 @@ TEST(the_one_hop_of_every_collective) {
     }
 }
 
+/* The one hop by recursive doubling from a number of ranks: AllReduce's schedule's peers (8
+ * ranks: the ranks one bit away; 6: ranks 4 and 5 their partners 0 and 1 alone; with the
+ * default, from 8 on powers of two, every peer on 6 and 12 ranks); AllGather's on a power of two
+ * while half its output fits a slot; the other collectives' one hop unchanged. */
+TEST(allreduce_doubling_reaches_the_schedules_peers) {
+  doubling = 2;
+  struct comm_view v;
+  view_init(&v, 8, 0);
+  struct task t = planned(COLL_ALLREDUCE, 0, ALGO_ONESHOT, PROTO_SIMPLE);
+  for (int me = 0; me < 8; me++)
+    CHECK_EQ(peers_of(&v, &t, me, 2), 1u << (me ^ 1) | 1u << (me ^ 2) | 1u << (me ^ 4));
+  view_init(&v, 6, 0);
+  CHECK_EQ(peers_of(&v, &t, 4, 2), 1u << 0);
+  CHECK_EQ(peers_of(&v, &t, 5, 2), 1u << 1);
+  CHECK_EQ(peers_of(&v, &t, 0, 2), 1u << 1 | 1u << 2 | 1u << 4);
+  CHECK_EQ(peers_of(&v, &t, 3, 2), 1u << 2 | 1u << 1);
+  view_init(&v, 2, 0);
+  CHECK_EQ(peers_of(&v, &t, 0, 2), 1u << 1);
+  doubling = 8, pow2_only = 1; /* the default: from 8 ranks on powers of two */
+  view_init(&v, 6, 0);
+  CHECK_EQ(peers_of(&v, &t, 4, 2), all_but(6, 4));
+  view_init(&v, 12, 0);
+  CHECK_EQ(peers_of(&v, &t, 4, 2), all_but(12, 4));
+  view_init(&v, 8, 0);
+  CHECK_EQ(peers_of(&v, &t, 5, 2), 1u << 4 | 1u << 7 | 1u << 1);
+  doubling = 2, pow2_only = 0;
+  /* AllGather: on a power of two, the ranks one bit away; on 6 ranks every peer at once */
+  struct task ag = planned(COLL_ALLGATHER, 0, ALGO_ONESHOT, PROTO_SIMPLE);
+  view_init(&v, 8, 0);
+  for (int me = 0; me < 8; me++)
+    CHECK_EQ(peers_of(&v, &ag, me, 2), 1u << (me ^ 1) | 1u << (me ^ 2) | 1u << (me ^ 4));
+  view_init(&v, 6, 0);
+  CHECK_EQ(peers_of(&v, &ag, 0, 2), all_but(6, 0));
+  struct task ring = planned(COLL_ALLREDUCE, 0, ALGO_RING, PROTO_SIMPLE);
+  CHECK_EQ(peers_of(&v, &ring, 0, 2), 0);
+  CHECK_EQ(gpu_onehop_doubles(&t, 6, 3, 0, 1 << 19), 1);
+  CHECK_EQ(gpu_onehop_doubles(&t, 6, 3, 1, 1 << 19), 0);
+  CHECK_EQ(gpu_onehop_doubles(&t, 8, 8, 1, 1 << 19), 1);
+  CHECK_EQ(gpu_onehop_doubles(&t, 6, 6, 0, 1 << 19), 1);
+  CHECK_EQ(gpu_onehop_doubles(&t, 6, 7, 0, 1 << 19), 0);
+  CHECK_EQ(gpu_onehop_doubles(&t, 2, 1, 0, 1 << 19), 1);
+  CHECK_EQ(gpu_onehop_doubles(&t, 1, 1, 0, 1 << 19), 0);
+  CHECK_EQ(gpu_onehop_doubles(&t, 6, 0, 0, 1 << 19), 0);
+  CHECK_EQ(gpu_onehop_doubles(&ag, 6, 3, 0, 1 << 19), 0);
+  CHECK_EQ(gpu_onehop_doubles(&ag, 8, 8, 1, 1 << 19), 1);
+  ag.count = (1 << 19) / 4 + 1; /* half of the output (4 pieces) is more than a slot */
+  CHECK_EQ(gpu_onehop_doubles(&ag, 8, 8, 0, 1 << 19), 0);
+  struct task rs = planned(COLL_REDUCESCATTER, 0, ALGO_ONESHOT, PROTO_SIMPLE);
+  CHECK_EQ(gpu_onehop_doubles(&rs, 8, 3, 0, 1 << 19), 0);
+  doubling = 0;
+  CHECK_EQ(peers_of(&v, &t, 4, 2), all_but(6, 4));
+}
+
 /* The one hop alone reaches its peers through channel 0 only: a network peer it meets first gets
  * that channel alone. Every other kind of task needs all of a peer's channels. */
 TEST(channel0_only_for_the_one_hop) {
@@ -210,6 +266,11 @@ TEST(both_ends_of_a_pair_agree) {
       struct task hop = planned(COLL_ALLREDUCE, 0, ALGO_ONESHOT, PROTO_SIMPLE);
       check_agree(&v, &a, 2);
       check_agree(&v, &hop, 2);
+      struct task ag = planned(COLL_ALLGATHER, 0, ALGO_ONESHOT, PROTO_SIMPLE);
+      doubling = 3;
+      check_agree(&v, &hop, 2);
+      check_agree(&v, &ag, 2);
+      doubling = 0;
       for (int root = 0; root < n; root++) {
         struct task g = make(COLL_GATHER, 4, root), sc = make(COLL_SCATTER, 4, root);
         check_agree(&v, &g, 2);
