@@ -43,11 +43,14 @@
  * AllReduce on 8 hosts 235 us against 374 at 32 KB a peer, 1738 against 571 at 256 KB; Reduce
  * level with the ring up to 32 KB; Broadcast 1.4-1.5x the ring's time from 8 B to 4 KB with the
  * kernel that served its peers one after another, level with it with every peer at once (15.4-18.0
- * against 16.2-19.2 us up to 4 KB, 29.6 against 22.1 at 32 KB). */
+ * against 16.2-19.2 us up to 4 KB, 29.6 against 22.1 at 32 KB). From 8 ranks AllReduce and
+ * AllGather double (gpu/peers.h; PERFORMANCE.md, "Recursive doubling across hosts"): AllReduce at
+ * 8 hosts 138.0-142.5 us at 32 KB against every peer at once's 170.4; at 256 KB doubling took 680
+ * us against the ring's 507, so the bound stays 32 KB. */
 #define NET_RING "2 H200 as 2 hosts over TCP (PERFORMANCE.md): 45.7 us at 8 B, 9.07 GB/s"
 #define NET_ONEHOP                                                                                 \
   "1 H100/H200, n ranks as n hosts under MPS: 30.0-38.9 us at 8 B on 2 hosts; AllReduce 235 us "   \
-  "at 32 KB a peer on 8 hosts (the ring 374); GB/s an estimate"
+  "at 32 KB a peer on 8 hosts (the ring 374), 138-143 by recursive doubling; GB/s an estimate"
 /* docs/PERFORMANCE.md, "Tree and protocols across hosts: n ranks as n hosts on one H100"
  * (AllReduce, medians of 5 rounds, Simple). The tree's time has a large fixed part across hosts:
  * 2 MB took 1.13 ms on 2 hosts, 2.05 ms on 4, 2.7 ms on 8 (2h network trips of the whole
