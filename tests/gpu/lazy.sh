@@ -149,6 +149,21 @@ done
 
 # Only the peers used, at their first use.
 bad=0
+# expect_first_use RUN RANK PEERS MADE WHY: the rank's "connected at first use" lines of the run
+# name PEERS and made MADE connections (one entry a line, joined by commas).
+expect_first_use() {
+  local got
+  got=$(first_use "$LOG/lazy-$1.log" "$2" | paste -sd,)
+  [ "$got" = "$3" ] || {
+    bad=1
+    echo "   rank $2 of $1 connected at first use: '$got', expected '$3'"
+  }
+  got=$(made "$LOG/lazy-$1.log" "$2" | paste -sd,)
+  [ "$got" = "$4" ] || {
+    bad=1
+    echo "   rank $2 of $1 made '$got' connections at first use, expected '$4' ($5)"
+  }
+}
 for r in 0 1 2 3; do
   got=$(first_use "$LOG/lazy-p2p-lazy-4.log" $r | paste -sd,)
   [ "$got" = "$((r ^ 1)),$((r ^ 2)),$((r ^ 3))" ] || {
@@ -162,31 +177,13 @@ for r in 0 1 2 3; do
     echo "   rank $r of zero-lazy-4 connected at first use: '$got', expected '${all% }'"
   }
   # The one hop: channel 0 alone with every peer, then the AlltoAll the other channels.
-  got=$(first_use "$LOG/lazy-colls-lazy-4.log" $r | paste -sd,)
-  [ "$got" = "${all% },${all% }" ] || {
-    bad=1
-    echo "   rank $r of colls-lazy-4 connected at first use: '$got', expected '${all% },${all% }'"
-  }
-  got=$(made "$LOG/lazy-colls-lazy-4.log" $r | paste -sd,)
-  [ "$got" = "6,$((6 * (NCH - 1)))" ] || {
-    bad=1
-    echo "   rank $r of colls-lazy-4 made '$got' connections at first use, expected" \
-      "6 (channel 0 with 3 peers, both ways),$((6 * (NCH - 1)))"
-  }
+  expect_first_use colls-lazy-4 $r "${all% },${all% }" "6,$((6 * (NCH - 1)))" \
+    "channel 0 with 3 peers both ways, then the other channels"
   # Recursive doubling: channel 0 with rank^1 and rank^2, then the AlltoAll every peer's other
   # channels and rank^3's all: 2 x (NCH-1) x 2 + 2 x NCH.
   pair=$(printf '%s\n' $((r ^ 1)) $((r ^ 2)) | sort -n | paste -sd' ')
-  got=$(first_use "$LOG/lazy-colls-double-4.log" $r | paste -sd,)
-  [ "$got" = "$pair,${all% }" ] || {
-    bad=1
-    echo "   rank $r of colls-double-4 connected at first use: '$got', expected '$pair,${all% }'"
-  }
-  got=$(made "$LOG/lazy-colls-double-4.log" $r | paste -sd,)
-  [ "$got" = "4,$((6 * NCH - 4))" ] || {
-    bad=1
-    echo "   rank $r of colls-double-4 made '$got' connections at first use, expected" \
-      "4 (channel 0 with 2 peers, both ways),$((6 * NCH - 4))"
-  }
+  expect_first_use colls-double-4 $r "$pair,${all% }" "4,$((6 * NCH - 4))" \
+    "channel 0 with 2 peers both ways, then the rest"
   [ -n "$(first_use "$LOG/lazy-tree-lazy-4.log" $r)" ] || {
     bad=1
     echo "   rank $r of tree-lazy-4 connected no tree peer at first use"
