@@ -295,7 +295,7 @@ struct dev_onehop_args {
   size_t count;
   int coll;     /* enum dev_coll: every one of them */
   int root;     /* Broadcast and Reduce: the root's rank */
-  int doubling; /* AllReduce by recursive doubling (algo/doubling.h) instead of all at once */
+  int doubling; /* AllReduce or AllGather by recursive doubling (algo/doubling.h, gpu/peers.h) */
   int rank, nranks;
   int dtype, op;
   unsigned char scalar[8];

@@ -180,13 +180,10 @@ static ncclResult_t connect_peers(struct ncclComm* comm, struct gpu_comm* g, int
     INFO(LOG_INIT | LOG_NET,
          "comm %p rank %d: collectives in one hop while a rank's message to one peer is at most "
          "%lld bytes for AllReduce, half of it for the others (Broadcast when NCCL_ALGO asks); "
-         "%s (recursive doubling from %d ranks, 0: never; %d CPUs for %d ranks on this machine)",
-         (void*)comm, comm->rank, (long long)param_int(PARAM_NET_ONEHOP_MAX),
-         g->onehop_doubling > 0 && n >= g->onehop_doubling &&
-                 (!g->onehop_doubling_pow2 || (n & (n - 1)) == 0)
-             ? "AllReduce and AllGather (on a power of two) by recursive doubling"
-             : "every peer at once",
-         g->onehop_doubling, topo_cpus(), gpu_machine_ranks(comm));
+         "AllReduce and AllGather (on a power of two) by recursive doubling from %d ranks%s (0: "
+         "never; %d CPUs for %d ranks on this machine)",
+         (void*)comm, comm->rank, (long long)param_int(PARAM_NET_ONEHOP_MAX), g->onehop_doubling,
+         g->onehop_doubling_pow2 ? " on a power of two" : "", topo_cpus(), gpu_machine_ranks(comm));
   }
   NCCLCHECK(gpu_ce_setup(comm, g));
   if (g->host_fifos) {
