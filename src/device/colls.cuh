@@ -32,6 +32,7 @@
 template <int PROTO, typename T, int OP>
 __global__ void __launch_bounds__(DEV_NTHREADS, 1) ring_kernel(struct dev_ring_args a) {
   __shared__ struct prim p;
+  dev_after_previous();
   const int c = blockIdx.x, n = a.nranks, tid = threadIdx.x;
   const size_t P = 16 / sizeof(T);
   const size_t slot_elems = dev_proto_step_bytes(PROTO, a.slot_bytes) / sizeof(T) / P * P;
@@ -115,6 +116,7 @@ __device__ static inline void tree_conn(const struct dev_tree_args& a, int r, in
 template <int PROTO, typename T, int OP>
 __global__ void __launch_bounds__(DEV_TREE_NTHREADS, 2) tree_kernel(struct dev_tree_args a) {
   __shared__ struct prim p;
+  dev_after_previous();
   const int dir = blockIdx.x & 1, t = (blockIdx.x >> 1) % a.ntrees,
             c = (blockIdx.x >> 1) / a.ntrees;
   const int pc = c * a.ntrees + t, tid = threadIdx.x;

@@ -320,7 +320,8 @@ typedef cudaError_t (*dev_launch_ex_fn)(const struct dev_launch_ex* ex, const vo
                                         cudaStream_t stream);
 struct dev_launch_ex {
   dev_launch_ex_fn launch;
-  cudaEvent_t event;
+  cudaEvent_t event; /* recorded once every block began, or NULL */
+  int pdl_max;       /* programmatic dependent launch for grids of at most this many blocks */
 };
 
 #ifdef __cplusplus

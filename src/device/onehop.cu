@@ -181,9 +181,8 @@ __device__ static int recv_wait(const struct dev_onehop_args& a, struct fifo_sta
   st_volatile((uint64_t*)(a.recv_fifo[q] + DEV_FIFO_WANT), cs->recvd + 1);
   const uint64_t* tail = (const uint64_t*)(a.recv_fifo[q] + DEV_FIFO_TAIL);
   unsigned spins = 0;
-  while (ld_volatile(tail) < cs->recvd + 1)
+  while (ld_acquire_sys(tail) < cs->recvd + 1)
     if (wait_aborted(a.ctl.abort, &spins)) return 0;
-  __threadfence_system();
   return 1;
 }
 
@@ -328,6 +327,7 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) onehop_kernel(struct dev_oneh
   const int n = a.nranks, me = a.rank, tid = threadIdx.x, coll = a.coll, root = a.root;
   const size_t bytes = a.count * sizeof(T);
   const char* in = (const char*)a.in;
+  dev_after_previous();
   block_started(&a.ctl);
   if (tid == 0) aborted = 0;
   if (tid < n) { /* thread r: peer r's channel 0 counters and where its slot is */

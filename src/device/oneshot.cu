@@ -159,6 +159,7 @@ __device__ static __forceinline__ void oneshot_part(const struct dev_oneshot_arg
  * AllReduce of 8 B in CUDA graphs about 0.03 us slower (docs/PERFORMANCE.md). */
 template <typename T, int OP>
 __global__ void __launch_bounds__(DEV_LL_NTHREADS) oneshot_kernel(struct dev_oneshot_args a) {
+  dev_after_previous();
   block_started(&a.ctl);
   if (gridDim.x == a.nblocks)
     oneshot_part<T, OP>(a, blockIdx.x);

@@ -25,6 +25,7 @@ __device__ static inline void p2p_part(size_t bytes, int nch, int c, size_t* lo,
 
 __global__ void __launch_bounds__(DEV_NTHREADS, 1) p2p_kernel(struct dev_p2p_args a) {
   __shared__ struct fifo_state cs;
+  dev_after_previous();
   const struct dev_p2p_block bk = a.blocks[blockIdx.x];
   const int c = bk.ch, peer = bk.peer, tid = threadIdx.x;
   block_started(&a.ctl);

@@ -19,6 +19,31 @@ __device__ static inline uint64_t ld_volatile(const uint64_t* p) {
 __device__ static inline void st_volatile(uint64_t* p, uint64_t v) {
   *(volatile uint64_t*)p = v;
 }
+/* An acquire load at system scope: what the writer stored before it published this value (a
+ * proxy's slot bytes before its tail, a peer kernel's before its fenced tail) is seen by this
+ * thread's later loads, and by the block's after a barrier. A poll of a tail takes about 0.5 us
+ * less per step than volatile loads followed by a system fence (one H200, docs/PERFORMANCE.md,
+ * "What a small operation costs on the GPU"). */
+__device__ static inline uint64_t ld_acquire_sys(const uint64_t* p) {
+  uint64_t v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+/* Programmatic dependent launch (gpu/driver.c): the first thing every kernel does. It waits until
+ * the kernel before it on its stream ended and that kernel's memory is visible (nothing before it
+ * reads or writes memory), and only then lets the next kernel begin. In that order a stream holds
+ * at most two of these kernels on the SMs, the running one and the next, waiting: letting the
+ * next begin first let every queued kernel of a stream begin at once, and with 8 ranks sharing
+ * one GPU their waiting blocks took the SMs a peer's running kernel needed (a ring AllReduce of
+ * 2 MB on 4 blocks never finished). A no-op for a kernel launched without the attribute, and
+ * below compute capability 9.0. */
+__device__ static inline void dev_after_previous(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
 
 /* A FIFO slot's bytes: from L2 for device memory (never a stale L1 line); fetched again from
  * memory for pinned host memory (sys), which another GPU writes behind this GPU's L2. */
@@ -212,12 +237,11 @@ __device__ static __noinline__ void fifo_step(struct fifo_state* cs, const struc
     unsigned spins = 0;
     if (do_recv) {
       const uint64_t* tail = (const uint64_t*)(rc->recv_fifo + DEV_FIFO_TAIL);
-      while (ld_volatile(tail) < cs->recvd + 1)
+      while (ld_acquire_sys(tail) < cs->recvd + 1)
         if (wait_aborted(rc->abort, &spins)) {
           cs->aborted = 1;
           break;
         }
-      __threadfence_system();
     }
     if (do_send && !cs->aborted) {
       const uint64_t* head = (const uint64_t*)(send_fifo + DEV_FIFO_HEAD);
@@ -579,13 +603,12 @@ __device__ static __noinline__ void prim_step(struct prim* p, enum verb verb, co
     for (int i = 0; i < nr && !p->aborted; i++) {
       if (PROTO != DEV_PROTO_SIMPLE && !p->recv[i].sys) continue;
       const uint64_t* tail = (const uint64_t*)(p->recv[i].fifo + DEV_FIFO_TAIL);
-      while (ld_volatile(tail) < p->rstep[i] + 1)
+      while (ld_acquire_sys(tail) < p->rstep[i] + 1)
         if (wait_aborted(p->abort, &spins)) {
           p->aborted = 1;
           break;
         }
     }
-    if (nr) __threadfence_system();
     for (int i = 0; i < ns && !p->aborted; i++) {
       const uint64_t* head = (const uint64_t*)(p->send[i].fifo + DEV_FIFO_HEAD);
       while (p->sstep[i] + 1 > p->head_seen[i] + (uint64_t)p->nslots) {

@@ -1,10 +1,12 @@
 /* Driver calls reached through the runtime (cudaGetDriverEntryPoint*), so the library still loads
  * and runs its CPU engine without a driver: the capture question every launch asks, and the
- * launch with a launch-completion event (ncclCollConfig_t.launchCompletionEvent). */
+ * launch with attributes: a launch-completion event (ncclCollConfig_t.launchCompletionEvent) and
+ * programmatic dependent launch (MONEL_LAUNCH_PDL). */
 #include <cuda.h>
 #include <pthread.h>
 #include <string.h>
 #include "util/check.h"
+#include "util/param.h"
 #include "gpu/gpu.h"
 
 void* gpu_driver_fn(const char* name) {
@@ -27,11 +29,13 @@ typedef CUresult (*launch_ex_fn)(const CUlaunchConfig*, CUfunction, void**, void
 static is_capturing_fn is_capturing;
 static launch_ex_fn launch_ex;
 static int driver_version;
+static int pdl_max; /* MONEL_LAUNCH_PDL */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void load(void) {
   is_capturing = (is_capturing_fn)gpu_driver_fn("cuStreamIsCapturing");
   launch_ex = (launch_ex_fn)gpu_driver_fn("cuLaunchKernelEx");
+  pdl_max = (int)param_int(PARAM_LAUNCH_PDL);
   if (cudaDriverGetVersion(&driver_version) != cudaSuccess) {
     (void)cudaGetLastError();
     driver_version = 0;
@@ -74,43 +78,90 @@ ncclResult_t gpu_launch_events_ok(const char* fn) {
   return ncclInvalidUsage;
 }
 
-/* The launch of one kernel whose event (ex->event) CUDA records once every block of it has
- * begun (struct dev_launch_ex, device/dev.h): cuLaunchKernelEx with the launch-completion
- * attribute, on the kernel the runtime registered for the current device. The driver numbers
- * the errors a launch returns as the runtime does. */
+/* Programmatic dependent launch (CUDA 11.8, compute capability 9.0): the launch attribute lets a
+ * kernel begin while the kernel before it on its stream ends; the device side of every kernel
+ * (device/prims.cuh dev_after_previous) first lets its own successor begin, then waits until its
+ * predecessor ended and that kernel's memory is visible, before it touches memory. Back to back,
+ * small kernels that read and write host memory took 3.45-3.68 us each with it against 4.10-4.39
+ * without, alone and under MPS (one H200; docs/PERFORMANCE.md, "What a small operation costs on
+ * the GPU"). Only for kernels of at most MONEL_LAUNCH_PDL blocks (default 1: a block that waits
+ * holds its SM, and small operations are where the launch shows), and not in stream capture
+ * (graphs launch their kernels back to back already). */
+#if CUDA_VERSION >= 11080
+#define LAUNCH_PDL 1
+#else
+#define LAUNCH_PDL 0
+#endif
+
+static int device_pdl(void) {
+  static int known[64]; /* per device: 0 unknown, 1 no, 2 yes */
+  int dev = 0, major = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  int k = __atomic_load_n(&known[dev], __ATOMIC_RELAXED);
+  if (k == 0) {
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+      (void)cudaGetLastError();
+      major = 0;
+    }
+    k = major >= 9 ? 2 : 1;
+    __atomic_store_n(&known[dev], k, __ATOMIC_RELAXED);
+  }
+  return k == 2;
+}
+
+/* The launch of one kernel with the attributes ex asks for: CUDA records ex->event once every block
+ * of it has begun (struct dev_launch_ex, device/dev.h), and ex->pdl_max: programmatic dependent
+ * launch when the grid has at most that many blocks. cuLaunchKernelEx, on the kernel the runtime
+ * registered for the current device; the driver numbers the errors a launch returns as the
+ * runtime does. */
 cudaError_t gpu_launch_with_event(const struct dev_launch_ex* ex, const void* kernel, unsigned grid,
                                   unsigned block, void* arg, cudaStream_t stream) {
-#if LAUNCH_EVENTS
   pthread_once(&once, load);
   if (launch_ex == NULL) return cudaErrorNotSupported;
   cudaFunction_t fn = NULL;
   cudaError_t e = cudaGetFuncBySymbol(&fn, kernel);
   if (e != cudaSuccess) return e;
-  CUlaunchAttribute attr;
-  memset(&attr, 0, sizeof attr);
-  attr.id = CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT;
-  attr.value.launchCompletionEvent.event = (CUevent)ex->event;
-  attr.value.launchCompletionEvent.flags = CU_EVENT_RECORD_DEFAULT;
+  CUlaunchAttribute attr[2];
+  unsigned n = 0;
+  memset(attr, 0, sizeof attr);
+#if LAUNCH_EVENTS
+  if (ex->event != NULL) {
+    attr[n].id = CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT;
+    attr[n].value.launchCompletionEvent.event = (CUevent)ex->event;
+    attr[n++].value.launchCompletionEvent.flags = CU_EVENT_RECORD_DEFAULT;
+  }
+#else
+  if (ex->event != NULL) return cudaErrorNotSupported;
+#endif
+#if LAUNCH_PDL
+  if (grid <= (unsigned)ex->pdl_max) {
+    attr[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr[n++].value.programmaticStreamSerializationAllowed = 1;
+  }
+#endif
   CUlaunchConfig cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.gridDimX = grid, cfg.gridDimY = 1, cfg.gridDimZ = 1;
   cfg.blockDimX = block, cfg.blockDimY = 1, cfg.blockDimZ = 1;
   cfg.hStream = (CUstream)stream;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = n;
   void* params[1] = {arg};
   return (cudaError_t)launch_ex(&cfg, (CUfunction)fn, params, NULL);
-#else
-  (void)ex, (void)kernel, (void)grid, (void)block, (void)arg, (void)stream;
-  return cudaErrorNotSupported;
-#endif
 }
 
 const struct dev_launch_ex* gpu_launch_of(const struct task* t, struct dev_launch_ex* ex) {
-  if (t->launch_event == NULL) return NULL;
+  pthread_once(&once, load);
   ex->launch = gpu_launch_with_event;
   ex->event = t->launch_event;
-  return ex;
+  ex->pdl_max = LAUNCH_PDL && launch_ex != NULL && pdl_max > 0 && driver_version >= 11080 &&
+                        device_pdl() && !gpu_capturing(t->stream)
+                    ? pdl_max
+                    : 0;
+  return ex->event != NULL || ex->pdl_max > 0 ? ex : NULL;
 }
 
 ncclResult_t gpu_launch_event_record(const struct task* t) {

@@ -206,9 +206,10 @@ void* gpu_driver_fn(const char* name);
 int gpu_capturing(cudaStream_t s);
 /* driver.c, ncclCollConfig_t.launchCompletionEvent (task launch_event): whether the build and the
  * driver have launch-completion events (ncclInvalidUsage and a WARN naming fn if not); the launch
- * of task t's first kernel (NULL: a plain launch; ex: storage for it), which makes CUDA record
- * the event once every block of the kernel has begun; for a call that launches no kernel (the
- * copy-engine path, nothing to move), the event recorded on t's stream, before its copies. */
+ * of a kernel of task t (NULL: a plain launch; ex: storage for it), which makes CUDA record the
+ * event once every block of the kernel has begun, and launches a small kernel with programmatic
+ * dependent launch (MONEL_LAUNCH_PDL); for a call that launches no kernel (the copy-engine path,
+ * nothing to move), the event recorded on t's stream, before its copies. */
 ncclResult_t gpu_launch_events_ok(const char* fn);
 cudaError_t gpu_launch_with_event(const struct dev_launch_ex* ex, const void* kernel, unsigned grid,
                                   unsigned block, void* arg, cudaStream_t stream);

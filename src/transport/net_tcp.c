@@ -325,9 +325,15 @@ static ncclResult_t comm_create(int is_send, int* fds, int nthreads, int nsocks,
                                 const union sock_addr* peer, void** out) {
   struct tcp_comm* c = calloc(1, sizeof *c);
   int total = 1 + nthreads * nsocks;
-  if (c != NULL && (c->socks = calloc((size_t)(total - 1), sizeof *c->socks)) == NULL) {
-    free(c);
-    c = NULL;
+  if (c != NULL) {
+    c->socks = calloc((size_t)(total - 1), sizeof *c->socks);
+    c->ahead = is_send ? NULL : malloc(TCP_READ_AHEAD);
+    if (c->socks == NULL || (!is_send && c->ahead == NULL)) {
+      free(c->socks);
+      free(c->ahead);
+      free(c);
+      c = NULL;
+    }
   }
   if (c == NULL) {
     WARN("Socket: out of host memory for a comm of %d sockets", total);
@@ -345,6 +351,7 @@ static ncclResult_t comm_create(int is_send, int* fds, int nthreads, int nsocks,
   c->handle = net_handle_new(c, is_send ? NET_KIND_SEND : NET_KIND_RECV);
   if (c->handle == NULL) {
     for (int i = 0; i < total; i++) sock_close(&fds[i]);
+    free(c->ahead);
     free(c->socks);
     free(c);
     return ncclSystemError;
@@ -468,6 +475,7 @@ static ncclResult_t close_comm(void* comm, enum net_kind kind) {
   net_handle_free(c->handle);
   sock_close(&c->ctrl);
   for (int i = 0; i < c->ndata; i++) sock_close(&c->socks[i].fd);
+  free(c->ahead);
   free(c->socks);
   free(c);
   return ncclSuccess;

@@ -8,11 +8,12 @@
  * consecutive data sockets (after the socket the previous large message ended on); both sides
  * compute the same cut from the size in the header, so pieces carry no header. Each data socket
  * keeps its pieces in message order, so a receiver reads a socket only once it matched the
- * message of its next piece. Helper threads (D / NCCL_NSOCKS_PERTHREAD of them, started at the
- * comm's first large message) move the pieces; the caller's thread moves control bytes inside
- * isend/irecv/test. A sender that closes after its last message ends the control socket between
- * messages: the receiver takes that as the end of the stream, not a loss, and still completes
- * the messages whose pieces are on their way.
+ * message of its next piece. A receiver reads the control socket ahead of the message it needs
+ * (TCP_READ_AHEAD bytes at most), so a small message costs one system call. Helper threads (D /
+ * NCCL_NSOCKS_PERTHREAD of them, started at the comm's first large message) move the pieces; the
+ * caller's thread moves control bytes inside isend/irecv/test. A sender that closes after its last
+ * message ends the control socket between messages: the receiver takes that as the end of the
+ * stream, not a loss, and still completes the messages whose pieces are on their way.
  *
  * With a key (net.h), every socket starts with the handshake of os/auth.h before its hello: the
  * listener reads nothing else from a socket until the connector proved the key, closes one that
@@ -35,6 +36,7 @@
 #define TCP_MAX_RECVS  8           /* buffers one irecv may group */
 #define TCP_INLINE_MAX (64 * 1024) /* messages up to this size travel on the control socket */
 #define TCP_CHUNK_MIN  (64 * 1024) /* smallest piece of a message cut over data sockets */
+#define TCP_READ_AHEAD (8 * 1024)  /* a receive comm's control bytes read beyond what it needs */
 #define TCP_QUEUE      (NET_MAX_REQUESTS * TCP_MAX_RECVS) /* pieces waiting per data socket */
 #define TCP_MAX_DEVS   16
 #define TCP_STRANGER_S AUTH_STRANGER_S /* longest wait for an accepted socket's hello */
@@ -134,11 +136,16 @@ struct tcp_comm {
   struct tcp_msg_hdr hdr;
   size_t off;         /* bytes of header + inline payload moved */
   struct tcp_buf* in; /* receive: the buffer the message was matched to */
-  int err;            /* atomic: a sock_err (or -1: a protocol error); 0 while healthy */
-  int peer_done;      /* atomic, receive: the control socket ended between messages (set before
-                         err): the pieces of messages already matched still move */
-  int pieces_dead;    /* atomic: a data socket failed, so no piece moves any more */
-  int failing;        /* atomic: set by the first thread that records a failure */
+  /* Receive: bytes of the control socket read ahead (TCP_READ_AHEAD; the control stream carries
+   * nothing but headers and inline bytes), so that a small message's header and bytes, and those
+   * of the messages queued behind it, come in one system call: [ahead_at, ahead_len) unused. */
+  char* ahead;
+  size_t ahead_at, ahead_len;
+  int err;         /* atomic: a sock_err (or -1: a protocol error); 0 while healthy */
+  int peer_done;   /* atomic, receive: the control socket ended between messages (set before
+                      err): the pieces of messages already matched still move */
+  int pieces_dead; /* atomic: a data socket failed, so no piece moves any more */
+  int failing;     /* atomic: set by the first thread that records a failure */
   int err_errno;
   ncclResult_t err_res;
   char peer[SOCK_ADDR_STRLEN];

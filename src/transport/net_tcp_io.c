@@ -294,6 +294,21 @@ static int ctrl_match(struct tcp_comm* c, struct tcp_req* r) {
   return 1;
 }
 
+/* Up to n bytes of the control stream into dst, as recv() returns: from the bytes read ahead
+ * first; else one recv() into the read-ahead buffer (or straight into dst when n fills it). */
+static ssize_t ctrl_read(struct tcp_comm* c, char* dst, size_t n) {
+  if (c->ahead_at == c->ahead_len) {
+    if (n >= TCP_READ_AHEAD) return recv(c->ctrl, dst, n, MSG_DONTWAIT);
+    ssize_t k = recv(c->ctrl, c->ahead, TCP_READ_AHEAD, MSG_DONTWAIT);
+    if (k <= 0) return k;
+    c->ahead_at = 0, c->ahead_len = (size_t)k;
+  }
+  size_t k = c->ahead_len - c->ahead_at < n ? c->ahead_len - c->ahead_at : n;
+  memcpy(dst, c->ahead + c->ahead_at, k);
+  c->ahead_at += k;
+  return (ssize_t)k;
+}
+
 static void ctrl_recv(struct tcp_comm* c) {
   const size_t hdr = sizeof c->hdr;
   struct tcp_req* r;
@@ -302,7 +317,7 @@ static void ctrl_recv(struct tcp_comm* c) {
     size_t total = c->off < hdr ? hdr : hdr + inline_bytes(c->hdr.size);
     if (c->off < total) {
       char* dst = c->off < hdr ? (char*)&c->hdr + c->off : c->in->data + (c->off - hdr);
-      ssize_t k = recv(c->ctrl, dst, total - c->off, MSG_DONTWAIT);
+      ssize_t k = ctrl_read(c, dst, total - c->off);
       if (k <= 0) {
         if (k == 0 && c->off == 0) /* the sender closed after its last message */
           __atomic_store_n(&c->peer_done, 1, __ATOMIC_RELEASE);

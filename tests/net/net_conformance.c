@@ -511,6 +511,74 @@ TEST(net_sender_closes_mid_transfer) {
 
 #include "net_conformance_socks.h" /* tcp_one_message_*, tcp_small_*, tcp_sockets_*, tcp_threads_* */
 
+/* Small messages queued on the control socket before any receive is posted, the sender gone
+ * after its last one: the receiver reads the control stream ahead (TCP_READ_AHEAD), so one read
+ * takes headers and bytes of several messages, and a message's bytes may straddle what was read
+ * ahead and what is read straight into its buffer. Every message must land whole in its own
+ * receive, in order, also after the sender closed; the next receive then fails. */
+TEST(tcp_control_bytes_read_ahead) {
+  const struct net* n = &net_tcp;
+  const size_t sizes[] = {0,
+                          1,
+                          7,
+                          8,
+                          TCP_READ_AHEAD - 2 * sizeof(struct tcp_msg_hdr) - 1,
+                          TCP_READ_AHEAD - sizeof(struct tcp_msg_hdr),
+                          TCP_READ_AHEAD - 1,
+                          TCP_READ_AHEAD,
+                          TCP_READ_AHEAD + 1,
+                          3,
+                          2 * TCP_READ_AHEAD + 5,
+                          24,
+                          TCP_INLINE_MAX,
+                          16};
+  enum { N = sizeof sizes / sizeof *sizes, ROOM = TCP_INLINE_MAX + 64 };
+  struct pair p;
+  char* src[N];
+  pair_open(n, &p);
+  for (int k = 0; k < N; k++) {
+    void* req = NULL;
+    int done = 0;
+    double t0 = test_now();
+    src[k] = filled(k, sizes[k]);
+    CHECK_RES(n->isend(p.s, src[k], sizes[k], 5, NULL, &req), ncclSuccess);
+    CHECK(req != NULL); /* inline: the socket's buffer takes it, nothing is read yet */
+    while (!done) {
+      CHECK_RES(n->test(req, &done, NULL), ncclSuccess);
+      CHECK(test_now() - t0 < LIMIT_S);
+    }
+  }
+  CHECK_RES(n->close_send(p.s), ncclSuccess);
+  for (int k = 0; k < N; k++) {
+    char* dst = calloc(ROOM, 1);
+    void *req = NULL, *d = dst;
+    size_t room = ROOM, got = 0;
+    int tag = 5;
+    CHECK(dst != NULL);
+    CHECK_RES(n->irecv(p.r, 1, &d, &room, &tag, NULL, &req), ncclSuccess);
+    CHECK(req != NULL);
+    wait_all(n, &req, 1, &got);
+    CHECK_EQ(got, sizes[k]);
+    check_bytes(dst, k, sizes[k]);
+    for (size_t j = sizes[k]; j < ROOM; j++) CHECK_EQ(dst[j], 0); /* nothing of the next one */
+    free(dst);
+    free(src[k]);
+  }
+  char one[8];
+  void *req = NULL, *d = one;
+  size_t room = sizeof one;
+  int tag = 5, done = 0;
+  ncclResult_t res = n->irecv(p.r, 1, &d, &room, &tag, NULL, &req);
+  double t0 = test_now();
+  while (res == ncclSuccess && !done) {
+    res = n->test(req, &done, NULL);
+    CHECK(test_now() - t0 < LIMIT_S);
+  }
+  CHECK(!done && res == ncclRemoteError); /* the stream ended after the last message */
+  n->close_recv(p.r);
+  n->close_listen(p.l);
+}
+
 /* A network without CUDA support refuses to register CUDA memory (and says so with a NULL
  * handle), registers host memory, and refuses a handle deregistered already. */
 static void check_host_registrations(const struct net* n) {
