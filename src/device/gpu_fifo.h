@@ -4,9 +4,11 @@
  *   [tail u64][pad to 128][head u64][pad to 192][want u64][pad to 256]
  *   [size u64 x GPU_FIFO_MAX_SLOTS][slot 0]...
  *   tail: steps the sender has posted; head: steps the receiver has released (both only grow).
- *   want: steps the receiver has started to wait for (written before it waits on tail): a network
- *   peer that closed its connection is a failure only while the receiver wants a step it never
- *   sent (a peer that finished and freed its comm is not).
+ *   want: the step the receiver waits for, written when the tail had not reached it yet (before
+ *   it polls the tail; a step already there is taken without it): the proxy tests the
+ *   connection on every pass while want > steps received, and a network peer that closed its
+ *   connection is a failure only while the receiver wants a step it never sent (a peer that
+ *   finished and freed its comm is not).
  *   size[s % nslots]: bytes the sender put in the slot of step s, written before tail passes s
  *   (a network sender sends only those bytes).
  * Slots start 256-byte aligned. Who may include: device/, gpu/, proxy/. */

@@ -153,8 +153,9 @@ __device__ static void scatter(const struct dev_onehop_args& a, char* const* slo
 }
 
 /* The FIFO steps of channel 0 with peer q, each run by thread q (st: its counters):
- * send_slot waits for a free slot of q's FIFO and returns it (NULL after an abort); publish records
- * the slot's bytes and moves the tail after the block's stores (every thread fenced them);
+ * send_slot waits for a free slot of q's FIFO and returns it (NULL after an abort); publish, after
+ * a barrier, records the slot's bytes and moves the tail behind a system fence, which orders the
+ * whole block's stores before it;
  * recv_wait says which step the kernel wants (for q's proxy) and waits for q's tail (0 after an
  * abort); release frees the slot once the block read it. */
 __device__ static char* send_slot(const struct dev_onehop_args& a, struct fifo_state* cs, int q) {
@@ -178,7 +179,7 @@ __device__ static void publish(const struct dev_onehop_args& a, struct fifo_stat
 }
 
 __device__ static int recv_wait(const struct dev_onehop_args& a, struct fifo_state* cs, int q) {
-  st_volatile((uint64_t*)(a.recv_fifo[q] + DEV_FIFO_WANT), cs->recvd + 1);
+  if (tail_reached(a.recv_fifo[q], cs->recvd + 1)) return 1;
   const uint64_t* tail = (const uint64_t*)(a.recv_fifo[q] + DEV_FIFO_TAIL);
   unsigned spins = 0;
   while (ld_acquire_sys(tail) < cs->recvd + 1)
@@ -246,7 +247,6 @@ __device__ static int hop_send(const struct dev_onehop_args& a, struct fifo_stat
   __syncthreads();
   if (*aborted) return 0;
   copy_any((const uint8_t*)from, (uint8_t*)slot[q], NULL, len, false);
-  __threadfence_system();
   __syncthreads();
   if (threadIdx.x == q) publish(a, &st[q], q, len);
   return 1;
@@ -355,7 +355,6 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) onehop_kernel(struct dev_oneh
   __syncthreads();
   if (aborted) goto out;
   scatter(a, slot, bytes);
-  __threadfence_system();
   __syncthreads();
   if (tid < n && slot[tid] != NULL) publish(a, &st[tid], tid, bytes); /* I sent to peer tid */
   /* Every sender's input, a thread per peer: say which step I want (for the proxy), then wait

@@ -30,6 +30,17 @@ __device__ static inline uint64_t ld_acquire_sys(const uint64_t* p) {
   return v;
 }
 
+/* Whether the tail of FIFO fifo (its host-memory or peer counters, dev.h) reached step `want`,
+ * with acquire; if not, says that the kernel now waits for that step (the want word, which tells
+ * a network proxy to test the connection on every pass; gpu_fifo.h) before the caller polls.
+ * Writing the want word first made a step's wait about 1 us longer where the data was already
+ * there (the read of the tail behind the write, one H200, docs/PERFORMANCE.md). */
+__device__ static inline bool tail_reached(char* fifo, uint64_t want) {
+  if (ld_acquire_sys((const uint64_t*)(fifo + DEV_FIFO_TAIL)) >= want) return true;
+  st_volatile((uint64_t*)(fifo + DEV_FIFO_WANT), want);
+  return false;
+}
+
 /* Programmatic dependent launch (gpu/driver.c): the first thing every kernel does. It waits until
  * the kernel before it on its stream ended and that kernel's memory is visible (nothing before it
  * reads or writes memory), and only then lets the next kernel begin. In that order a stream holds
@@ -231,11 +242,9 @@ __device__ static __noinline__ void fifo_step(struct fifo_state* cs, const struc
   const int tid = threadIdx.x;
   bool do_recv = verb_traits(verb) & VERB_RECVS, do_send = verb_traits(verb) & VERB_SENDS;
   char* send_fifo = (char*)rc->send_fifo;
-  /* The step I am about to wait for, for the proxy of a network connection. */
-  if (tid == 0 && do_recv) st_volatile((uint64_t*)(rc->recv_fifo + DEV_FIFO_WANT), cs->recvd + 1);
   if (tid == 0) {
     unsigned spins = 0;
-    if (do_recv) {
+    if (do_recv && !tail_reached(rc->recv_fifo, cs->recvd + 1)) {
       const uint64_t* tail = (const uint64_t*)(rc->recv_fifo + DEV_FIFO_TAIL);
       while (ld_acquire_sys(tail) < cs->recvd + 1)
         if (wait_aborted(rc->abort, &spins)) {
@@ -300,13 +309,14 @@ __device__ static __noinline__ void fifo_step(struct fifo_state* cs, const struc
     move<T, OP>(rs, xin, xout, ss, len, post, s, nranks, rc->sysmem);
   /* The slot's byte count, for the proxy of a network connection; the fence below orders it
    * before the tail. */
-  if (do_send && tid == 0)
-    st_volatile((uint64_t*)(send_fifo + DEV_FIFO_SIZES + 8 * (cs->sent % rc->nslots)),
-                (uint64_t)len * sizeof(T));
-  if (do_send) __threadfence_system();
   __syncthreads();
   if (tid == 0) {
-    if (do_send) st_volatile((uint64_t*)(send_fifo + DEV_FIFO_TAIL), ++cs->sent);
+    if (do_send) {
+      st_volatile((uint64_t*)(send_fifo + DEV_FIFO_SIZES + 8 * (cs->sent % rc->nslots)),
+                  (uint64_t)len * sizeof(T));
+      __threadfence_system(); /* after the barrier: it orders the whole block's stores */
+      st_volatile((uint64_t*)(send_fifo + DEV_FIFO_TAIL), ++cs->sent);
+    }
     if (do_recv) {
       __threadfence();
       st_volatile((uint64_t*)(rc->recv_fifo + DEV_FIFO_HEAD), ++cs->recvd);
@@ -598,10 +608,9 @@ __device__ static __noinline__ void prim_step(struct prim* p, enum verb verb, co
   const int nr = verb_recvs(verb) ? p->nrecv : 0, ns = verb_sends(verb) ? p->nsend : 0;
   if (tid == 0) {
     unsigned spins = 0;
-    for (int i = 0; i < nr; i++)
-      st_volatile((uint64_t*)(p->recv[i].fifo + DEV_FIFO_WANT), p->rstep[i] + 1);
     for (int i = 0; i < nr && !p->aborted; i++) {
       if (PROTO != DEV_PROTO_SIMPLE && !p->recv[i].sys) continue;
+      if (tail_reached(p->recv[i].fifo, p->rstep[i] + 1)) continue;
       const uint64_t* tail = (const uint64_t*)(p->recv[i].fifo + DEV_FIFO_TAIL);
       while (ld_acquire_sys(tail) < p->rstep[i] + 1)
         if (wait_aborted(p->abort, &spins)) {
@@ -675,20 +684,19 @@ __device__ static __noinline__ void prim_step(struct prim* p, enum verb verb, co
    * fence, which orders the slot and the count before the tail. */
   bool tails = false;
   for (int i = 0; i < ns; i++) tails |= PROTO == DEV_PROTO_SIMPLE || p->send[i].sys;
-  if (tails) {
-    size_t bytes = PROTO == DEV_PROTO_SIMPLE ? len * sizeof(T)
-                   : PROTO == DEV_PROTO_LL
-                       ? (len * sizeof(T) + 7) / 8 * DEV_LL_LINE
-                       : (len * sizeof(T) + DEV_LL128_DATA - 1) / DEV_LL128_DATA * DEV_LL128_LINE;
-    if (tid == 0)
+  __syncthreads();
+  if (tid == 0 && !p->aborted) {
+    if (tails) { /* after the barrier, thread 0's fence orders the whole block's stores */
+      size_t bytes = PROTO == DEV_PROTO_SIMPLE ? len * sizeof(T)
+                     : PROTO == DEV_PROTO_LL
+                         ? (len * sizeof(T) + 7) / 8 * DEV_LL_LINE
+                         : (len * sizeof(T) + DEV_LL128_DATA - 1) / DEV_LL128_DATA * DEV_LL128_LINE;
       for (int i = 0; i < ns; i++)
         st_volatile(
             (uint64_t*)(p->send[i].fifo + DEV_FIFO_SIZES + 8 * (p->sstep[i] % (uint64_t)p->nslots)),
             (uint64_t)bytes);
-    __threadfence_system();
-  }
-  __syncthreads();
-  if (tid == 0 && !p->aborted) {
+      __threadfence_system();
+    }
     for (int i = 0; i < ns; i++) {
       ++p->sstep[i];
       if (PROTO == DEV_PROTO_SIMPLE || p->send[i].sys)
