@@ -80,8 +80,8 @@ ncclResult_t gpu_launch_events_ok(const char* fn) {
 
 /* Programmatic dependent launch (CUDA 11.8, compute capability 9.0): the launch attribute lets a
  * kernel begin while the kernel before it on its stream ends; the device side of every kernel
- * (device/prims.cuh dev_after_previous) first lets its own successor begin, then waits until its
- * predecessor ended and that kernel's memory is visible, before it touches memory. Back to back,
+ * (device/prims.cuh dev_after_previous) first waits until its predecessor ended and that kernel's
+ * memory is visible, before it touches memory, and then lets its own successor begin. Back to back,
  * small kernels that read and write host memory took 3.45-3.68 us each with it against 4.10-4.39
  * without, alone and under MPS (one H200; docs/PERFORMANCE.md, "What a small operation costs on
  * the GPU"). Only for kernels of at most MONEL_LAUNCH_PDL blocks (default 1: a block that waits
