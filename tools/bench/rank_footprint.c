@@ -2,9 +2,9 @@
  * again after a few AllReduce sizes and one Send/Recv with each ring neighbour, the open file
  * descriptors (/proc/self/fd), the threads (/proc/self/task) and the resident memory; then the CPU
  * time all of its threads spend while the comm sits idle for --idle seconds (utime + stime of
- * /proc/self/task/<tid>/stat, to the ns, per thread name, with the times each thread went to
- * sleep), and while one AllReduce of --bytes runs --iters times (CPU per operation and per byte,
- * all threads). One line per rank.
+ * /proc/self/task/<tid>/stat, to the ns, per thread name, with its kernel part, stime, in 10 ms
+ * ticks, and the times each thread went to sleep), and while one AllReduce of --bytes runs --iters
+ * times (CPU per operation and per byte, all threads). One line per rank.
  * --gpu: the buffers are GPU memory (ncclMemAlloc on the GPU MONEL_LOCAL_RANK names, default 0)
  * and every call goes on a CUDA stream, waited for after each call, so the same measure holds for
  * the GPU engine's proxy and network threads, of Monel or of any libnccl.so.2 (a library's
@@ -56,12 +56,12 @@ static double now_s(void) {
   return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 
-/* CPU ms and sleeps per thread between two samples ("monel-proxy 1.2 ms/3, ..."), the threads
- * of one name added up; *total_ns: all threads. */
+/* CPU ms (of which in the kernel) and sleeps per thread between two samples ("monel-proxy 1.2 ms
+ * sys 0.8/3, ..."), the threads of one name added up; *total_ns: all threads. */
 static void cpu_between(char* out, size_t len, const struct sample* a, const struct sample* b,
                         long long* total_ns) {
   char names[64][32];
-  long long ns[64] = {0};
+  long long ns[64] = {0}, sys[64] = {0};
   long wakes[64] = {0};
   int k = 0;
   *total_ns = 0;
@@ -69,18 +69,20 @@ static void cpu_between(char* out, size_t len, const struct sample* a, const str
     int j = sample_find(a, b->tid[i]);
     long long before = j < 0 ? 0 : a->ns[j];
     long wbefore = j < 0 ? 0 : a->sleeps[j];
+    long long sbefore = j < 0 ? 0 : a->sys_ns[j];
     int g = 0;
     while (g < k && strcmp(names[g], b->name[i]) != 0) g++;
     if (g == k) snprintf(names[k++], 32, "%s", b->name[i]);
     ns[g] += b->ns[i] - before;
+    sys[g] += b->sys_ns[i] - sbefore;
     wakes[g] += b->sleeps[i] - wbefore;
     *total_ns += b->ns[i] - before;
   }
   out[0] = '\0';
   for (int g = 0; g < k; g++) {
     size_t at = strlen(out);
-    snprintf(out + at, len - at, "%s%s %.1f ms/%ld", at ? ", " : "", names[g], ns[g] / 1e6,
-             wakes[g]);
+    snprintf(out + at, len - at, "%s%s %.1f ms sys %.0f/%ld", at ? ", " : "", names[g], ns[g] / 1e6,
+             sys[g] / 1e6, wakes[g]);
   }
   size_t at = strlen(out);
   snprintf(out + at, len - at, " (total %.1f ms)", *total_ns / 1e6);
