@@ -50,6 +50,18 @@ ncclResult_t pncclMonelGetVersionString(const char** version);
 ncclResult_t ncclMonelCommGetEngine(ncclComm_t comm, const char** name);
 ncclResult_t pncclMonelCommGetEngine(ncclComm_t comm, const char** name);
 
+/*
+ * Writes into buf (len bytes, NUL-terminated, cut short when too small) one
+ * line per GPU of this host and network device its channels use:
+ *   GPU <cuda dev> <pci bus id> -> NIC <name> <pci bus id> <path type> <Gb/s>
+ * from the topology Monel detects (sysfs, NVML, the network's devices) or,
+ * on a machine without a GPU, from NCCL_TOPO_FILE alone. The path type is
+ * NCCL's (NVL, PIX, PXB, PHB, SYS, PXN, ...); "-" stands for a device with
+ * no PCI address.
+ */
+ncclResult_t ncclMonelTopoInfo(char* buf, size_t len);
+ncclResult_t pncclMonelTopoInfo(char* buf, size_t len);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -451,10 +451,16 @@ FUNCTIONS = {
     ),
     "ncclMonelGetVersionString": (_R, [_P(c_char_p)]),
     "ncclMonelCommGetEngine": (_R, [ncclComm_t, _P(c_char_p)]),
+    "ncclMonelTopoInfo": (_R, [c_char_p, c_size_t]),
 }
 
 # Functions that only Monel has; the others may be missing from an old NCCL too.
-MONEL_ONLY = ("ncclAlltoAllv", "ncclMonelGetVersionString", "ncclMonelCommGetEngine")
+MONEL_ONLY = (
+    "ncclAlltoAllv",
+    "ncclMonelGetVersionString",
+    "ncclMonelCommGetEngine",
+    "ncclMonelTopoInfo",
+)
 
 # ---- Loading ---------------------------------------------------------------
 

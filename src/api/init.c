@@ -6,6 +6,8 @@
 #include "core/comm.h"
 #include "core/group.h"
 #include "core/version.h"
+#include "core/engine.h"
+#include "core/node_topo.h"
 
 NCCL_API(ncclResult_t, ncclGetVersion, int* version) {
   if (version == NULL) {
@@ -236,4 +238,13 @@ NCCL_API(ncclResult_t, ncclMonelCommGetEngine, ncclComm_t comm, const char** nam
   NCCLCHECK(api_check_ptr(name, "name", "ncclMonelCommGetEngine"));
   *name = comm->engine->name;
   return ncclSuccess;
+}
+
+NCCL_API(ncclResult_t, ncclMonelTopoInfo, char* buf, size_t len) {
+  NCCLCHECK(api_check_ptr(buf, "buf", "ncclMonelTopoInfo"));
+  if (len == 0) {
+    WARN("ncclMonelTopoInfo: len is 0; pass the size of buf");
+    return ncclInvalidArgument;
+  }
+  return node_topo_lines(buf, len, engine_gpu_of_busid);
 }

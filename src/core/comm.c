@@ -9,6 +9,7 @@
 #include "boot/boot.h"
 #include "util/check.h"
 #include "core/comm.h"
+#include "core/node_topo.h"
 #include "core/plan_choose.h"
 #include "util/param.h"
 #include "core/watch.h"
@@ -166,6 +167,7 @@ static ncclResult_t connect_peers(struct ncclComm* comm, const ncclUniqueId* id)
   NCCLCHECK(same_engine(comm));
   comm->comm_hash = topo_hash(id->internal, sizeof id->internal);
   NCCLCHECK(ring_setup(comm));
+  node_topo_dump(comm->rank); /* NCCL_TOPO_DUMP_FILE */
   NCCLCHECK(comm->engine->comm_init(comm));
   plan_log_table(comm); /* NCCL_DEBUG_SUBSYS=TUNING: the table the plan chooses from */
   NCCLCHECK(watch_start(comm));

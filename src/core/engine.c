@@ -27,3 +27,11 @@ int engine_gpu_count(void) {
 #endif
   return 0;
 }
+
+int engine_gpu_of_busid(const char* busid) {
+#ifdef MONEL_HAVE_CUDA
+  if (engine_gpu_allowed() && gpu_engine.device_of_busid) return gpu_engine.device_of_busid(busid);
+#endif
+  (void)busid;
+  return -1;
+}

@@ -56,6 +56,8 @@ struct engine {
    * = 0: not the engine's memory, core takes host memory instead). */
   int (*device_count)(void);
   int (*current_device)(void);
+  /* The device index of the GPU at a PCI bus id, or -1 (monel-info's topology lines). */
+  int (*device_of_busid)(const char* busid);
   ncclResult_t (*mem_alloc)(void** ptr, size_t size, int* handled);
   ncclResult_t (*mem_free)(void* ptr, int* handled);
   /* One-sided calls (api/onesided.c) on an engine whose operations run later on a stream: a
@@ -109,5 +111,7 @@ extern const struct engine gpu_engine;
 int engine_gpu_allowed(void);
 int engine_default_device(void);
 int engine_gpu_count(void);
+/* The CUDA device at a PCI bus id, or -1 (none, or no CUDA engine). */
+int engine_gpu_of_busid(const char* busid);
 
 #endif

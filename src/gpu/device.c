@@ -14,6 +14,16 @@ int gpu_device_count(void) {
   return n;
 }
 
+int gpu_device_of_busid(const char* busid) {
+  int dev = -1;
+  if (gpu_device_count() <= 0) return -1;
+  if (cudaDeviceGetByPCIBusId(&dev, busid) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  return dev;
+}
+
 int gpu_current_device(void) {
   if (gpu_device_count() <= 0) return -1;
   int dev = -1;

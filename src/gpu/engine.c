@@ -522,6 +522,7 @@ const struct engine gpu_engine = {
     .comm_free = gpu_comm_free,
     .device_count = gpu_device_count,
     .current_device = gpu_current_device,
+    .device_of_busid = gpu_device_of_busid,
     .mem_alloc = gpu_mem_alloc,
     .mem_free = gpu_mem_free,
     .stream_wait = gpu_stream_wait,

@@ -219,6 +219,7 @@ ncclResult_t gpu_launch_event_record(const struct task* t);
  * mem_free). */
 int gpu_device_count(void);
 int gpu_current_device(void);
+int gpu_device_of_busid(const char* busid);
 ncclResult_t gpu_mem_alloc(void** ptr, size_t size, int* handled);
 ncclResult_t gpu_mem_free(void* ptr, int* handled);
 /* signal.c: the engine's direct signals (struct engine's signal_direct, signal_raise,

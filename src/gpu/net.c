@@ -34,6 +34,7 @@
 #include <string.h>
 #include "boot/boot.h"
 #include "boot/tags.h"
+#include "core/node_topo.h"
 #include "util/check.h"
 #include "util/param.h"
 #include "gpu/gpu.h"
@@ -282,6 +283,21 @@ static void proxy_on_device(void* arg) {
   if (cudaThreadExchangeStreamCaptureMode(&mode) != cudaSuccess) (void)cudaGetLastError();
 }
 
+/* The network device nearest this comm's GPU (core/node_topo.h: the same rule on every host, so
+ * GPU i of each host takes the same rail). The comm's connections share one device: its
+ * channel 0's. */
+static ncclResult_t topo_dev(const struct ncclComm* comm, int* dev) {
+  char busid[32];
+  if (cudaDeviceGetPCIBusId(busid, sizeof busid, comm->cuda_dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return ncclSuccess;
+  }
+  NCCLCHECK(node_topo_net_dev(busid, comm->cuda_dev, 0, dev));
+  INFO(LOG_INIT | LOG_NET, "comm %p rank %d GPU %d (%s) uses network device %d", (void*)comm,
+       comm->rank, comm->cuda_dev, busid, *dev);
+  return ncclSuccess;
+}
+
 /* The network and where my network FIFOs' slots go (fifo_net_gdr), for the comm's first network
  * connections; the proxy thread will make this comm's GPU current before it moves them. */
 static ncclResult_t create_set(struct ncclComm* comm, struct gpu_comm* g) {
@@ -291,6 +307,7 @@ static ncclResult_t create_set(struct ncclComm* comm, struct gpu_comm* g) {
    * built-in TCP network sizes its helpers from their count (net_machine_ranks). */
   net_machine_ranks(gpu_machine_ranks(comm));
   NCCLCHECK(net_get(&g->net_ops, &dev));
+  NCCLCHECK(topo_dev(comm, &dev));
   NCCLCHECK(fifo_net_gdr(g->net_ops, dev, &g->net_gdr, &why));
   INFO(LOG_INIT | LOG_NET,
        "comm %p rank %d GPU network FIFOs: counters in pinned host memory, "

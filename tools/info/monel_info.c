@@ -2,6 +2,7 @@
  * with its doc, default and current value. `monel-info --markdown` prints the parameter table
  * as docs/params.md. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "util/param.h"
 #include "monel.h"
@@ -32,10 +33,29 @@ static int markdown(void) {
   return 0;
 }
 
+/* One line per GPU and network device it uses (ncclMonelTopoInfo). */
+static int topo(void) {
+  size_t len = 1 << 20;
+  char* buf = malloc(len);
+  if (buf == NULL) return 1;
+  ncclResult_t r = ncclMonelTopoInfo(buf, len);
+  if (r != ncclSuccess) {
+    fprintf(stderr, "monel-info: %s\n", ncclGetLastError(NULL));
+    free(buf);
+    return 1;
+  }
+  if (buf[0] == '\0')
+    fprintf(stderr, "monel-info: no GPU here (set NCCL_TOPO_FILE to describe one)\n");
+  fputs(buf, stdout);
+  free(buf);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc > 1 && strcmp(argv[1], "--markdown") == 0) return markdown();
+  if (argc > 1 && strcmp(argv[1], "--topo") == 0) return topo();
   if (argc > 1) {
-    fprintf(stderr, "usage: monel-info [--markdown]\n");
+    fprintf(stderr, "usage: monel-info [--markdown | --topo]\n");
     return 2;
   }
   const char* version = NULL;

@@ -1,0 +1,24 @@
+/* This host's topology (topo/topo.h) with the network this process uses: built once, read by
+ * the engines to pick each GPU's network devices, by the api for monel-info, and dumped at init
+ * when NCCL_TOPO_DUMP_FILE asks. */
+#ifndef MONEL_CORE_NODE_TOPO_H
+#define MONEL_CORE_NODE_TOPO_H
+#include <stddef.h>
+#include "nccl.h"
+#include "topo/topo.h"
+
+/* The system (never freed while the process runs). A topology file that does not parse, or a
+ * variable with a value NCCL does not accept, fails with a sentence every time it is asked. */
+ncclResult_t node_topo_get(const struct topo_system** out);
+/* The index of the GPU with that bus id, added (with cuda_dev as its index) when missing. */
+ncclResult_t node_topo_gpu(const char* busid, int cuda_dev, int* g);
+/* The network device for channel `channel` of the GPU at busid (0 when there is no choice). */
+ncclResult_t node_topo_net_dev(const char* busid, int cuda_dev, int channel, int* dev);
+/* monel-info --topo: one line per (GPU, network device it uses):
+ * "GPU <cuda dev> <bus id> -> NIC <name> <bus id> <path type> <speed Gb/s>". cuda_dev_of maps
+ * a bus id to its CUDA device index (NULL or -1: the GPU's NVML/file index). */
+ncclResult_t node_topo_lines(char* buf, size_t len, int (*cuda_dev_of)(const char* busid));
+/* Writes NCCL_TOPO_DUMP_FILE when this is NCCL_TOPO_DUMP_FILE_RANK. */
+void node_topo_dump(int rank);
+
+#endif
