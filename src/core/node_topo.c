@@ -127,8 +127,13 @@ static ncclResult_t build(struct topo_system** out) {
     NCCLCHECKGOTO(complete_file(root, &ng, &nn), res, out);
   } else {
     NCCLCHECKGOTO(net_descs(&nics, &nnics), res, out);
-    struct topo_detect d = {.gpus = gpus, .ngpus = ngpus, .nics = nics, .nnics = nnics,
-                            .file = file, .sysfs = sysfs, .trim = 1};
+    struct topo_detect d = {.gpus = gpus,
+                            .ngpus = ngpus,
+                            .nics = nics,
+                            .nnics = nnics,
+                            .file = file,
+                            .sysfs = sysfs,
+                            .trim = 1};
     NCCLCHECKGOTO(topo_detect_xml(&d, &root), res, out);
   }
   res = topo_system_make(root, &o, out);

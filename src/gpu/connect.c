@@ -13,6 +13,7 @@
 #include <string.h>
 #include "boot/boot.h"
 #include "boot/tags.h"
+#include "core/node_topo.h"
 #include "util/check.h"
 #include "util/param.h"
 #include "gpu/gpu.h"
@@ -40,6 +41,25 @@ static int all_same_process(const struct ncclComm* comm) {
   return 1;
 }
 
+/* NCCL_P2P_LEVEL, when set: peer access between two GPUs only up to that path type of the
+ * topology (core/node_topo.h). Unset, CUDA's answer stands: a topology without NVML's NVLink
+ * facts would take NVLink pairs for PCIe ones. */
+static int level_allows(int a, int b) {
+  char ba[32], bb[32];
+  const struct topo_system* s = NULL;
+  int ga = -1, gb = -1;
+  if (!param_is_set(PARAM_P2P_LEVEL)) return 1;
+  if (cudaDeviceGetPCIBusId(ba, sizeof ba, a) != cudaSuccess ||
+      cudaDeviceGetPCIBusId(bb, sizeof bb, b) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 1;
+  }
+  if (node_topo_gpu(ba, a, &ga) != ncclSuccess || node_topo_gpu(bb, b, &gb) != ncclSuccess ||
+      node_topo_get(&s) != ncclSuccess)
+    return 1;
+  return topo_p2p_ok(s, ga, gb);
+}
+
 ncclResult_t gpu_choose_host_fifos(struct ncclComm* comm, struct gpu_comm* g) {
   int n = comm->nranks, me = comm->rank, *want = NULL;
   ncclResult_t res = ncclSuccess;
@@ -53,7 +73,7 @@ ncclResult_t gpu_choose_host_fifos(struct ncclComm* comm, struct gpu_comm* g) {
       (void)cudaGetLastError();
       can = 0;
     }
-    want[me] = !can;
+    want[me] = !can || !level_allows(comm->cuda_dev, p->cuda_dev);
   }
   NCCLCHECKGOTO(boot_allgather(comm->boot, want, sizeof *want), res, out);
   g->host_fifos = 0;
@@ -62,7 +82,8 @@ ncclResult_t gpu_choose_host_fifos(struct ncclComm* comm, struct gpu_comm* g) {
     INFO(LOG_INIT | LOG_P2P, "comm %p rank %d: GPU FIFOs in pinned host memory (%s)", (void*)comm,
          me,
          param_int(PARAM_P2P_DISABLE) == 1 ? "NCCL_P2P_DISABLE=1"
-                                           : "a pair of GPUs has no peer access");
+                                           : "a pair of GPUs has no peer access, or its path is "
+                                             "beyond NCCL_P2P_LEVEL");
 out:
   free(want);
   return res;

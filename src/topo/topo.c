@@ -77,8 +77,8 @@ int topo_busid_norm(const char* s, char out[16]) {
   unsigned dom = 0, bus = 0, dev = 0, fn = 0;
   int n = 0;
   if (s == NULL || strspn(s, "0123456789abcdefABCDEF:.") != strlen(s) ||
-      sscanf(s, "%x:%x:%x.%x%n", &dom, &bus, &dev, &fn, &n) != 4 || s[n] != '\0' ||
-      dom > 0xffff || bus > 0xff || dev > 0x1f || fn > 7)
+      sscanf(s, "%x:%x:%x.%x%n", &dom, &bus, &dev, &fn, &n) != 4 || s[n] != '\0' || dom > 0xffff ||
+      bus > 0xff || dev > 0x1f || fn > 7)
     return 0;
   snprintf(out, 16, "%04x:%02x:%02x.%x", dom, bus, dev, fn);
   return 1;
@@ -126,7 +126,9 @@ static float nvlink_bw(int sm) {
   return 18.0f;
 }
 
-static int is_cpu(const struct topo_xml* x) { return strcmp(x->name, "cpu") == 0; }
+static int is_cpu(const struct topo_xml* x) {
+  return strcmp(x->name, "cpu") == 0;
+}
 
 /* x's chain up to its CPU: x, its parents, the CPU last. Returns the length (0 when x hangs
  * under no CPU). */
@@ -287,7 +289,8 @@ static void gpu_net_paths(struct topo_system* s) {
       const struct topo_gpu* u = &s->gpus[g];
       const struct topo_net* v = &s->nets[n];
       const struct topo_xml* nic = v->net->parent;
-      const struct topo_xml* at = nic->parent && strcmp(nic->parent->name, "pci") == 0 ? nic->parent : nic;
+      const struct topo_xml* at =
+          nic->parent && strcmp(nic->parent->name, "pci") == 0 ? nic->parent : nic;
       struct topo_path p = pci_path(u->pci, at, 0);
       float net_bw = (float)v->speed_mbps / 8000.0f;
       p.gdr = u->gdr && v->gdr && p.type <= o->gdr_level;
@@ -431,7 +434,7 @@ int topo_gpu_nets(const struct topo_system* s, int g, int* nets, int max) {
   for (int n = 0; n < s->nnets; n++)
     if (same(&row[n], &row[best])) l[nl++] = n;
   int shares = local_gpus(s, l[0]);
-  int per = s->opts.nics_per_gpu == 0    ? (nl + shares - 1) / shares
+  int per = s->opts.nics_per_gpu == 0  ? (nl + shares - 1) / shares
             : s->opts.nics_per_gpu < 0 ? nl
                                        : (s->opts.nics_per_gpu < nl ? s->opts.nics_per_gpu : nl);
   int start = s->gpus[g].dev % shares;

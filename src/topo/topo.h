@@ -39,9 +39,9 @@ int topo_path_parse(const char* s);
 /* What the environment asks of the topology (NCCL_NET_GDR_LEVEL, NCCL_P2P_LEVEL, NCCL_CROSS_NIC,
  * NCCL_NETDEVS_POLICY, NCCL_PXN_DISABLE): filled by topo_opts_from_params, or by tests. */
 struct topo_opts {
-  int gdr_level;   /* GPUDirect RDMA between a GPU and a NIC up to this path type */
-  int p2p_level;   /* peer-to-peer between two GPUs up to this path type */
-  int cross_nic;   /* 0: a GPU's network devices only on its own rail; 1, 2: any */
+  int gdr_level;    /* GPUDirect RDMA between a GPU and a NIC up to this path type */
+  int p2p_level;    /* peer-to-peer between two GPUs up to this path type */
+  int cross_nic;    /* 0: a GPU's network devices only on its own rail; 1, 2: any */
   int nics_per_gpu; /* 0: as many as its share (AUTO); -1: all it is closest to; n: at most n */
   int pxn;          /* a NIC reached through an NVLink peer counts as PXN */
 };

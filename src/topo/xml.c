@@ -38,7 +38,9 @@ static void fail(struct reader* r, const char* fmt, ...) {
   va_end(ap);
 }
 
-static int is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+static int is_blank(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
 static int is_name(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
          c == '-' || c == ':' || c == '.';
@@ -211,7 +213,10 @@ static struct topo_xml* parse_all(struct reader* r) {
 ncclResult_t topo_xml_parse(const char* text, size_t len, struct topo_xml** out, char* why,
                             size_t whylen) {
   char none[8];
-  struct reader r = {.p = text, .end = text + len, .start = text, .why = why ? why : none,
+  struct reader r = {.p = text,
+                     .end = text + len,
+                     .start = text,
+                     .why = why ? why : none,
                      .whylen = why ? whylen : sizeof none};
   *out = NULL;
   if (r.whylen) r.why[0] = '\0';

@@ -283,8 +283,8 @@ static struct topo_system* detect(const char* root, const char* file, struct top
   snprintf(n[1].pci_path, sizeof n[1].pci_path, "%s/devices/pci0000:80/0000:80:01.0/0000:81:00.0",
            root);
   for (int i = 0; i < 2; i++) n[i].dev = i, n[i].speed_mbps = 100000, n[i].gdr = 1, n[i].rail = -1;
-  struct topo_detect d = {.gpus = &g, .ngpus = 1, .nics = n, .nnics = 2, .file = file,
-                          .sysfs = root, .trim = 1};
+  struct topo_detect d = {
+      .gpus = &g, .ngpus = 1, .nics = n, .nnics = 2, .file = file, .sysfs = root, .trim = 1};
   struct topo_xml* x = NULL;
   struct topo_system* s = NULL;
   struct topo_opts o;
@@ -337,15 +337,16 @@ TEST(file_wins_and_is_trimmed) {
   snprintf(file, sizeof file, "%s/topo.xml", root);
   FILE* f = fopen(file, "w");
   CHECK(f != NULL);
-  fprintf(f, "<system version=\"1\">\n"
-             "  <cpu numaid=\"1\" arch=\"x86_64\" vendor=\"GenuineIntel\" modelid=\"143\">\n"
-             "    <pci busid=\"0000:70:00.0\" class=\"0x060400\">\n"
-             "      <pci busid=\"0000:13:00.0\" class=\"0x030200\"/>\n"
-             "      <pci busid=\"0000:81:00.0\" class=\"0x020000\"/>\n"
-             "      <pci busid=\"0000:99:00.0\" class=\"0x030200\"><gpu dev=\"1\" sm=\"90\"/></pci>\n"
-             "    </pci>\n"
-             "  </cpu>\n"
-             "</system>\n");
+  fprintf(f,
+          "<system version=\"1\">\n"
+          "  <cpu numaid=\"1\" arch=\"x86_64\" vendor=\"GenuineIntel\" modelid=\"143\">\n"
+          "    <pci busid=\"0000:70:00.0\" class=\"0x060400\">\n"
+          "      <pci busid=\"0000:13:00.0\" class=\"0x030200\"/>\n"
+          "      <pci busid=\"0000:81:00.0\" class=\"0x020000\"/>\n"
+          "      <pci busid=\"0000:99:00.0\" class=\"0x030200\"><gpu dev=\"1\" sm=\"90\"/></pci>\n"
+          "    </pci>\n"
+          "  </cpu>\n"
+          "</system>\n");
   fclose(f);
   struct topo_xml* dump = NULL;
   struct topo_system* s = detect(root, file, &dump);
