@@ -3,6 +3,7 @@
  * engine names a GPU that NVML did not list (no NVML, or a GPU it cannot see). */
 #include "core/node_topo.h"
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,14 +188,37 @@ ncclResult_t node_topo_gpu(const char* busid, int cuda_dev, int* g) {
   return res;
 }
 
-ncclResult_t node_topo_net_dev(const char* busid, int cuda_dev, int channel, int* dev) {
+ncclResult_t node_topo_net_devs(const char* busid, int cuda_dev, int** devs, int* n) {
   const struct topo_system* s = NULL;
   int g = -1;
-  *dev = 0;
+  *devs = NULL;
+  *n = 0;
   NCCLCHECK(node_topo_gpu(busid, cuda_dev, &g));
   NCCLCHECK(node_topo_get(&s));
-  int d = g >= 0 ? topo_channel_dev(s, g, channel) : -1;
-  if (d >= 0) *dev = d;
+  int* d = calloc((size_t)s->nnets + 1, sizeof *d);
+  if (d == NULL) return ncclSystemError;
+  int k = g >= 0 ? topo_gpu_nets(s, g, d, s->nnets) : 0;
+  for (int i = 0; i < k; i++) d[i] = s->nets[d[i]].dev;
+  *devs = d;
+  *n = k > 0 ? k : 1; /* d[0] is 0 when there is nothing to choose from */
+  return ncclSuccess;
+}
+
+ncclResult_t node_topo_cpu_net_dev(int local_index, int* dev) {
+  const struct topo_system* s = NULL;
+  cpu_set_t set;
+  int cpu = -1;
+  *dev = 0;
+  NCCLCHECK(node_topo_get(&s));
+  if (s->nnets <= 1) return ncclSuccess;
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE && cpu < 0; c++)
+      if (CPU_ISSET(c, &set)) cpu = c;
+  int* nets = malloc(sizeof *nets * (size_t)s->nnets);
+  if (nets == NULL) return ncclSystemError;
+  int n = topo_cpu_nets(s, cpu >= 0 ? topo_cpu_numa(s, cpu) : -1, nets, s->nnets);
+  if (n > 0) *dev = s->nets[nets[local_index % n]].dev;
+  free(nets);
   return ncclSuccess;
 }
 

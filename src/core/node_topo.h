@@ -12,8 +12,12 @@
 ncclResult_t node_topo_get(const struct topo_system** out);
 /* The index of the GPU with that bus id, added (with cuda_dev as its index) when missing. */
 ncclResult_t node_topo_gpu(const char* busid, int cuda_dev, int* g);
-/* The network device for channel `channel` of the GPU at busid (0 when there is no choice). */
-ncclResult_t node_topo_net_dev(const char* busid, int cuda_dev, int channel, int* dev);
+/* The network devices the channels of the GPU at busid rotate over (channel c uses
+ * (*devs)[c % *n]; malloc'ed, at least one: device 0 when there is no choice). */
+ncclResult_t node_topo_net_devs(const char* busid, int cuda_dev, int** devs, int* n);
+/* The network device of a CPU-engine rank: the nearest to the first CPU it may run on, rotated
+ * by its index among the comm's ranks on this host (0 when there is no choice). */
+ncclResult_t node_topo_cpu_net_dev(int local_index, int* dev);
 /* monel-info --topo: one line per (GPU, network device it uses):
  * "GPU <cuda dev> <bus id> -> NIC <name> <bus id> <path type> <speed Gb/s>". cuda_dev_of maps
  * a bus id to its CUDA device index (NULL or -1: the GPU's NVML/file index). */

@@ -16,6 +16,8 @@ struct cpu_comm {
   unsigned char *p2p_send_ready, *p2p_recv_ready; /* nranks each */
   struct cpu_tree* tree; /* tree.c's connections (cpu_tree_init, with the comm) */
   int oneshot_ready;     /* the point-to-point FIFOs to and from every peer exist */
+  int net_dev;           /* the network device this rank's network connections use; -1 until */
+                         /* the first one (core/node_topo.h) */
   int lost_rank;         /* a peer found gone, or named by a peer that stopped for it; -1 if none */
 };
 

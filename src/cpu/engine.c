@@ -10,6 +10,7 @@
 #include "core/algo.h"
 #include "util/check.h"
 #include "core/comm.h"
+#include "core/node_topo.h"
 #include "util/param.h"
 #include "cpu/cpu.h"
 #include "proxy/proxy.h"
@@ -41,6 +42,22 @@ static int peer_pid(const struct ncclComm* comm, int peer) {
   return me->pid == p->pid ? -1 : p->pid;
 }
 
+/* The network device of this rank (made at its first network connection): the nearest to its
+ * CPUs, rotated over the ranks of its host, so that a host's ranks spread over its NICs. */
+static ncclResult_t net_dev(struct ncclComm* comm, int* dev) {
+  struct cpu_comm* cc = comm->engine_state;
+  if (cc->net_dev < 0) {
+    int local = 0;
+    for (int r = 0; r < comm->rank; r++)
+      local += comm->peers[r].host_hash == comm->peers[comm->rank].host_hash;
+    NCCLCHECK(node_topo_cpu_net_dev(local, &cc->net_dev));
+    INFO(LOG_INIT | LOG_NET, "comm %p rank %d uses network device %d", (void*)comm, comm->rank,
+         cc->net_dev);
+  }
+  *dev = cc->net_dev;
+  return ncclSuccess;
+}
+
 ncclResult_t cpu_conn_prepare(struct ncclComm* comm, int peer, struct conn* c) {
   c->tr = pick_transport(comm, peer);
   if (c->tr == NULL) {
@@ -53,6 +70,7 @@ ncclResult_t cpu_conn_prepare(struct ncclComm* comm, int peer, struct conn* c) {
   c->peer_pid = peer_pid(comm, peer);
   if (c->tr != &shm_transport && c->peer_pid > 0) c->peer_pid = 0;
   c->key = boot_key(comm->boot);
+  if (c->tr != &shm_transport) NCCLCHECK(net_dev(comm, &c->net_dev));
   return ncclSuccess;
 }
 
@@ -117,6 +135,7 @@ static ncclResult_t ensure_ring(struct ncclComm* comm) {
 static ncclResult_t cpu_comm_init(struct ncclComm* comm) {
   struct cpu_comm* cc = NULL;
   NCCLCALLOC(cc, 1);
+  cc->net_dev = -1;
   comm->engine_state = cc;
   NCCLCALLOC(cc->p2p_send, comm->nranks);
   NCCLCALLOC(cc->p2p_recv, comm->nranks);

@@ -102,9 +102,11 @@ struct gpu_comm {
   int64_t p2p_delta[DEV_MAX_PEERS]; /* the kernels' slot_delta of the FIFOs with peer r (dev.h) */
   int net_gdr;                      /* the network FIFOs' slots are in device memory (gpu/net.c) */
   struct fifo_net* net;             /* the proxy's side of them */
-  const struct net* net_ops;        /* the network they use */
-  int net_conns;                    /* connections in net */
-  ncclResult_t net_setup_res;       /* a setup that failed: no more are made */
+  int* net_devs; /* the network devices channel c's connections use: net_devs[c % net_ndevs] */
+  int net_ndevs;
+  const struct net* net_ops;  /* the network they use */
+  int net_conns;              /* connections in net */
+  ncclResult_t net_setup_res; /* a setup that failed: no more are made */
   int proxy_held;
   uint64_t last_op; /* atomic: seq << 8 | coll of the last operation enqueued (for messages) */
   struct gpu_peer_map maps[GPU_MAX_MAPS];

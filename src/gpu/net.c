@@ -141,8 +141,10 @@ static void spec(struct fifo_net_spec* s, const struct ncclComm* comm, int is_se
   s->slots = f->m->dslots != NULL ? f->m->dslots + at + DEV_FIFO_HEADER : NULL;
   s->nslots = f->nslots;
   s->slot_bytes = f->slot_bytes;
+  const struct gpu_comm* g = comm->engine_state;
   s->peer = peer;
   s->tag = tag;
+  s->dev = g->net_ndevs > 0 ? g->net_devs[k % g->net_ndevs] : 0;
   snprintf(s->desc, sizeof s->desc, "rank %d's %s channel %d %s rank %d (host %s)", comm->rank,
            f->kind, k, is_send ? "to" : "from", peer, comm->peers[peer].host);
 }
@@ -283,18 +285,35 @@ static void proxy_on_device(void* arg) {
   if (cudaThreadExchangeStreamCaptureMode(&mode) != cudaSuccess) (void)cudaGetLastError();
 }
 
-/* The network device nearest this comm's GPU (core/node_topo.h: the same rule on every host, so
- * GPU i of each host takes the same rail). The comm's connections share one device: its
- * channel 0's. */
-static ncclResult_t topo_dev(const struct ncclComm* comm, int* dev) {
-  char busid[32];
+/* The network devices nearest this comm's GPU, which its channels rotate over (core/node_topo.h:
+ * the same rule on every host, so GPU i of each host takes the same rail); without a bus id, the
+ * network's own choice. */
+static ncclResult_t topo_devs(const struct ncclComm* comm, struct gpu_comm* g, int dev) {
+  char busid[32], list[256] = "";
+  free(g->net_devs);
+  g->net_devs = NULL;
+  g->net_ndevs = 0;
   if (cudaDeviceGetPCIBusId(busid, sizeof busid, comm->cuda_dev) != cudaSuccess) {
     (void)cudaGetLastError();
+    g->net_devs = calloc(1, sizeof *g->net_devs);
+    if (g->net_devs == NULL) return ncclSystemError;
+    g->net_devs[0] = dev;
+    g->net_ndevs = 1;
     return ncclSuccess;
   }
-  NCCLCHECK(node_topo_net_dev(busid, comm->cuda_dev, 0, dev));
-  INFO(LOG_INIT | LOG_NET, "comm %p rank %d GPU %d (%s) uses network device %d", (void*)comm,
-       comm->rank, comm->cuda_dev, busid, *dev);
+  NCCLCHECK(node_topo_net_devs(busid, comm->cuda_dev, &g->net_devs, &g->net_ndevs));
+  for (int i = 0, at = 0; i < g->net_ndevs && at < (int)sizeof list - 12; i++)
+    at += snprintf(list + at, sizeof list - (size_t)at, "%s%d", i ? "," : "", g->net_devs[i]);
+  INFO(LOG_INIT | LOG_NET, "comm %p rank %d GPU %d (%s): channels use network device(s) %s",
+       (void*)comm, comm->rank, comm->cuda_dev, busid, list);
+  return ncclSuccess;
+}
+
+/* GPUDirect RDMA for the slots of every device the channels use, or for none. */
+static ncclResult_t gdr_all(struct gpu_comm* g, const char** why) {
+  g->net_gdr = 1;
+  for (int i = 0; i < g->net_ndevs && g->net_gdr; i++)
+    NCCLCHECK(fifo_net_gdr(g->net_ops, g->net_devs[i], &g->net_gdr, why));
   return ncclSuccess;
 }
 
@@ -307,13 +326,13 @@ static ncclResult_t create_set(struct ncclComm* comm, struct gpu_comm* g) {
    * built-in TCP network sizes its helpers from their count (net_machine_ranks). */
   net_machine_ranks(gpu_machine_ranks(comm));
   NCCLCHECK(net_get(&g->net_ops, &dev));
-  NCCLCHECK(topo_dev(comm, &dev));
-  NCCLCHECK(fifo_net_gdr(g->net_ops, dev, &g->net_gdr, &why));
+  NCCLCHECK(topo_devs(comm, g, dev));
+  NCCLCHECK(gdr_all(g, &why));
   INFO(LOG_INIT | LOG_NET,
        "comm %p rank %d GPU network FIFOs: counters in pinned host memory, "
        "data slots %s",
        (void*)comm, comm->rank, why);
-  NCCLCHECK(fifo_net_create(g->net_ops, dev, boot_key(comm->boot), 0, &g->net));
+  NCCLCHECK(fifo_net_create(g->net_ops, boot_key(comm->boot), 0, &g->net));
   fifo_net_on_thread(g->net, proxy_on_device, &comm->cuda_dev, comm->cuda_dev);
   return ncclSuccess;
 }
@@ -470,6 +489,9 @@ void gpu_net_free(struct ncclComm* comm, struct gpu_comm* g, int kernels_over) {
   if (kernels_over) drain(comm, g);
   fifo_net_free(g->net);
   g->net = NULL;
+  free(g->net_devs);
+  g->net_devs = NULL;
+  g->net_ndevs = 0;
   if (g->proxy_held) proxy_release(comm);
   g->proxy_held = 0;
   if (kernels_over) {

@@ -66,7 +66,6 @@ struct fnet_conn {
 
 struct fifo_net {
   const struct net* net;
-  int dev;
   unsigned char key[AUTH_KEY_BYTES]; /* if keyed */
   int keyed;
   int nconns;
@@ -135,13 +134,12 @@ ncclResult_t fifo_net_gdr(const struct net* net, int dev, int* gdr, const char**
   return ncclSuccess;
 }
 
-ncclResult_t fifo_net_create(const struct net* net, int dev, const unsigned char* key, int nconns,
+ncclResult_t fifo_net_create(const struct net* net, const unsigned char* key, int nconns,
                              struct fifo_net** out) {
   struct fifo_net* f = NULL;
   *out = NULL;
   NCCLCALLOC(f, 1);
   f->net = net;
-  f->dev = dev;
   if (key != NULL) memcpy(f->key, key, sizeof f->key);
   f->keyed = key != NULL;
   f->nconns = nconns;
@@ -197,10 +195,10 @@ ncclResult_t fifo_net_listen(struct fifo_net* f, int i, const struct fifo_net_sp
   struct fnet_conn* c = NULL;
   NCCLCHECK(take(f, i, spec, &c));
   memset(handle, 0, NET_HANDLE_BYTES);
-  ncclResult_t res = f->net->listen(f->dev, f->keyed ? f->key : NULL, handle, &c->listen);
+  ncclResult_t res = f->net->listen(spec->dev, f->keyed ? f->key : NULL, handle, &c->listen);
   if (res == ncclSuccess) memcpy(c->handle, handle, NET_HANDLE_BYTES); /* names the connection */
   if (res != ncclSuccess)
-    WARN("could not listen for %s on network device %d of %s", spec->desc, f->dev, f->net->name);
+    WARN("could not listen for %s on network device %d of %s", spec->desc, spec->dev, f->net->name);
   return res;
 }
 
@@ -225,9 +223,9 @@ static ncclResult_t establish_pass(struct fifo_net* f, int* pending) {
   for (int i = 0; i < f->nconns; i++) {
     struct fnet_conn* c = &f->conns[i];
     if (!c->used || c->comm != NULL) continue;
-    ncclResult_t res = c->s.is_send
-                           ? f->net->connect(f->dev, f->keyed ? f->key : NULL, c->handle, &c->comm)
-                           : f->net->accept(c->listen, &c->comm);
+    ncclResult_t res =
+        c->s.is_send ? f->net->connect(c->s.dev, f->keyed ? f->key : NULL, c->handle, &c->comm)
+                     : f->net->accept(c->listen, &c->comm);
     if (res != ncclSuccess) {
       WARN("could not %s %s over %s: the peer is gone or unreachable (check NCCL_SOCKET_IFNAME "
            "and that every rank runs)",
@@ -286,7 +284,7 @@ ncclResult_t fifo_net_establish(struct fifo_net* f, int timeout_s, const int* st
            c->s.desc, cuda ? "GPU" : "host", f->net->name);
       return ncclSystemError;
     }
-    INFO(LOG_INIT | LOG_NET, "%s via NET/%s/%d%s", c->s.desc, f->net->name, f->dev,
+    INFO(LOG_INIT | LOG_NET, "%s via NET/%s/%d%s", c->s.desc, f->net->name, c->s.dev,
          cuda ? "/GDRDMA" : "");
   }
   pthread_mutex_lock(&lock); /* a started set's new connections join the proxy's passes */

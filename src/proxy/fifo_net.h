@@ -41,6 +41,7 @@ struct fifo_net_spec {
   size_t slot_bytes;
   int peer;       /* rank of the other side */
   int tag;        /* connection id, the same on both sides */
+  int dev;        /* the network device it is made on (this side's; each side picks its own) */
   char desc[160]; /* names the connection in messages: "ring channel 3 to rank 1 (host b)" */
 };
 
@@ -54,8 +55,9 @@ typedef void (*fifo_net_fail_fn)(void* arg, int peer, const char* sentence);
  * cannot register CUDA memory, or for another value. */
 ncclResult_t fifo_net_gdr(const struct net* net, int dev, int* gdr, const char** why);
 
-/* key: the job's secret the connections prove (net.h's listen/connect; NULL: none). */
-ncclResult_t fifo_net_create(const struct net* net, int dev, const unsigned char* key, int nconns,
+/* key: the job's secret the connections prove (net.h's listen/connect; NULL: none). Each
+ * connection names its own device (fifo_net_spec.dev). */
+ncclResult_t fifo_net_create(const struct net* net, const unsigned char* key, int nconns,
                              struct fifo_net** out);
 /* Room for n more connections, numbered *first .. *first + n - 1; the set may be started. */
 ncclResult_t fifo_net_add(struct fifo_net* f, int n, int* first);

@@ -467,3 +467,57 @@ int topo_p2p_ok(const struct topo_system* s, int g, int h) {
   if (g < 0 || h < 0 || g >= s->ngpus || h >= s->ngpus) return 1;
   return s->gpu_gpu[g * s->ngpus + h].type <= s->opts.p2p_level;
 }
+
+/* The <cpu> a network device hangs from. */
+static const struct topo_xml* net_cpu(const struct topo_net* n) {
+  const struct topo_xml* x = n->net;
+  while (x != NULL && !is_cpu(x)) x = x->parent;
+  return x;
+}
+
+int topo_cpu_nets(const struct topo_system* s, int numa, int* nets, int max) {
+  char want[16];
+  int best = -1, local = 0, k = 0;
+  snprintf(want, sizeof want, "%d", numa);
+  for (int n = 0; n < s->nnets; n++) {
+    const struct topo_xml* c = net_cpu(&s->nets[n]);
+    const char* id = c ? topo_xml_get(c, "numaid") : NULL;
+    int here = numa >= 0 && id != NULL && strcmp(id, want) == 0;
+    if (here && !local) best = -1; /* a device on this node beats every other */
+    local |= here;
+    if ((here || !local) && s->nets[n].speed_mbps > best) best = s->nets[n].speed_mbps;
+  }
+  for (int n = 0; n < s->nnets; n++) {
+    const struct topo_xml* c = net_cpu(&s->nets[n]);
+    const char* id = c ? topo_xml_get(c, "numaid") : NULL;
+    int here = numa >= 0 && id != NULL && strcmp(id, want) == 0;
+    if ((local && !here) || s->nets[n].speed_mbps != best) continue;
+    if (k < max) nets[k] = n;
+    k++;
+  }
+  return k;
+}
+
+/* Whether CPU `cpu` is in a sysfs cpumap ("ffffffff,0000ffff": 32-bit words, highest first). */
+static int in_cpumap(const char* map, int cpu) {
+  int words = 1;
+  for (const char* p = map; *p; p++) words += *p == ',';
+  int word = cpu / 32, w = words - 1;
+  for (const char* p = map; *p && w >= 0; w--) {
+    char* end = NULL;
+    unsigned long v = strtoul(p, &end, 16);
+    if (w == word) return (int)(v >> (cpu % 32) & 1);
+    p = *end == ',' ? end + 1 : end;
+  }
+  return 0;
+}
+
+int topo_cpu_numa(const struct topo_system* s, int cpu) {
+  for (int i = 0; i < s->root->nkids; i++) {
+    const struct topo_xml* c = s->root->kids[i];
+    const char* map = is_cpu(c) ? topo_xml_get(c, "affinity") : NULL;
+    const char* id = map ? topo_xml_get(c, "numaid") : NULL;
+    if (id != NULL && in_cpumap(map, cpu)) return atoi(id);
+  }
+  return -1;
+}

@@ -101,6 +101,12 @@ int topo_gpu_find(const struct topo_system* s, const char* busid);
 int topo_gpu_nets(const struct topo_system* s, int g, int* nets, int max);
 /* The network device (its `dev`) for channel c of GPU g, or -1 with no network device. */
 int topo_channel_dev(const struct topo_system* s, int g, int c);
+/* The network devices nearest CPU numa node `numa` (a CPU-engine rank's, -1: unknown): the
+ * fastest of those on that node, else the fastest of all; indices into s->nets, in XML order.
+ * Returns their number (at most max stored). */
+int topo_cpu_nets(const struct topo_system* s, int numa, int* nets, int max);
+/* The NUMA node whose <cpu affinity> holds CPU `cpu`, or -1. */
+int topo_cpu_numa(const struct topo_system* s, int cpu);
 /* Whether GPUs g and h may use peer-to-peer memory (their path within NCCL_P2P_LEVEL). */
 int topo_p2p_ok(const struct topo_system* s, int g, int h);
 

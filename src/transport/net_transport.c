@@ -84,6 +84,7 @@ static ncclResult_t net_setup(struct conn* c, int nslots, size_t slot_size, void
   int dev = 0;
   memset(&d, 0, sizeof d);
   NCCLCHECK(pick_net(&net, &dev));
+  if (c->net_dev > 0) dev = c->net_dev;
   NCCLCHECK(link_create(c, 0, (uint32_t)nslots, slot_size));
   struct link* l = c->map;
   l->net = net;
@@ -109,6 +110,7 @@ static ncclResult_t net_connect(struct conn* c, const void* in) {
     return ncclInvalidUsage;
   }
   NCCLCHECK(pick_net(&net, &dev));
+  if (c->net_dev > 0) dev = c->net_dev;
   NCCLCHECK(link_create(c, 1, d.nslots, d.slot_size));
   struct link* l = c->map;
   l->net = net;

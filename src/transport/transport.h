@@ -97,6 +97,8 @@ struct conn {
                              * process, 0 on another host (or over TCP, where the connection tells) */
   const unsigned char* key; /* set by the engine before setup: the job's secret (os/auth.h)
                              * that network connections prove; NULL: none */
+  int net_dev;              /* set by the engine before setup: the device of the network (net.h)
+                             * a network connection uses (0: the first) */
   void* map;                /* what free() releases (net: the link, which holds the FIFO memory) */
   size_t map_len;
   char name[64]; /* shm name while it exists */

@@ -8,9 +8,12 @@
  *
  * Report: at closeSend/closeRecv it logs (INFO, through the logger it got) and, when
  * MONEL_TEST_PLUGIN_LOG names a file, appends one line: "send BYTES MSGS POSTED FLUSHES" or
- * "recv BYTES MSGS POSTED FLUSHES": the bytes and messages of the sends/receives that completed
- * on that comm, the requests still in flight at close (net.h's close contract: 0 for a receive
- * comm) and the flushes that completed.
+ * "recv BYTES MSGS POSTED FLUSHES DEV": the bytes and messages of the sends/receives that
+ * completed on that comm, the requests still in flight at close (net.h's close contract: 0 for a
+ * receive comm), the flushes that completed and the device the comm was made on.
+ * Devices (MONEL_TEST_PLUGIN_NDEV=n, default 1): n devices "tp0".."tp<n-1>" over the same
+ * interface, each with its own PCI path (0000:00:1<k>.0, not a device of this machine), so that
+ * a test sees which device each connection took.
  * CUDA memory (MONEL_TEST_PLUGIN_CUDA=1): the device advertises NCCL_PTR_CUDA and regMr takes
  * that type (the bytes are still moved by the CPU: the test gives it host memory), and iflush
  * wants registrations of that type only; a flush is a request of its comm (32 at most with the
@@ -83,10 +86,12 @@ struct comm {
   size_t off;
   int buf; /* receive: the buffer the current message goes to */
   unsigned long long bytes, msgs, flushes;
+  int dev;
 };
 
 struct listener {
   int fd;
+  int dev;
   uint64_t token;
   int pending; /* accepted, token not read yet */
   size_t got;
@@ -103,8 +108,14 @@ static ncclResult_t tp_init(logger_t log) {
   return ncclSuccess;
 }
 
+static int ndev(void) {
+  const char* c = getenv("MONEL_TEST_PLUGIN_NDEV");
+  int n = c ? atoi(c) : 1;
+  return n >= 1 && n <= 8 ? n : 1;
+}
+
 static ncclResult_t tp_devices(int* n) {
-  *n = 1;
+  *n = ndev();
   return ncclSuccess;
 }
 
@@ -114,10 +125,14 @@ static int cuda_mode(void) {
 }
 
 static ncclResult_t tp_props(int dev, struct props_v8* p) {
-  if (dev != 0) return ncclInvalidArgument;
+  static char names[8][16], paths[8][64];
+  if (dev < 0 || dev >= ndev()) return ncclInvalidArgument;
   memset(p, 0, sizeof *p);
-  p->name = "tp0";
-  p->pciPath = NULL;
+  snprintf(names[dev], sizeof names[dev], "tp%d", dev);
+  snprintf(paths[dev], sizeof paths[dev], "/sys/devices/pci0000:00/0000:00:1%d.0", dev);
+  p->name = names[dev];
+  p->pciPath = ndev() > 1 ? paths[dev] : NULL;
+  p->guid = (uint64_t)dev;
   p->ptrSupport = cuda_mode() ? 0x3 : 0x1; /* host memory, and CUDA memory if asked */
   p->speed = 10000;
   p->maxComms = 65536;
@@ -160,6 +175,7 @@ static ncclResult_t tp_listen(int dev, void* handle, void** listen_comm) {
     return ncclSystemError;
   }
   h.token = l->token;
+  l->dev = dev;
   memset(handle, 0, 128);
   memcpy(handle, &h, sizeof h);
   *listen_comm = l;
@@ -203,8 +219,10 @@ static ncclResult_t tp_connect(int dev, void* handle, void** send_comm, void** d
     close(fd);
     return ncclRemoteError;
   }
-  *send_comm = comm_new(fd, 1);
-  return *send_comm ? ncclSuccess : ncclSystemError;
+  struct comm* c = comm_new(fd, 1);
+  if (c != NULL) c->dev = dev;
+  *send_comm = c;
+  return c ? ncclSuccess : ncclSystemError;
 }
 
 static ncclResult_t tp_accept(void* listen_comm, void** recv_comm, void** dev_handle) {
@@ -228,8 +246,10 @@ static ncclResult_t tp_accept(void* listen_comm, void** recv_comm, void** dev_ha
     close(fd);
     return ncclSuccess;
   }
-  *recv_comm = comm_new(fd, 0);
-  return *recv_comm ? ncclSuccess : ncclSystemError;
+  struct comm* c = comm_new(fd, 0);
+  if (c != NULL) c->dev = l->dev;
+  *recv_comm = c;
+  return c ? ncclSuccess : ncclSystemError;
 }
 
 /* A registration is its type (an int). */
@@ -394,8 +414,8 @@ static void report(struct comm* c) {
   char line[128];
   int posted = 0;
   for (int i = 0; i < MAX_REQS; i++) posted += c->reqs[i].used;
-  int n = snprintf(line, sizeof line, "%s %llu %llu %d %llu\n", c->is_send ? "send" : "recv",
-                   c->bytes, c->msgs, posted, c->flushes);
+  int n = snprintf(line, sizeof line, "%s %llu %llu %d %llu %d\n", c->is_send ? "send" : "recv",
+                   c->bytes, c->msgs, posted, c->flushes, c->dev);
   if (posted > 0) LOG("closing a comm with %d requests in flight", posted);
   LOG("closing a %s comm: %llu bytes in %llu messages", c->is_send ? "send" : "receive", c->bytes,
       c->msgs);

@@ -146,12 +146,18 @@ static int env_is(const char* name, const char* value) {
   return v != NULL && strcmp(v, value) == 0;
 }
 
+/* The network's devices: connection k is made on device k % ndevs (each its own with a plugin
+ * that has several, as the GPU engine's channels spread over a GPU's NICs). */
+static int ndevs = 1;
+
 static const struct net* the_net(void) {
   int dev = 0;
   base = env_is("FIFO_NET_UCX", "1") ? &net_ucx : &net_tcp;
   if (env_is("FIFO_NET_PLUGIN", "1")) {
     CHECK_RES(net_get(&base, &dev), ncclSuccess);
     CHECK(strcmp(base->name, "Socket") != 0 && dev == 0);
+    CHECK_RES(base->devices(&ndevs), ncclSuccess);
+    CHECK(ndevs >= 1);
   }
   counted = *base;
   counted.irecv = c_irecv;
@@ -291,7 +297,8 @@ static void spec_of(struct fifo_net_spec* s, const struct side* side, char* fifo
                               .nslots = shape_slots[k],
                               .slot_bytes = shape_bytes[k],
                               .peer = peer,
-                              .tag = 100 * (is_send ? side->host : peer) + k};
+                              .tag = 100 * (is_send ? side->host : peer) + k,
+                              .dev = k % ndevs};
   snprintf(s->desc, sizeof s->desc, "test connection %d %s host %d", k, is_send ? "to" : "from",
            peer);
 }
@@ -341,7 +348,7 @@ static int run_host(const struct side* side, int to_peer, int from_peer) {
     CHECK_RES(fifo_net_gdr(net, 0, &gdr, &why), ncclSuccess);
     CHECK_EQ(gdr, 1);
   }
-  CHECK_RES(fifo_net_create(net, 0, NULL, 2 * first, &f), ncclSuccess);
+  CHECK_RES(fifo_net_create(net, NULL, 2 * first, &f), ncclSuccess);
   for (int i = 0; i < 2 * NCONN; i++) {
     int k = i / 2;
     fifo[i] = calloc(1, gdr_mode ? GPU_FIFO_HEADER : fifo_len(k));
@@ -442,7 +449,7 @@ struct half {
 
 static void* half_open(void* arg) {
   struct half* h = arg;
-  CHECK_RES(fifo_net_create(&counted, 0, NULL, 2 * NCONN, &h->f), ncclSuccess);
+  CHECK_RES(fifo_net_create(&counted, NULL, 2 * NCONN, &h->f), ncclSuccess);
   for (int i = 0; i < 2 * NCONN; i++) {
     h->fifo[i] = calloc(1, fifo_len(i / 2));
     CHECK(h->fifo[i] != NULL);
