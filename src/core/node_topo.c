@@ -188,6 +188,16 @@ ncclResult_t node_topo_gpu(const char* busid, int cuda_dev, int* g) {
   return res;
 }
 
+ncclResult_t node_topo_nvlink_gbps(const char* busid, int cuda_dev, double* gbps) {
+  const struct topo_system* s = NULL;
+  int g = -1;
+  *gbps = 0.0;
+  NCCLCHECK(node_topo_gpu(busid, cuda_dev, &g));
+  NCCLCHECK(node_topo_get(&s));
+  *gbps = topo_gpu_nvlink_gbps(s, g);
+  return ncclSuccess;
+}
+
 ncclResult_t node_topo_net_devs(const char* busid, int cuda_dev, int** devs, int* n) {
   const struct topo_system* s = NULL;
   int g = -1;

@@ -12,6 +12,8 @@
 ncclResult_t node_topo_get(const struct topo_system** out);
 /* The index of the GPU with that bus id, added (with cuda_dev as its index) when missing. */
 ncclResult_t node_topo_gpu(const char* busid, int cuda_dev, int* g);
+/* The NVLink bandwidth per direction of the GPU at busid (topo_gpu_nvlink_gbps; 0: none known). */
+ncclResult_t node_topo_nvlink_gbps(const char* busid, int cuda_dev, double* gbps);
 /* The network devices the channels of the GPU at busid rotate over (channel c uses
  * (*devs)[c % *n]; malloc'ed, at least one: device 0 when there is no choice). */
 ncclResult_t node_topo_net_devs(const char* busid, int cuda_dev, int** devs, int* n);

@@ -23,6 +23,7 @@
 #include <time.h>
 #include "boot/boot.h"
 #include "core/algo.h"
+#include "core/node_topo.h"
 #include "core/plan_choose.h"
 #include "util/check.h"
 #include "util/param.h"
@@ -43,6 +44,20 @@ static ncclResult_t dev_zalloc(struct gpu_comm* g, void** p, size_t bytes) {
   CUDACHECK(cudaMalloc(p, bytes));
   CUDACHECK(cudaMemset(*p, 0, bytes));
   g->dev_bytes += bytes;
+  return ncclSuccess;
+}
+
+/* The block model's link figure from the topology: the GPU's NVLinks at their nominal rate where
+ * NVML or NCCL_TOPO_FILE knows them; else *gbps stays (the figure of an H100/H200's 18 links). */
+static ncclResult_t nvlink_gbps(const struct ncclComm* comm, double* gbps) {
+  char busid[32];
+  double v = 0.0;
+  if (cudaDeviceGetPCIBusId(busid, sizeof busid, comm->cuda_dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return ncclSuccess;
+  }
+  NCCLCHECK(node_topo_nvlink_gbps(busid, comm->cuda_dev, &v));
+  if (v > 0.0) *gbps = v;
   return ncclSuccess;
 }
 
@@ -67,6 +82,7 @@ static ncclResult_t choose_sizes(struct ncclComm* comm, struct gpu_comm* g) {
   NCCLCHECK(gpu_ring_order(comm, g));
   int64_t link = param_int(PARAM_LINK_GBPS), blk = param_int(PARAM_BLOCK_GBPS);
   g->link_gbps = link > 0 ? (double)link : g->host_fifos ? 24.0 : 450.0;
+  if (link <= 0 && !g->host_fifos) NCCLCHECK(nvlink_gbps(comm, &g->link_gbps));
   g->block_gbps = blk > 0 ? (double)blk : 7.0;
   return ncclSuccess;
 }

@@ -521,3 +521,15 @@ int topo_cpu_numa(const struct topo_system* s, int cpu) {
   }
   return -1;
 }
+
+double topo_gpu_nvlink_gbps(const struct topo_system* s, int g) {
+  if (g < 0 || g >= s->ngpus) return 0.0;
+  const struct topo_xml* gpu = topo_xml_child(s->gpus[g].pci, "gpu");
+  int links = 0;
+  for (int i = 0; gpu != NULL && i < gpu->nkids; i++) {
+    const char* c = topo_xml_get(gpu->kids[i], "count");
+    if (strcmp(gpu->kids[i]->name, "nvlink") == 0) links += c ? atoi(c) : 1;
+  }
+  /* NVLink 3 and 4 carry 25 GB/s per link and direction, NVLink 5 twice that. */
+  return (double)links * (s->gpus[g].sm >= 100 ? 50.0 : 25.0);
+}

@@ -107,6 +107,9 @@ int topo_channel_dev(const struct topo_system* s, int g, int c);
 int topo_cpu_nets(const struct topo_system* s, int numa, int* nets, int max);
 /* The NUMA node whose <cpu affinity> holds CPU `cpu`, or -1. */
 int topo_cpu_numa(const struct topo_system* s, int cpu);
+/* GPU g's NVLink bandwidth per direction at the links' nominal rate (links x the rate of its
+ * generation), GB/s; 0 when the topology knows no NVLink of it. */
+double topo_gpu_nvlink_gbps(const struct topo_system* s, int g);
 /* Whether GPUs g and h may use peer-to-peer memory (their path within NCCL_P2P_LEVEL). */
 int topo_p2p_ok(const struct topo_system* s, int g, int h);
 

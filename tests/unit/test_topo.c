@@ -56,6 +56,7 @@ TEST(dgx_each_gpu_its_own_nic) {
   CHECK_EQ(path(s, 0, "mlx5_4")->type, TOPO_PXN);
   CHECK_EQ((int)path(s, 0, "mlx5_0")->bw, 48);
   CHECK_EQ(s->gpu_gpu[0 * 8 + 5].type, TOPO_NVL);
+  CHECK_EQ((int)topo_gpu_nvlink_gbps(s, 3), 450); /* 18 NVLink 4 links */
   CHECK(topo_p2p_ok(s, 0, 5));
   topo_system_free(s);
 }
@@ -93,6 +94,7 @@ TEST(four_gpus_two_nics_share) {
   CHECK_EQ(path(s, 0, "mlx5_1")->type, TOPO_PHB);
   CHECK_EQ(s->gpu_gpu[0 * 4 + 1].type, TOPO_PIX);
   CHECK_EQ(s->gpu_gpu[0 * 4 + 2].type, TOPO_PHB);
+  CHECK_EQ((int)topo_gpu_nvlink_gbps(s, 0), 0);
   CHECK(!topo_p2p_ok(s, 0, 2)); /* PHB is beyond the default P2P level (PXB) */
   topo_system_free(s);
   struct topo_opts o;
