@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "topo/detect.h"
 #include "transport/net.h"
 #include "util/check.h"
@@ -18,18 +17,6 @@ static struct topo_system* sys;
 static ncclResult_t sys_res = ncclSuccess;
 static struct topo_gpu_desc* extra; /* GPUs named by engines that NVML did not list */
 static int nextra;
-
-/* Whether the driver lets a NIC read and write GPU memory (the peer-memory module is loaded). */
-static int gpu_gdr(const char* sysfs) {
-  static const char* const paths[] = {"module/nvidia_peermem", "kernel/mm/memory_peers/nv_mem",
-                                      "module/nv_peer_mem"};
-  char p[512];
-  for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
-    snprintf(p, sizeof p, "%s/%s", sysfs, paths[i]);
-    if (access(p, F_OK) == 0) return 1;
-  }
-  return 0;
-}
 
 static ncclResult_t net_descs(struct topo_nic_desc** out, int* n) {
   const struct net* net = NULL;
@@ -119,8 +106,9 @@ static ncclResult_t build(struct topo_system** out) {
       gpus[ngpus++].links = NULL;
     }
   }
-  int gdr = gpu_gdr(sysfs);
-  for (int i = 0; i < ngpus; i++) gpus[i].gdr = gdr;
+  /* A GPU's own side of GPUDirect RDMA is taken as given (peer memory or DMA-BUF; a file can say
+   * gdr="0"): the path to the NIC and the NIC decide. */
+  for (int i = 0; i < ngpus; i++) gpus[i].gdr = 1;
   const char* file = topo_file_path();
   if (ngpus == 0 && file != NULL) {
     int ng = 0, nn = 0;
@@ -186,6 +174,21 @@ ncclResult_t node_topo_gpu(const char* busid, int cuda_dev, int* g) {
   }
   pthread_mutex_unlock(&lock);
   return res;
+}
+
+ncclResult_t node_topo_path_gdr(const char* busid, int cuda_dev, int dev, int* ok, int* type) {
+  const struct topo_system* s = NULL;
+  int g = -1;
+  *ok = 1;
+  *type = -1;
+  NCCLCHECK(node_topo_gpu(busid, cuda_dev, &g));
+  NCCLCHECK(node_topo_get(&s));
+  for (int n = 0; g >= 0 && n < s->nnets; n++) {
+    if (s->nets[n].dev != dev) continue;
+    *ok = s->gpu_net[g * s->nnets + n].gdr;
+    *type = s->gpu_net[g * s->nnets + n].type;
+  }
+  return ncclSuccess;
 }
 
 ncclResult_t node_topo_nvlink_gbps(const char* busid, int cuda_dev, double* gbps) {

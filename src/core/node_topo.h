@@ -12,6 +12,10 @@
 ncclResult_t node_topo_get(const struct topo_system** out);
 /* The index of the GPU with that bus id, added (with cuda_dev as its index) when missing. */
 ncclResult_t node_topo_gpu(const char* busid, int cuda_dev, int* g);
+/* Whether the path from the GPU at busid to network device dev allows GPUDirect RDMA (within
+ * NCCL_NET_GDR_LEVEL, a NIC that advertises it); *type: the path type (-1: not in the topology,
+ * and then *ok is 1: nothing says no). */
+ncclResult_t node_topo_path_gdr(const char* busid, int cuda_dev, int dev, int* ok, int* type);
 /* The NVLink bandwidth per direction of the GPU at busid (topo_gpu_nvlink_gbps; 0: none known). */
 ncclResult_t node_topo_nvlink_gbps(const char* busid, int cuda_dev, double* gbps);
 /* The network devices the channels of the GPU at busid rotate over (channel c uses

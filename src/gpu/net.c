@@ -309,11 +309,25 @@ static ncclResult_t topo_devs(const struct ncclComm* comm, struct gpu_comm* g, i
   return ncclSuccess;
 }
 
-/* GPUDirect RDMA for the slots of every device the channels use, or for none. */
-static ncclResult_t gdr_all(struct gpu_comm* g, const char** why) {
+/* GPUDirect RDMA for the slots of every device the channels use, or for none. With
+ * MONEL_NET_GDR=auto the topology has its say too: the path to each device within
+ * NCCL_NET_GDR_LEVEL. */
+static ncclResult_t gdr_all(const struct ncclComm* comm, struct gpu_comm* g, const char** why) {
+  char busid[32];
+  int have = cudaDeviceGetPCIBusId(busid, sizeof busid, comm->cuda_dev) == cudaSuccess;
+  if (!have) (void)cudaGetLastError();
   g->net_gdr = 1;
-  for (int i = 0; i < g->net_ndevs && g->net_gdr; i++)
+  for (int i = 0; i < g->net_ndevs && g->net_gdr; i++) {
+    int ok = 1, type = -1;
     NCCLCHECK(fifo_net_gdr(g->net_ops, g->net_devs[i], &g->net_gdr, why));
+    if (!g->net_gdr || !have || strcmp(param_str(PARAM_NET_GDR), "auto") != 0) continue;
+    NCCLCHECK(node_topo_path_gdr(busid, comm->cuda_dev, g->net_devs[i], &ok, &type));
+    if (!ok) {
+      g->net_gdr = 0;
+      *why = "staged through pinned host memory: the path from the GPU to a network device it "
+             "uses is beyond NCCL_NET_GDR_LEVEL";
+    }
+  }
   return ncclSuccess;
 }
 
@@ -327,7 +341,7 @@ static ncclResult_t create_set(struct ncclComm* comm, struct gpu_comm* g) {
   net_machine_ranks(gpu_machine_ranks(comm));
   NCCLCHECK(net_get(&g->net_ops, &dev));
   NCCLCHECK(topo_devs(comm, g, dev));
-  NCCLCHECK(gdr_all(g, &why));
+  NCCLCHECK(gdr_all(comm, g, &why));
   INFO(LOG_INIT | LOG_NET,
        "comm %p rank %d GPU network FIFOs: counters in pinned host memory, "
        "data slots %s",
