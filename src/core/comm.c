@@ -10,6 +10,7 @@
 #include "util/check.h"
 #include "core/comm.h"
 #include "core/plan_choose.h"
+#include "core/tuner.h"
 #include "util/param.h"
 #include "core/watch.h"
 #include "topo/host.h"
@@ -167,7 +168,8 @@ static ncclResult_t connect_peers(struct ncclComm* comm, const ncclUniqueId* id)
   comm->comm_hash = topo_hash(id->internal, sizeof id->internal);
   NCCLCHECK(ring_setup(comm));
   NCCLCHECK(comm->engine->comm_init(comm));
-  plan_log_table(comm); /* NCCL_DEBUG_SUBSYS=TUNING: the table the plan chooses from */
+  NCCLCHECK(tuner_comm_init(comm)); /* after the engine: the constants come from its table */
+  plan_log_table(comm);             /* NCCL_DEBUG_SUBSYS=TUNING: the table the plan chooses from */
   NCCLCHECK(watch_start(comm));
   double t2 = now_s();
   INFO(LOG_INIT,
@@ -185,6 +187,7 @@ ncclResult_t comm_begin(struct ncclComm** out, int nranks, const ncclUniqueId* i
                         const ncclConfig_t* config, int cuda_dev) {
   ncclResult_t res = ncclSuccess;
   struct ncclComm* comm = NULL;
+  NCCLCHECK(param_env_status());
   NCCLCALLOC(comm, 1);
   pthread_mutex_init(&comm->lock, NULL);
   comm->magic = COMM_MAGIC;
@@ -289,6 +292,7 @@ void comm_free(struct ncclComm* comm) {
   join_init(comm);
   reg_remove(comm);
   watch_stop(comm);
+  tuner_comm_free(comm);
   if (comm->engine && comm->engine->comm_free) comm->engine->comm_free(comm);
   comm_ext_free(comm); /* after the engine: its kernels may read what one-sided calls kept */
   boot_free(comm->boot);
@@ -302,6 +306,7 @@ void comm_free(struct ncclComm* comm) {
 }
 
 ncclResult_t comm_id_create(ncclUniqueId* id) {
+  NCCLCHECK(param_env_status()); /* a failed env plugin fails these calls, as in NCCL */
   return boot_id_create(id);
 }
 
