@@ -314,7 +314,7 @@ ncclResult_t plan_decide(const struct plan_in* in, const struct task* t, struct 
       nch > 0 ? tuned_channels(r, in->pc, nch) : channels(r, in->pc, coll, in->nranks, bytes);
   out->chunk_bytes = r->chunk_bytes;
   out->est_us = row_us(in, r, coll, (double)bytes);
-  if (in->tune) {
+  if (in->tune && r->algo < TUNER_NALGO) { /* Monel's own algorithms have no NCCL id */
     size_t nbytes =
         coll == COLL_ALLGATHER || coll == COLL_REDUCESCATTER ? bytes * in->nranks : bytes;
     NCCLCHECK(tuner_chunk_size(in->comm, coll, nbytes, r->algo, r->proto, out->nchannels,

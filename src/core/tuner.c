@@ -86,8 +86,8 @@ static void load(void) {
     return;
   }
   plug.lib = lib;
-  INFO(LOG_INIT | LOG_TUNING, "TUNER/Plugin: loaded %s (%s%s, version v%d)", plug_name(),
-       plug.used, from_net ? ", inside the net plugin" : "", plug.version);
+  INFO(LOG_INIT | LOG_TUNING, "TUNER/Plugin: loaded %s (%s%s, version v%d)", plug_name(), plug.used,
+       from_net ? ", inside the net plugin" : "", plug.version);
 }
 
 /* nNodes and the ranks per node, from the peers' host identities. */
@@ -158,6 +158,7 @@ ncclResult_t tuner_comm_init(struct ncclComm* comm) {
   pthread_mutex_unlock(&plug.lock);
   if (plug.version == 0) goto out;
   NCCLCALLOC(tc, 1);
+  for (int i = 0; i < TUNER_NALGO * TUNER_NPROTO; i++) (&tc->base_lat[0][0])[i] = -1;
   res = call_init(comm, tc);
   if (res != ncclSuccess) {
     WARN("the tuner plugin %s (%s) failed to initialize comm %p rank %d (error %d): fix the "
@@ -192,9 +193,11 @@ const char* tuner_name(const struct ncclComm* comm) {
 
 /* NCCL's function ids: Broadcast 0, Reduce 1, AllGather 2, ReduceScatter 3, AllReduce 4. */
 static int nccl_func(enum coll_kind c) {
-  return c == COLL_BROADCAST ? 0 : c == COLL_REDUCE ? 1 : c == COLL_ALLGATHER ? 2
-         : c == COLL_REDUCESCATTER                   ? 3
-                                                     : 4;
+  return c == COLL_BROADCAST       ? 0
+         : c == COLL_REDUCE        ? 1
+         : c == COLL_ALLGATHER     ? 2
+         : c == COLL_REDUCESCATTER ? 3
+                                   : 4;
 }
 
 /* A v2 plugin names one pair; NCCL makes it the cheapest entry, unless it cannot run. */
@@ -204,8 +207,8 @@ static ncclResult_t call_v2(const struct tuner_comm* tc, int func, size_t bytes,
   int algo = -1, proto = -1;
   int nvls = table[4][2] != TUNER_IGNORE || table[5][2] != TUNER_IGNORE;
   int collnet = table[3][2] != TUNER_IGNORE;
-  NCCLCHECK(p->get_coll_info(tc->ctx, func, bytes, collnet, nvls, pipe_ops, &algo, &proto,
-                             nchannels));
+  NCCLCHECK(
+      p->get_coll_info(tc->ctx, func, bytes, collnet, nvls, pipe_ops, &algo, &proto, nchannels));
   if (algo >= 0 && algo < TUNER_NALGO && proto >= 0 && proto < TUNER_NPROTO &&
       table[algo][proto] != TUNER_IGNORE)
     table[algo][proto] = 0.0f;

@@ -6,8 +6,8 @@
 #include <stdint.h>
 #include "nccl.h"
 
-#define TUNER_NALGO 7  /* NCCL's algorithm ids: TREE 0 ... PAT 6 */
-#define TUNER_NPROTO 3 /* LL 0, LL128 1, SIMPLE 2 */
+#define TUNER_NALGO  7       /* NCCL's algorithm ids: TREE 0 ... PAT 6 */
+#define TUNER_NPROTO 3       /* LL 0, LL128 1, SIMPLE 2 */
 #define TUNER_IGNORE (-1.0f) /* a cost-table entry NCCL will not pick */
 
 typedef void (*tuner_logger)(int level, unsigned long flags, const char* file, int line,
@@ -61,8 +61,8 @@ struct tuner_v4 {
 /* v5-v7: init with the comm's id, NVL domains and the cost constants; v6+ getChunkSize. */
 struct tuner_v7 {
   const char* name;
-  ncclResult_t (*init)(void** ctx, uint64_t comm_id, size_t nranks, size_t nnodes,
-                       tuner_logger log, struct tuner_nvl_v5* nvl, void* consts);
+  ncclResult_t (*init)(void** ctx, uint64_t comm_id, size_t nranks, size_t nnodes, tuner_logger log,
+                       struct tuner_nvl_v5* nvl, void* consts);
   ncclResult_t (*get_coll_info)(void* ctx, int coll, size_t bytes, int pipe_ops, float** table,
                                 int nalgo, int nproto, int reg_buff, int* nchannels);
   ncclResult_t (*finalize)(void* ctx);

@@ -53,11 +53,12 @@ ncclResult_t env_plugin_start(const char* spec, env_getter raw) {
   ncclResult_t res = ncclSuccess;
   env.raw = raw;
   if (plugin_lib_is_none(spec)) {
-    INFO(LOG_INIT | LOG_ENV, "ENV/Plugin: NCCL_ENV_PLUGIN=none: variables come from the environment");
+    INFO(LOG_INIT | LOG_ENV,
+         "ENV/Plugin: NCCL_ENV_PLUGIN=none: variables come from the environment");
     goto out;
   }
-  void* lib = plugin_lib_open(spec, "libnccl-env.so", "libnccl-env-", used, sizeof used, why,
-                              sizeof why);
+  void* lib =
+      plugin_lib_open(spec, "libnccl-env.so", "libnccl-env-", used, sizeof used, why, sizeof why);
   if (lib == NULL) {
     INFO(LOG_INIT | LOG_ENV, "ENV/Plugin: none loaded (%s); variables come from the environment",
          why);
@@ -92,8 +93,9 @@ ncclResult_t env_plugin_start(const char* spec, env_getter raw) {
     env.finalize = NULL;
     env.status = res;
   } else {
-    INFO(LOG_INIT | LOG_ENV, "ENV/Plugin: loaded %s (%s, version v%d): every variable comes from it",
-         name ? name : "?", used, version);
+    INFO(LOG_INIT | LOG_ENV,
+         "ENV/Plugin: loaded %s (%s, version v%d): every variable comes from it", name ? name : "?",
+         used, version);
   }
   atexit(at_exit);
 out:
