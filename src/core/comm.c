@@ -10,6 +10,7 @@
 #include "util/check.h"
 #include "core/comm.h"
 #include "core/plan_choose.h"
+#include "core/profiler.h"
 #include "core/tuner.h"
 #include "util/param.h"
 #include "core/watch.h"
@@ -169,6 +170,7 @@ static ncclResult_t connect_peers(struct ncclComm* comm, const ncclUniqueId* id)
   NCCLCHECK(ring_setup(comm));
   NCCLCHECK(comm->engine->comm_init(comm));
   NCCLCHECK(tuner_comm_init(comm)); /* after the engine: the constants come from its table */
+  profiler_comm_init(comm);         /* a profiler that fails is dropped, the comm is not */
   plan_log_table(comm);             /* NCCL_DEBUG_SUBSYS=TUNING: the table the plan chooses from */
   NCCLCHECK(watch_start(comm));
   double t2 = now_s();
@@ -293,6 +295,7 @@ void comm_free(struct ncclComm* comm) {
   reg_remove(comm);
   watch_stop(comm);
   tuner_comm_free(comm);
+  profiler_comm_free(comm);
   if (comm->engine && comm->engine->comm_free) comm->engine->comm_free(comm);
   comm_ext_free(comm); /* after the engine: its kernels may read what one-sided calls kept */
   boot_free(comm->boot);

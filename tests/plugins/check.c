@@ -30,15 +30,21 @@ static int count(const char* what) {
   return count_fn ? count_fn(what) : -1;
 }
 
-static int find_plugin(void) {
+/* The plugin Monel loaded; hold: open it first, so that it stays loaded after Monel closes it
+ * (a profiler is closed with the last comm). */
+static int find_plugin_opt(int hold) {
   const char* lib = getenv("TEST_PLUGIN_LIB");
-  void* h = lib ? dlopen(lib, RTLD_NOW | RTLD_NOLOAD) : NULL;
+  void* h = lib ? dlopen(lib, RTLD_NOW | (hold ? 0 : RTLD_NOLOAD)) : NULL;
   if (h) count_fn = (int (*)(const char*))dlsym(h, "test_plugin_count");
   if (count_fn == NULL) {
     fprintf(stderr, "FAIL: the test plugin %s is not loaded in this process\n", lib ? lib : "?");
     return 1;
   }
   return 0;
+}
+
+static int find_plugin(void) {
+  return count_fn ? 0 : find_plugin_opt(0);
 }
 
 static int check_floats(const float* got, size_t n, float want_base, float step, const char* w) {
@@ -134,8 +140,9 @@ static int check_tuner(int version) {
   fails += expect("init", NRANKS) + expect("finalize", NRANKS) + expect("bad", 0);
   fails += expect("forced", in_rule * NRANKS);
   fails += expect("chunk", version >= 6 ? colls * NRANKS : 0);
-  if (!fails) printf("PASS tuner v%d: %d collectives x %d ranks asked, %d forced\n", version, colls,
-                     NRANKS, in_rule * NRANKS);
+  if (!fails)
+    printf("PASS tuner v%d: %d collectives x %d ranks asked, %d forced\n", version, colls, NRANKS,
+           in_rule * NRANKS);
   return fails != 0;
 }
 
@@ -153,6 +160,57 @@ static int refused_main(int rank, int nranks, ncclUniqueId id, void* arg) {
   return !ok;
 }
 
+/* The operation list, then one AllReduce tagged 77 through ncclAllReduceConfig. */
+static int prof_ops_main(int rank, int nranks, ncclUniqueId id, void* arg) {
+  (void)arg;
+  ncclComm_t comm;
+  float* in = malloc((1 << 20) * NRANKS);
+  float* out = malloc((1 << 20) * NRANKS);
+  int bad = 0;
+  ncclCollConfig_t cfg = NCCL_COLLCONFIG_INITIALIZER;
+  cfg.userProfilerTag = 77;
+  MP_CHECK(ncclCommInitRank(&comm, nranks, id, rank));
+  for (int i = 0; i < NOPS && !bad; i++) bad = run_op(comm, rank, &ops[i], in, out);
+  for (int i = 0; i < 16; i++) in[i] = (float)rank;
+  MP_CHECK(ncclAllReduceConfig(in, out, 16, ncclFloat32, ncclSum, comm, NULL, &cfg));
+  for (int i = 0; i < 16 && !bad; i++) bad = out[i] != (float)(NRANKS * (NRANKS - 1) / 2);
+  MP_CHECK(ncclCommDestroy(comm));
+  free(in);
+  free(out);
+  return bad;
+}
+
+/* Event bits of the test plugin's counts (bit index of the type). */
+enum { B_GROUP = 0, B_COLL = 1, B_P2P = 2, B_GROUP_API = 8, B_COLL_API = 9, B_P2P_API = 10 };
+
+static int check_profiler(int version) {
+  int fails = 0, colls = 1, p2ps = 0, groups = NOPS + 1; /* +1: the tagged AllReduce */
+  if (find_plugin_opt(1) || mp_run_threads(NRANKS, prof_ops_main, NULL) != 0) return 1;
+  for (int i = 0; i < NOPS; i++)
+    if (func_id(ops[i].coll) <= 4)
+      colls++;
+    else
+      p2ps += 2; /* a Send and a Recv */
+  int api = version >= 5;
+  const struct {
+    int bit, want;
+  } ev[] = {{B_GROUP, groups},           {B_COLL, colls},           {B_P2P, p2ps},
+            {B_GROUP_API, api * groups}, {B_COLL_API, api * colls}, {B_P2P_API, api * p2ps}};
+  for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++) {
+    char what[16];
+    snprintf(what, sizeof what, "start%d", ev[i].bit);
+    fails += expect(what, ev[i].want * NRANKS);
+    snprintf(what, sizeof what, "stop%d", ev[i].bit);
+    fails += expect(what, ev[i].want * NRANKS);
+  }
+  fails += expect("state23", api * groups * NRANKS) + expect("state24", api * groups * NRANKS);
+  fails += expect("init", NRANKS) + expect("finalize", NRANKS) + expect("bad", 0);
+  fails += expect("tagged", version == 7 ? 2 * NRANKS : 0);
+  if (!fails)
+    printf("PASS profiler v%d: %d groups, %d collectives, %d point-to-point x %d ranks\n", version,
+           groups, colls, p2ps, NRANKS);
+  return fails != 0;
+}
 
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
@@ -171,6 +229,7 @@ int main(int argc, char** argv) {
     printf("PASS env: %s=%s from the plugin, %d reads through it\n", argv[2], v, count("get"));
     return 0;
   }
+  if (strcmp(mode, "profiler") == 0 && argc == 3) return check_profiler(atoi(argv[2]));
   if (strcmp(mode, "ops") == 0) return mp_run_threads(NRANKS, ops_main, NULL) != 0;
   if (strcmp(mode, "tuner") == 0 && argc == 3) return check_tuner(atoi(argv[2]));
   if (strcmp(mode, "tuner-refused") == 0) {

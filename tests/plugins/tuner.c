@@ -85,8 +85,8 @@ static result_t init(size_t nranks, size_t nnodes, logger_t log, void** ctx) {
   if (log == NULL) bad++;
   return start(nranks, nnodes, ctx);
 }
-static result_t info(void* ctx, int func, size_t bytes, int collnet, int nvls, int pipe,
-                     int* algo, int* proto, int* nch) {
+static result_t info(void* ctx, int func, size_t bytes, int collnet, int nvls, int pipe, int* algo,
+                     int* proto, int* nch) {
   if (ctx == NULL || pipe < 1 || collnet || nvls || *nch != 0) bad++;
   calls[func & 7]++;
   if (in_rule(func, bytes)) {
