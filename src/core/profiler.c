@@ -40,10 +40,10 @@ struct profiler_comm {
   void* ctx;
   int version;
   const struct prof_table* t;
-  void* group_api; /* the open GroupApi event of the group being built */
-  void* group;     /* the open Group event of the run */
-  int group_mask;  /* the snapshot of the group's first operation */
-  int group_open;  /* the GroupApi event was started (its handle may be NULL) */
+  void* group_api;  /* the open GroupApi event of the group being built */
+  void* group;      /* the open Group event of the run */
+  int group_mask;   /* the snapshot of the group's first operation */
+  int group_open;   /* the GroupApi event was started (its handle may be NULL) */
   uint64_t seq[16]; /* Coll events so far per NCCL function id */
 };
 
@@ -102,8 +102,9 @@ static void load(void) {
     if ((plug.t = dlsym(lib, symbols[i])) != NULL) plug.version = 7 - i;
   if (plug.version == 0) {
     INFO(LOG_INIT | LOG_PROFILE, "PROFILER/Plugin: %s %s", plug.used,
-         from_net ? "(the net plugin) has no profiler" : "exports none of ncclProfiler_v7..v1: "
-                                                         "unsupported, ignored");
+         from_net ? "(the net plugin) has no profiler"
+                  : "exports none of ncclProfiler_v7..v1: "
+                    "unsupported, ignored");
     dlclose(lib);
     return;
   }
@@ -135,10 +136,9 @@ static ncclResult_t call_init(struct ncclComm* comm, struct profiler_comm* pc) {
   if (pc->version <= 3) return ((prof_init_v1)pc->t->init)(&pc->ctx, &mask_word);
   if (pc->version == 4)
     return ((prof_init_v4)pc->t->init)(&pc->ctx, &mask_word, name, comm->comm_hash,
-                                       count_hosts(comm), comm->nranks, comm->rank,
-                                       plugin_lib_log);
-  return ((prof_init_v5)pc->t->init)(&pc->ctx, comm->comm_hash, &mask_word, name,
-                                     count_hosts(comm), comm->nranks, comm->rank, plugin_lib_log);
+                                       count_hosts(comm), comm->nranks, comm->rank, plugin_lib_log);
+  return ((prof_init_v5)pc->t->init)(&pc->ctx, comm->comm_hash, &mask_word, name, count_hosts(comm),
+                                     comm->nranks, comm->rank, plugin_lib_log);
 }
 
 void profiler_comm_init(struct ncclComm* comm) {
@@ -185,10 +185,10 @@ void profiler_comm_free(struct ncclComm* comm) {
 struct ev {
   int type;
   void* parent;
-  int depth;                 /* GroupApi */
-  int func;                  /* NCCL's function id */
-  size_t count;              /* CollApi/P2pApi: the user's; Coll: bytes for AllGather, Broadcast */
-  int dtype;                 /* ncclDataType_t */
+  int depth;    /* GroupApi */
+  int func;     /* NCCL's function id */
+  size_t count; /* CollApi/P2pApi: the user's; Coll: bytes for AllGather, Broadcast */
+  int dtype;    /* ncclDataType_t */
   int root, peer, nch, algo, proto;
   uint64_t seq, tag;
   const void* sendbuff;
@@ -196,31 +196,29 @@ struct ev {
   void* parent_group;
 };
 
-static const char* const func_names[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
-                                         "AllReduce", "SendRecv", "Send", "Recv", "AlltoAll",
-                                         "Scatter", "Gather"};
+static const char* const func_names[] = {"Broadcast", "Reduce",   "AllGather", "ReduceScatter",
+                                         "AllReduce", "SendRecv", "Send",      "Recv",
+                                         "AlltoAll",  "Scatter",  "Gather"};
 /* NCCL has no string for Uint8 ("Unknown"), so neither does Monel. */
-static const char* const dtype_names[] = {"ncclInt8",    "Unknown",       "ncclInt32",
-                                          "ncclUint32",  "ncclInt64",     "ncclUint64",
-                                          "ncclFloat16", "ncclFloat32",   "ncclFloat64",
+static const char* const dtype_names[] = {"ncclInt8",     "Unknown",        "ncclInt32",
+                                          "ncclUint32",   "ncclInt64",      "ncclUint64",
+                                          "ncclFloat16",  "ncclFloat32",    "ncclFloat64",
                                           "ncclBfloat16", "ncclFloat8e4m3", "ncclFloat8e5m2"};
 /* NCCL's algorithm strings, then Monel's own (no NCCL id: v1 plugins get PAT, as NCCL maps an
  * unknown string). */
-static const char* const algo_names[] = {"TREE", "RING",      "COLLNET_DIRECT", "COLLNET_CHAIN",
-                                         "NVLS", "NVLS_TREE", "PAT",            "ONESHOT",
-                                         "TWOSHOT"};
+static const char* const algo_names[] = {"TREE",          "RING",    "COLLNET_DIRECT",
+                                         "COLLNET_CHAIN", "NVLS",    "NVLS_TREE",
+                                         "PAT",           "ONESHOT", "TWOSHOT"};
 static const char* const proto_names[] = {"LL", "LL128", "SIMPLE"};
 
 #define NAME_OF(tab, i, other)                                                                     \
   ((i) >= 0 && (size_t)(i) < sizeof tab / sizeof tab[0] ? tab[i] : (other))
 
 static int func_of(enum coll_kind c) {
-  static const int ids[COLL_COUNT] = {[COLL_ALLREDUCE] = 4, [COLL_BROADCAST] = 0,
-                                      [COLL_REDUCE] = 1,    [COLL_ALLGATHER] = 2,
-                                      [COLL_REDUCESCATTER] = 3, [COLL_ALLTOALL] = 8,
-                                      [COLL_ALLTOALLV] = 8, [COLL_GATHER] = 10,
-                                      [COLL_SCATTER] = 9,   [COLL_SEND] = 6,
-                                      [COLL_RECV] = 7};
+  static const int ids[COLL_COUNT] = {
+      [COLL_ALLREDUCE] = 4,     [COLL_BROADCAST] = 0, [COLL_REDUCE] = 1,    [COLL_ALLGATHER] = 2,
+      [COLL_REDUCESCATTER] = 3, [COLL_ALLTOALL] = 8,  [COLL_ALLTOALLV] = 8, [COLL_GATHER] = 10,
+      [COLL_SCATTER] = 9,       [COLL_SEND] = 6,      [COLL_RECV] = 7};
   return ids[c];
 }
 
@@ -379,8 +377,13 @@ void profiler_enqueue(struct ncclComm* comm, struct task* t, int depth) {
   }
   int type = is_p2p(t->coll) ? PROF_P2P_API : PROF_COLL_API;
   if (!wants(t->prof_mask, type, pc->version)) return;
-  struct ev e = {.type = type, .parent = pc->group_api, .func = func_of(t->coll),
-                 .count = t->count, .dtype = (int)t->dtype, .root = t->root, .tag = t->user_tag};
+  struct ev e = {.type = type,
+                 .parent = pc->group_api,
+                 .func = func_of(t->coll),
+                 .count = t->count,
+                 .dtype = (int)t->dtype,
+                 .root = t->root,
+                 .tag = t->user_tag};
   t->prof_api = start(comm, &e);
   stop(pc, t->prof_api); /* the enqueue is done; the handle stays the Coll's parent */
 }
@@ -395,11 +398,20 @@ static void task_start(struct ncclComm* comm, struct profiler_comm* pc, struct t
   int p2p = is_p2p(t->coll), type = p2p ? PROF_P2P : PROF_COLL;
   t->prof_ev = NULL;
   if (!wants(t->prof_mask, type, pc->version)) return;
-  struct ev e = {.type = type, .parent = pc->version >= 5 ? t->prof_api : pc->group,
-                 .func = func_of(t->coll), .count = t->count, .dtype = (int)t->dtype,
-                 .root = t->root, .peer = t->root, .nch = t->plan.nchannels,
-                 .algo = (int)t->plan.algo, .proto = (int)t->plan.proto, .tag = t->user_tag,
-                 .sendbuff = t->sendbuff, .recvbuff = t->recvbuff, .parent_group = pc->group};
+  struct ev e = {.type = type,
+                 .parent = pc->version >= 5 ? t->prof_api : pc->group,
+                 .func = func_of(t->coll),
+                 .count = t->count,
+                 .dtype = (int)t->dtype,
+                 .root = t->root,
+                 .peer = t->root,
+                 .nch = t->plan.nchannels,
+                 .algo = (int)t->plan.algo,
+                 .proto = (int)t->plan.proto,
+                 .tag = t->user_tag,
+                 .sendbuff = t->sendbuff,
+                 .recvbuff = t->recvbuff,
+                 .parent_group = pc->group};
   if (p2p && t->coll == COLL_SEND) e.recvbuff = (void*)t->sendbuff;
   if (t->coll == COLL_ALLGATHER || t->coll == COLL_BROADCAST) {
     e.count = t->count * dtype_size(t->dtype);

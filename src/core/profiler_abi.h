@@ -42,9 +42,8 @@ typedef ncclResult_t (*prof_init_v1)(void** ctx, int* mask);
 typedef ncclResult_t (*prof_init_v4)(void** ctx, int* mask, const char* comm_name,
                                      uint64_t comm_hash, int nnodes, int nranks, int rank,
                                      prof_logger log);
-typedef ncclResult_t (*prof_init_v5)(void** ctx, uint64_t comm_id, int* mask,
-                                     const char* comm_name, int nnodes, int nranks, int rank,
-                                     prof_logger log);
+typedef ncclResult_t (*prof_init_v5)(void** ctx, uint64_t comm_id, int* mask, const char* comm_name,
+                                     int nnodes, int nranks, int rank, prof_logger log);
 
 /* v1: 120 bytes; ids instead of strings. */
 struct prof_descr_v1 {

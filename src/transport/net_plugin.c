@@ -477,6 +477,14 @@ static char seen[512];        /* ", NAME (path)" of plugins skipped for another 
 static char loaded_name[512]; /* the name that opened the plugin in use */
 
 const char* net_plugin_lib(void) {
+  /* NCCL has loaded a net plugin it was asked for by the time its comm asks; Monel chooses the
+   * network at the first connection across hosts, so it chooses now when one is asked for. */
+  const char* spec = param_str(PARAM_NET_PLUGIN);
+  if (!loaded_name[0] && spec[0] != '\0' && strcasecmp(spec, "none") != 0) {
+    const struct net* n = NULL;
+    int dev = 0;
+    (void)net_get(&n, &dev); /* a failure is reported where the network is used */
+  }
   return loaded_name[0] ? loaded_name : NULL;
 }
 

@@ -38,19 +38,30 @@ static void fail(const char* why) {
   snprintf(last_bad, sizeof last_bad, "%s", why);
 }
 
+#ifdef COMBO /* built beside the tuner in one library, which has test_plugin_count */
+#define test_plugin_count test_profiler_count
+#endif
+int test_plugin_count(const char* what);
 int test_plugin_count(const char* what) {
   int r = -1;
   pthread_mutex_lock(&lock);
-  if (strncmp(what, "start", 5) == 0) r = starts[atoi(what + 5) & 15];
-  else if (strncmp(what, "stop", 4) == 0) r = stops[atoi(what + 4) & 15];
-  else if (strcmp(what, "init") == 0) r = inits;
-  else if (strcmp(what, "finalize") == 0) r = finals;
+  if (strncmp(what, "start", 5) == 0)
+    r = starts[atoi(what + 5) & 15];
+  else if (strncmp(what, "stop", 4) == 0)
+    r = stops[atoi(what + 4) & 15];
+  else if (strcmp(what, "init") == 0)
+    r = inits;
+  else if (strcmp(what, "finalize") == 0)
+    r = finals;
   else if (strcmp(what, "bad") == 0) {
     r = bad;
     if (bad) fprintf(stderr, "profiler plugin: last problem: %s\n", last_bad);
-  } else if (strcmp(what, "tagged") == 0) r = tagged;
-  else if (strcmp(what, "state23") == 0) r = states23;
-  else if (strcmp(what, "state24") == 0) r = states24;
+  } else if (strcmp(what, "tagged") == 0)
+    r = tagged;
+  else if (strcmp(what, "state23") == 0)
+    r = states23;
+  else if (strcmp(what, "state24") == 0)
+    r = states24;
   pthread_mutex_unlock(&lock);
   return r;
 }
@@ -64,9 +75,9 @@ static struct rec* as_rec(const void* p, int type) {
 
 /* NCCL's function strings; the index, or -1 for any other. */
 static int func_index(const char* f) {
-  static const char* const names[] = {"AllGather", "AllReduce", "AlltoAll", "Broadcast", "Gather",
-                                      "Recv",      "Reduce",    "ReduceScatter", "Scatter",
-                                      "Send"};
+  static const char* const names[] = {"AllGather", "AllReduce", "AlltoAll", "Broadcast",
+                                      "Gather",    "Recv",      "Reduce",   "ReduceScatter",
+                                      "Scatter",   "Send"};
   for (int i = 0; f && i < (int)(sizeof names / sizeof names[0]); i++)
     if (strcmp(f, names[i]) == 0) return i;
   return -1;
@@ -161,10 +172,14 @@ static result_t stop_event(void* h) {
 static result_t record_state(void* h, int state, void* args) {
   struct rec* r = h;
   pthread_mutex_lock(&lock);
-  if (r == NULL || r->type != GROUP_API || !r->open || args != NULL) fail("state: not GroupApi");
-  else if (state == 23 && r->states == 0) r->states = 1, states23++;
-  else if (state == 24 && r->states == 1) r->states = 2, states24++;
-  else fail("GroupApi states out of order");
+  if (r == NULL || r->type != GROUP_API || !r->open || args != NULL)
+    fail("state: not GroupApi");
+  else if (state == 23 && r->states == 0)
+    r->states = 1, states23++;
+  else if (state == 24 && r->states == 1)
+    r->states = 2, states24++;
+  else
+    fail("GroupApi states out of order");
   pthread_mutex_unlock(&lock);
   return 0;
 }
@@ -198,8 +213,8 @@ static result_t init(void** ctx, int* mask) {
   return begin(ctx, mask, -1);
 }
 #elif PROF_VERSION == 4
-static result_t init(void** ctx, int* mask, const char* name, uint64_t hash, int nnodes,
-                     int nranks, int rank, logger_t log) {
+static result_t init(void** ctx, int* mask, const char* name, uint64_t hash, int nnodes, int nranks,
+                     int rank, logger_t log) {
   (void)name;
   if (hash == 0 || nnodes < 1 || nranks < 1 || rank < 0 || rank >= nranks || log == NULL) bad++;
   return begin(ctx, mask, rank);
@@ -220,8 +235,8 @@ static result_t init(void** ctx, uint64_t id, int* mask, const char* name, int n
     const char* name;                                                                              \
     void* init;                                                                                    \
     void *start, *stop, *record, *finalize;                                                        \
-  } TABLE(v) = {NAME(v), (void*)init, (void*)start_event, (void*)stop_event, (void*)record_state, \
-                (void*)finalize}
+  } TABLE(v) = {NAME(v),           (void*)init,         (void*)start_event,                        \
+                (void*)stop_event, (void*)record_state, (void*)finalize}
 #if PROF_VERSION == 1
 EXPORT(1);
 #elif PROF_VERSION == 2
