@@ -108,6 +108,10 @@ const char* env_plugin_get(const char* name) {
   return env.raw ? env.raw(name) : NULL;
 }
 
+int env_plugin_active(void) {
+  return __atomic_load_n(&env.get_env, __ATOMIC_ACQUIRE) != NULL;
+}
+
 ncclResult_t env_plugin_status(void) {
   return env.status;
 }

@@ -15,6 +15,9 @@ ncclResult_t env_plugin_start(const char* spec, env_getter raw);
 /* The value of name from the plugin, else from raw; NULL: unset. */
 const char* env_plugin_get(const char* name);
 
+/* 1 when a plugin answers reads. */
+int env_plugin_active(void);
+
 /* The result env_plugin_start returned (ncclSuccess before it ran). */
 ncclResult_t env_plugin_status(void);
 

@@ -61,6 +61,11 @@ static void load_with(int plugin) {
         v.s = strdup(env);
       }
     }
+    /* The plugin's first pass replaces the environment's strings before any reader outside the
+     * loading thread saw them (they wait for it), so those are freed; param_reload keeps old
+     * strings, which a reader may still hold. */
+    if (plugin && !plugin_ready && values[id].set && p->kind == PARAM_STR)
+      free((char*)values[id].s);
     values[id] = v;
   }
 }
@@ -73,10 +78,12 @@ static void load_plugin(void) {
   loading_plugin = 1;
   const char* spec = getenv("NCCL_ENV_PLUGIN");
   env_plugin_start(spec, raw_getenv);
-  pthread_mutex_lock(&lock);
-  load_with(1); /* a value the plugin gives is copied: its pointer lives until the next read */
-  plugin_ready = 1;
-  pthread_mutex_unlock(&lock);
+  if (env_plugin_active()) {
+    pthread_mutex_lock(&lock);
+    load_with(1); /* a value the plugin gives is copied: its pointer lives until the next read */
+    plugin_ready = 1;
+    pthread_mutex_unlock(&lock);
+  }
   loading_plugin = 0;
 }
 
