@@ -1,7 +1,8 @@
 /* A test tuner plugin, built once per version (TUNER_VERSION 2..7). TEST_TUNER_RULE =
  * "func,min,max,algo,proto,channels" forces (algo, proto) for NCCL function id func when
  * min <= nBytes <= max, and sets nChannels when channels > 0; TEST_TUNER_FORCE=1 forces it even
- * where the table says -1 (the library must refuse). test_plugin_count tells what was called
+ * where the table says -1 (the library must refuse); TEST_TUNER_TREE_LATENCY (v5+) sets the
+ * Tree/Simple base latency in the cost constants. test_plugin_count tells what was called
  * and whether every argument had NCCL's shape. */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -122,6 +123,9 @@ static result_t init(void** ctx, uint64_t id, size_t nranks, size_t nnodes, logg
   size_t size = TUNER_VERSION == 7 ? CONSTS_V7_BYTES : CONSTS_V5_BYTES;
   if (log == NULL || nvl == NULL || consts == NULL || id == 0) return 3;
   ((volatile char*)consts)[size - 1] = ((volatile char*)consts)[size - 1];
+  /* TEST_TUNER_TREE_LATENCY: baseLatencies[TREE][SIMPLE], the first table of the constants */
+  const char* lat = getenv("TEST_TUNER_TREE_LATENCY");
+  if (lat) ((double*)consts)[0 * 3 + 2] = atof(lat);
   if (nvl->nNvlDomains != (int)nnodes || nvl->minRanksPerNvlDomain < 1 ||
       nvl->maxRanksPerNvlDomain < nvl->minRanksPerNvlDomain)
     bad++;
