@@ -82,6 +82,7 @@ ncclResult_t api_enqueue(enum coll_kind coll, const void* sendbuff, void* recvbu
     t.algo_mask = opts->algo_mask;
     t.cta_min = opts->cta_min, t.cta_max = opts->cta_max, t.cta_policy = opts->cta_policy;
     t.launch_event = opts->launch_event;
+    t.user_tag = opts->user_tag;
   }
   NCCLCHECK(api_check_usable(comm, fn));
   NCCLCHECK(api_check_dtype(dt, fn));

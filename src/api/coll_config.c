@@ -130,7 +130,7 @@ static ncclResult_t parse(ncclComm_t comm, enum coll_kind coll, const ncclCollCo
     return ncclInvalidUsage;
   }
   o->launch_event = c.launchCompletionEvent; /* the GPU engine checks it (gpu/task_check.c) */
-  /* userProfilerTag: Monel loads no profiler plugin, so there is nobody to hand it to. */
+  o->user_tag = c.userProfilerTag; /* handed to a v7 profiler plugin as is (core/profiler.c) */
   return ncclSuccess;
 }
 

@@ -11,6 +11,8 @@
 #include "core/comm.h"
 #include "core/node_topo.h"
 #include "core/plan_choose.h"
+#include "core/profiler.h"
+#include "core/tuner.h"
 #include "util/param.h"
 #include "core/watch.h"
 #include "topo/host.h"
@@ -169,7 +171,9 @@ static ncclResult_t connect_peers(struct ncclComm* comm, const ncclUniqueId* id)
   NCCLCHECK(ring_setup(comm));
   node_topo_dump(comm->rank); /* NCCL_TOPO_DUMP_FILE */
   NCCLCHECK(comm->engine->comm_init(comm));
-  plan_log_table(comm); /* NCCL_DEBUG_SUBSYS=TUNING: the table the plan chooses from */
+  NCCLCHECK(tuner_comm_init(comm)); /* after the engine: the constants come from its table */
+  profiler_comm_init(comm);         /* a profiler that fails is dropped, the comm is not */
+  plan_log_table(comm);             /* NCCL_DEBUG_SUBSYS=TUNING: the table the plan chooses from */
   NCCLCHECK(watch_start(comm));
   double t2 = now_s();
   INFO(LOG_INIT,
@@ -187,6 +191,7 @@ ncclResult_t comm_begin(struct ncclComm** out, int nranks, const ncclUniqueId* i
                         const ncclConfig_t* config, int cuda_dev) {
   ncclResult_t res = ncclSuccess;
   struct ncclComm* comm = NULL;
+  NCCLCHECK(param_env_status());
   NCCLCALLOC(comm, 1);
   pthread_mutex_init(&comm->lock, NULL);
   comm->magic = COMM_MAGIC;
@@ -291,6 +296,8 @@ void comm_free(struct ncclComm* comm) {
   join_init(comm);
   reg_remove(comm);
   watch_stop(comm);
+  tuner_comm_free(comm);
+  profiler_comm_free(comm);
   if (comm->engine && comm->engine->comm_free) comm->engine->comm_free(comm);
   comm_ext_free(comm); /* after the engine: its kernels may read what one-sided calls kept */
   boot_free(comm->boot);
@@ -304,6 +311,7 @@ void comm_free(struct ncclComm* comm) {
 }
 
 ncclResult_t comm_id_create(ncclUniqueId* id) {
+  NCCLCHECK(param_env_status()); /* a failed env plugin fails these calls, as in NCCL */
   return boot_id_create(id);
 }
 

@@ -13,6 +13,8 @@
 #define COMM_MAX_REDOPS 64
 
 struct watch;
+struct tuner_comm;
+struct profiler_comm;
 
 struct redop_slot {
   int used;
@@ -44,7 +46,9 @@ struct ncclComm {
   int* ring_pos;   /* rank -> ring position */
   const struct engine* engine;
   void* engine_state;
-  struct plan_comm plan; /* what the engine told the plan at comm_init (core/plan.h) */
+  struct plan_comm plan;      /* what the engine told the plan at comm_init (core/plan.h) */
+  struct tuner_comm* tuner;   /* the tuner plugin's context for this comm (core/tuner.h), or NULL */
+  struct profiler_comm* prof; /* the profiler plugin's (core/profiler.h), or NULL */
   /* The plan's last answer per collective (core/plan.c): repeated operations of one size skip
    * the cost model. key: the bytes + 1; 0 while there is none. */
   struct {

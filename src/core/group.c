@@ -5,6 +5,7 @@
 #include "core/group.h"
 #include "core/watch.h"
 #include "core/plan_choose.h"
+#include "core/profiler.h"
 
 #define GROUP_MAX_COMMS  4096
 #define GROUP_STACK_JOBS 8 /* jobs of a group that group_end keeps on its stack */
@@ -64,6 +65,7 @@ static ncclResult_t add_task(struct ncclComm* comm, const struct task* task) {
 
 /* Forget a comm's queued tasks, releasing what they own. */
 static void drop_tasks(struct ncclComm* comm) {
+  if (comm->prof) profiler_group_drop(comm);
   for (int i = 0; i < comm->ntasks; i++)
     if (comm->tasks[i].vrows) task_release(&comm->tasks[i]);
   comm->ntasks = 0;
@@ -72,13 +74,16 @@ static void drop_tasks(struct ncclComm* comm) {
 /* Plan the tasks (core/plan.c: every rank refuses alike, before anything runs) and tell the watch
  * (core/watch.c) what runs; then hand them to the comm's engine. */
 static ncclResult_t engine_plan(struct ncclComm* comm, struct task* tasks, int ntasks) {
+  if (comm->prof) profiler_group_end_begins(comm);
   NCCLCHECK(plan_tasks(comm, tasks, ntasks));
   return watch_issue(comm, tasks, ntasks);
 }
 
 static ncclResult_t engine_go(struct ncclComm* comm, struct task* tasks, int ntasks) {
+  if (comm->prof) profiler_run_begin(comm, tasks, ntasks);
   ncclResult_t res = comm->engine->run(comm, tasks, ntasks);
   if (!comm->engine->enqueue_only) watch_complete(comm);
+  if (comm->prof) profiler_run_end(comm, tasks, ntasks);
   return res;
 }
 
@@ -96,13 +101,25 @@ static ncclResult_t engine_run(struct ncclComm* comm, struct task* tasks, int nt
   return engine_go(comm, tasks, ntasks);
 }
 
+static ncclResult_t enqueue(struct ncclComm* comm, struct group* g, const struct task* task);
+
 ncclResult_t group_enqueue(struct ncclComm* comm, const struct task* task) {
   struct group* g = group_self();
+  if (comm->prof) { /* the API events; the task keeps their handle */
+    struct task p = *task;
+    profiler_enqueue(comm, &p, g->depth);
+    return enqueue(comm, g, &p);
+  }
+  return enqueue(comm, g, task);
+}
+
+static ncclResult_t enqueue(struct ncclComm* comm, struct group* g, const struct task* task) {
   if (g->depth == 0) {
     struct task t = *task;
     ncclResult_t res = needs_prepare(comm, &t, 1) ? comm->engine->prepare(comm) : ncclSuccess;
     if (res == ncclSuccess) res = engine_run(comm, &t, 1);
     task_release(&t);
+    if (comm->prof) profiler_group_drop(comm); /* it stopped already unless the plan failed */
     return res;
   }
   ncclResult_t res = add_task(comm, task);

@@ -11,7 +11,13 @@
  *      within it, the first in table order; else the cost model (core/tune.c, the row's figures)
  *      picks the cheapest row among those within their crossover (the first on a tie), or among
  *      all when every one is beyond its crossover (NCCL_ALGO/NCCL_PROTO left only those);
- *   5. channels and chunk from the row (enum plan_channels) and the comm's limits.
+ *   5. channels and chunk from the row (enum plan_channels) and the comm's limits;
+ *   6. with a tuner plugin (core/tuner.h): the rows that fit become NCCL's cost table
+ *      ([algorithm][protocol] in NCCL's ids, microseconds, -1.0 where Monel cannot run the pair
+ *      here; Monel's own OneShot and TwoShot have no id and are not in it). A table the plugin
+ *      leaves as it was keeps Monel's choice; otherwise its cheapest entry, as NCCL picks it,
+ *      is run, or refused with a sentence when Monel does not run that pair here. Its channel
+ *      count replaces the row's within what the engine has; its chunk size is the plan's.
  * Point-to-point, AlltoAll(v), Gather and Scatter are outside NCCL_ALGO and NCCL_PROTO (NCCL's
  * lists cannot name them): their plan is Simple on the engine's point-to-point channels. */
 #include <pthread.h>
@@ -20,6 +26,7 @@
 #include <string.h>
 #include "core/plan_choose.h"
 #include "core/tune.h"
+#include "core/tuner.h"
 #include "util/check.h"
 #include "util/dtype.h"
 #include "util/param.h"
@@ -169,6 +176,85 @@ static ncclResult_t candidates(const struct plan_in* in, enum coll_kind coll, ui
   return ncclSuccess;
 }
 
+/* A row's predicted time, with the base latency a tuner plugin set in its constants. */
+static double row_us(const struct plan_in* in, const struct plan_row* r, enum coll_kind coll,
+                     double bytes) {
+  double base = in->tune ? tuner_base_latency(in->comm, r->algo, r->proto) : -1;
+  if (base < 0) return tune_row_us(r, coll, in->nranks, bytes);
+  struct plan_row c = *r;
+  c.alpha_us = base;
+  return tune_row_us(&c, coll, in->nranks, bytes);
+}
+
+/* NCCL's pick in a cost table: the smallest entry that is not negative, the first on a tie in
+ * (algorithm, protocol) order; 0 when none is left. */
+static int table_pick(float table[TUNER_NALGO][TUNER_NPROTO], int* algo, int* proto) {
+  int found = 0;
+  for (int a = 0; a < TUNER_NALGO; a++)
+    for (int p = 0; p < TUNER_NPROTO; p++)
+      if (table[a][p] >= 0 && (!found || table[a][p] < table[*algo][*proto]))
+        found = 1, *algo = a, *proto = p;
+  return found;
+}
+
+/* Step 6: the tuner plugin's answer; *best becomes the row it chose (unchanged when it kept
+ * the table). */
+static ncclResult_t tuned_row(const struct plan_in* in, const struct task* t, uint64_t fits,
+                              int* best, int* nch, int* tuned, char* err, size_t errlen) {
+  enum coll_kind coll = t->coll;
+  size_t bytes = t->count * dtype_size(t->dtype);
+  float table[TUNER_NALGO][TUNER_NPROTO], before[TUNER_NALGO][TUNER_NPROTO];
+  int at[TUNER_NALGO][TUNER_NPROTO], a = 0, p = 0;
+  for (a = 0; a < TUNER_NALGO; a++)
+    for (p = 0; p < TUNER_NPROTO; p++) table[a][p] = TUNER_IGNORE, at[a][p] = -1;
+  for (int i = 0; i < in->nrows && i < 64; i++) {
+    const struct plan_row* r = &in->rows[i];
+    if (!(fits >> i & 1u) || r->algo >= TUNER_NALGO) continue;
+    float us = (float)row_us(in, r, coll, (double)bytes);
+    if (at[r->algo][r->proto] < 0 || us < table[r->algo][r->proto])
+      table[r->algo][r->proto] = us, at[r->algo][r->proto] = i;
+  }
+  memcpy(before, table, sizeof before);
+  /* NCCL counts AllGather and ReduceScatter by the whole output (input) */
+  size_t nbytes = coll == COLL_ALLGATHER || coll == COLL_REDUCESCATTER ? bytes * in->nranks : bytes;
+  NCCLCHECK(
+      tuner_coll_info(in->comm, coll, nbytes, in->pipe_ops > 0 ? in->pipe_ops : 1, table, nch));
+  *tuned = 1;
+  if (memcmp(before, table, sizeof table) == 0) return ncclSuccess;
+  if (!table_pick(table, &a, &p)) {
+    snprintf(err, errlen,
+             "the tuner plugin %s marked every entry of the cost table of %s of %zu bytes -1: "
+             "nothing is left to run it with; fix the plugin's rules",
+             tuner_name(in->comm), coll_name(coll), nbytes);
+    return in->algo_env[0] || in->proto_env[0] ? ncclInvalidUsage : ncclInternalError;
+  }
+  if (at[a][p] < 0) {
+    char runs[256];
+    uint64_t mask = 0;
+    for (int i = 0; i < in->nrows && i < 64; i++) mask |= (uint64_t)((fits >> i & 1u) != 0) << i;
+    row_words(in, mask, 0, runs, sizeof runs);
+    snprintf(err, errlen,
+             "the tuner plugin %s chose %s/%s for %s of %zu bytes, which Monel's %s engine does "
+             "not run here (it runs %s); change the plugin's rules or set NCCL_TUNER_PLUGIN=none",
+             tuner_name(in->comm), algo_name((enum algo_id)a), proto_name((enum proto_id)p),
+             coll_name(coll), nbytes, in->engine, runs);
+    return ncclInvalidUsage;
+  }
+  *best = at[a][p];
+  *tuned = 2;
+  return ncclSuccess;
+}
+
+/* The plugin's channel count, within what the row's engine has. */
+static int tuned_channels(const struct plan_row* r, const struct plan_comm* pc, int nch) {
+  int cap = r->channels == PLAN_CH_ONE     ? 1
+            : r->channels == PLAN_CH_FIXED ? (pc->p2p_channels > 0 ? pc->p2p_channels : 1)
+            : pc->cta_max > 0              ? pc->cta_max
+                                           : pc->nchannels_max;
+  if (cap < 1) cap = 1;
+  return nch < cap ? nch : cap;
+}
+
 ncclResult_t plan_decide(const struct plan_in* in, const struct task* t, struct plan_op* out,
                          char* err, size_t errlen) {
   enum coll_kind coll = t->coll;
@@ -215,16 +301,25 @@ ncclResult_t plan_decide(const struct plan_in* in, const struct task* t, struct 
   uint64_t pool = within ? within : fits;
   for (int i = 0; i < in->nrows && i < 64; i++) {
     if (!(pool >> i & 1u)) continue;
-    double us = tune_row_us(&in->rows[i], coll, in->nranks, (double)bytes);
+    double us = row_us(in, &in->rows[i], coll, (double)bytes);
     if (best == i) best_us = us;
     if (!locked && (best < 0 || us < best_us)) best = i, best_us = us;
   }
+  int nch = 0;
+  if (in->tune) NCCLCHECK(tuned_row(in, t, fits, &best, &nch, &out->tuned, err, errlen));
   const struct plan_row* r = &in->rows[best];
   out->algo = r->algo;
   out->proto = r->proto;
-  out->nchannels = channels(r, in->pc, coll, in->nranks, bytes);
+  out->nchannels =
+      nch > 0 ? tuned_channels(r, in->pc, nch) : channels(r, in->pc, coll, in->nranks, bytes);
   out->chunk_bytes = r->chunk_bytes;
-  out->est_us = best_us;
+  out->est_us = row_us(in, r, coll, (double)bytes);
+  if (in->tune && r->algo < TUNER_NALGO) { /* Monel's own algorithms have no NCCL id */
+    size_t nbytes =
+        coll == COLL_ALLGATHER || coll == COLL_REDUCESCATTER ? bytes * in->nranks : bytes;
+    NCCLCHECK(tuner_chunk_size(in->comm, coll, nbytes, r->algo, r->proto, out->nchannels,
+                               &out->chunk_bytes));
+  }
   return ncclSuccess;
 }
 
@@ -274,7 +369,7 @@ static int per_call_of(const struct task* t) {
 }
 
 /* A task that plan_tasks did not find in the comm's cache (comm->plan_last). */
-static ncclResult_t plan_one(struct ncclComm* comm, struct task* t) {
+static ncclResult_t plan_one(struct ncclComm* comm, struct task* t, int pipe_ops) {
   pthread_once(&cfg.once, load);
   size_t bytes = t->count * dtype_size(t->dtype);
   int tunable = algo_coll_is_tunable(t->coll);
@@ -291,6 +386,8 @@ static ncclResult_t plan_one(struct ncclComm* comm, struct task* t) {
   char err[1024];
   struct plan_comm pc;
   fill_in(&in, comm, t->coll);
+  in.tune = comm->tuner != NULL;
+  in.pipe_ops = pipe_ops;
   if (per_call) per_call_options(&in, &pc, t);
   ncclResult_t res = plan_decide(&in, t, &t->plan, err, sizeof err);
   if (res != ncclSuccess) {
@@ -298,7 +395,7 @@ static ncclResult_t plan_one(struct ncclComm* comm, struct task* t) {
          err);
     return res;
   }
-  if (!per_call) {
+  if (!per_call && !in.tune) { /* a tuner is asked for every operation, as NCCL asks it */
     comm->plan_last[t->coll].key = bytes + 1;
     comm->plan_last[t->coll].op = t->plan;
   }
@@ -306,10 +403,15 @@ static ncclResult_t plan_one(struct ncclComm* comm, struct task* t) {
   if (tunable && LOG_ENABLED(LOG_INFO) &&
       !__atomic_exchange_n(&cfg.logged[t->coll][k], 1, __ATOMIC_RELAXED))
     INFO(LOG_TUNING,
-         "%s of %zu bytes (sizes 2^%d..2^%d) on %d ranks: %s/%s, %d channel%s, estimated %.1f us",
+         "%s of %zu bytes (sizes 2^%d..2^%d) on %d ranks: %s/%s, %d channel%s, estimated %.1f "
+         "us%s%s%s",
          coll_name(t->coll), bytes, k, k + 1, comm->nranks, algo_name(t->plan.algo),
          proto_name(t->plan.proto), t->plan.nchannels, t->plan.nchannels == 1 ? "" : "s",
-         t->plan.est_us);
+         t->plan.est_us, t->plan.tuned ? ", tuner plugin " : "",
+         t->plan.tuned ? tuner_name(comm) : "",
+         t->plan.tuned == 2 ? " chose it"
+         : t->plan.tuned    ? " kept Monel's choice"
+                            : "");
   return ncclSuccess;
 }
 
@@ -317,12 +419,14 @@ static ncclResult_t plan_one(struct ncclComm* comm, struct task* t) {
  * takes its plan without a call (plan_one and plan_log_table load NCCL_ALGO/NCCL_PROTO). */
 ncclResult_t plan_tasks(struct ncclComm* comm, struct task* tasks, int ntasks) {
   if (!comm->plan.printed) plan_log_table(comm);
+  int colls = 0; /* the tuner's numPipeOps: the group's collectives (NCCL divides by channels) */
+  for (int i = 0; i < ntasks; i++) colls += algo_coll_is_tunable(tasks[i].coll);
   for (int i = 0; i < ntasks; i++) {
     struct task* t = &tasks[i];
     if (comm->plan_last[t->coll].key == t->count * dtype_size(t->dtype) + 1 && !per_call_of(t))
       t->plan = comm->plan_last[t->coll].op;
     else
-      NCCLCHECK(plan_one(comm, t));
+      NCCLCHECK(plan_one(comm, t, colls));
   }
   return ncclSuccess;
 }

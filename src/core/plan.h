@@ -33,6 +33,7 @@ struct plan_op {
   int nchannels;       /* channels (GPU: thread blocks per peer path); >= 1 */
   size_t chunk_bytes;  /* bytes one step of the schedule moves per channel; 0: the engine's own */
   double est_us;       /* the cost model's prediction for the chosen pair */
+  int tuned;           /* a tuner plugin: 1 it kept Monel's choice, 2 it chose the pair */
 };
 
 /* The slowest kind of link between two ranks of a comm: the figures of a table row apply to one

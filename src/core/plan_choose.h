@@ -30,7 +30,9 @@ struct plan_in {
   const char* engine; /* the engine's name, for the sentences */
   struct plan_fit (*fit)(const struct ncclComm* comm, const struct task* t,
                          const struct plan_row* row);
-  const struct ncclComm* comm; /* passed to fit only */
+  const struct ncclComm* comm; /* passed to fit and the tuner only */
+  int tune;                    /* ask comm's tuner plugin (core/tuner.h); comm is then set */
+  int pipe_ops;                /* the tuner's numPipeOps */
 };
 ncclResult_t plan_decide(const struct plan_in* in, const struct task* t, struct plan_op* out,
                          char* err, size_t errlen);

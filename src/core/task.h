@@ -43,6 +43,12 @@ struct task {
   int cta_min, cta_max;     /* thread blocks of its GPU kernels */
   int cta_policy;           /* NCCL_CTA_POLICY_* + 1 */
   cudaEvent_t launch_event; /* ncclCollConfig_t.launchCompletionEvent (GPU engine), or NULL */
+  /* The profiler plugin (core/profiler.h): the call's tag, the mask when it was enqueued, its
+   * API event (the parent of its Coll/P2p event) and that event. */
+  uint64_t user_tag; /* ncclCollConfig_t.userProfilerTag; 0: none */
+  int prof_mask;
+  void* prof_api;
+  void* prof_ev;
 };
 
 /* Release what a task owns (accepts a task that owns nothing). Whoever drops or completes a

@@ -104,6 +104,11 @@ struct net {
  * *dev is the device to use (0 unless the network reports several). */
 ncclResult_t net_get(const struct net** out, int* dev);
 
+/* The name that opened the external net plugin in use (NCCL_NET_PLUGIN's entry, or
+ * libnccl-net.so), or NULL when none is: the tuner and profiler plugins look inside it too. With
+ * NCCL_NET_PLUGIN set, the network is chosen first if it was not yet. */
+const char* net_plugin_lib(void);
+
 /* The built-in UCX implementation (net_ucx*.c): UCP tagged messages, UCX loaded at run time. */
 extern const struct net net_ucx;
 

@@ -473,7 +473,20 @@ static int plugin_start(const char* path) {
   return 1;
 }
 
-static char seen[512]; /* ", NAME (path)" of plugins skipped for another name */
+static char seen[512];        /* ", NAME (path)" of plugins skipped for another name */
+static char loaded_name[512]; /* the name that opened the plugin in use */
+
+const char* net_plugin_lib(void) {
+  /* NCCL has loaded a net plugin it was asked for by the time its comm asks; Monel chooses the
+   * network at the first connection across hosts, so it chooses now when one is asked for. */
+  const char* spec = param_str(PARAM_NET_PLUGIN);
+  if (!loaded_name[0] && spec[0] != '\0' && strcasecmp(spec, "none") != 0) {
+    const struct net* n = NULL;
+    int dev = 0;
+    (void)net_get(&n, &dev); /* a failure is reported where the network is used */
+  }
+  return loaded_name[0] ? loaded_name : NULL;
+}
 
 /* Tries one candidate of NCCL_NET_PLUGIN; 1 when it is the network to use. */
 static int plugin_try(const char* cand, const char* want, int asked) {
@@ -502,6 +515,7 @@ static int plugin_try(const char* cand, const char* want, int asked) {
     snprintf(seen + used, sizeof seen - used, ", %.64s (%.200s)", plug.t.v8->name, path);
   } else if (plugin_start(path)) {
     plugin_net.name = plug.t.v8->name;
+    snprintf(loaded_name, sizeof loaded_name, "%s", path);
     return 1;
   }
   dlclose(plug.lib);

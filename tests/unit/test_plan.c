@@ -118,7 +118,9 @@ static struct choice decide(const struct plan_row* rows, int nrows, const struct
                        proto,
                        gpu ? "gpu" : "cpu",
                        gpu ? fit_gpu : NULL,
-                       NULL};
+                       NULL,
+                       0,
+                       0};
   struct task t;
   memset(&t, 0, sizeof t);
   t.coll = coll, t.count = bytes, t.dtype = ncclUint8;

@@ -1,0 +1,263 @@
+/* One process of the plugin tests (tests/plugins/run): ranks as threads of this process on the
+ * CPU engine run a fixed list of operations, check every result exactly, and then compare what
+ * the loaded test plugin counted (its test_plugin_count, reached through the library Monel
+ * opened: TEST_PLUGIN_LIB names it) with what this program did.
+ *   check env NAME VALUE   the parameter NAME reads VALUE (the env plugin supplies it)
+ *   check tuner            the operation list; the tuner's counts equal the calls
+ *   check tuner-refused    AllReduce of 4 KB fails with ncclInvalidUsage and the sentence
+ *   check profiler         the operation list; the profiler's event tree (profiler.c) is whole */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "common.h"
+#include "nccl.h"
+
+#define NRANKS 3
+
+/* The operations: (collective, bytes). AllReduce of 1-64 KB is what the test tuner rule forces. */
+static const struct op {
+  const char* coll;
+  size_t bytes;
+} ops[] = {{"AllReduce", 8},       {"AllReduce", 4096},     {"AllReduce", 65536},
+           {"AllReduce", 1 << 20}, {"Broadcast", 4096},     {"Reduce", 4096},
+           {"AllGather", 4096},    {"ReduceScatter", 4096}, {"SendRecv", 4096}};
+#define NOPS (int)(sizeof ops / sizeof ops[0])
+
+static int (*count_fn)(const char*);
+
+static int count(const char* what) {
+  return count_fn ? count_fn(what) : -1;
+}
+
+/* The plugin Monel loaded; hold: open it first, so that it stays loaded after Monel closes it
+ * (a profiler is closed with the last comm). */
+static int find_plugin_opt(int hold) {
+  const char* lib = getenv("TEST_PLUGIN_LIB");
+  void* h = lib ? dlopen(lib, RTLD_NOW | (hold ? 0 : RTLD_NOLOAD)) : NULL;
+  if (h) count_fn = (int (*)(const char*))dlsym(h, "test_plugin_count");
+  if (count_fn == NULL) {
+    fprintf(stderr, "FAIL: the test plugin %s is not loaded in this process\n", lib ? lib : "?");
+    return 1;
+  }
+  return 0;
+}
+
+static int find_plugin(void) {
+  return count_fn ? 0 : find_plugin_opt(0);
+}
+
+static int check_floats(const float* got, size_t n, float want_base, float step, const char* w) {
+  for (size_t i = 0; i < n; i++) {
+    float want = want_base + step * (float)(i % 7);
+    if (got[i] != want) {
+      fprintf(stderr, "FAIL %s: element %zu is %g, expected %g\n", w, i, got[i], want);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* Every rank's input element i is rank + 1 + (i % 7); results follow from that exactly. */
+static int run_op(ncclComm_t comm, int rank, const struct op* o, float* in, float* out) {
+  size_t n = o->bytes / sizeof(float);
+  int bad = 0;
+  for (size_t i = 0; i < n * NRANKS; i++) in[i] = (float)(rank + 1) + (float)(i % 7);
+  memset(out, 0, n * NRANKS * sizeof(float));
+  float sum = NRANKS * (NRANKS + 1) / 2.0f;
+  if (strcmp(o->coll, "AllReduce") == 0) {
+    MP_CHECK(ncclAllReduce(in, out, n, ncclFloat32, ncclSum, comm, NULL));
+    bad = check_floats(out, n, sum, NRANKS, o->coll);
+  } else if (strcmp(o->coll, "Broadcast") == 0) {
+    MP_CHECK(ncclBroadcast(in, out, n, ncclFloat32, 1, comm, NULL));
+    bad = check_floats(out, n, 2, 1, o->coll);
+  } else if (strcmp(o->coll, "Reduce") == 0) {
+    MP_CHECK(ncclReduce(in, out, n, ncclFloat32, ncclSum, 0, comm, NULL));
+    bad = rank == 0 ? check_floats(out, n, sum, NRANKS, o->coll) : 0;
+  } else if (strcmp(o->coll, "AllGather") == 0) {
+    MP_CHECK(ncclAllGather(in, out, n, ncclFloat32, comm, NULL));
+    for (int r = 0; r < NRANKS && !bad; r++)
+      bad = check_floats(out + r * n, n, (float)(r + 1), 1, o->coll);
+  } else if (strcmp(o->coll, "ReduceScatter") == 0) {
+    for (size_t i = 0; i < n * NRANKS; i++) in[i] = (float)(rank + 1) + (float)(i % n % 7);
+    MP_CHECK(ncclReduceScatter(in, out, n, ncclFloat32, ncclSum, comm, NULL));
+    bad = check_floats(out, n, sum, NRANKS, o->coll);
+  } else { /* a ring of Send/Recv in one group */
+    MP_CHECK(ncclGroupStart());
+    MP_CHECK(ncclSend(in, n, ncclFloat32, (rank + 1) % NRANKS, comm, NULL));
+    MP_CHECK(ncclRecv(out, n, ncclFloat32, (rank + NRANKS - 1) % NRANKS, comm, NULL));
+    MP_CHECK(ncclGroupEnd());
+    bad = check_floats(out, n, (float)((rank + NRANKS - 1) % NRANKS + 1), 1, o->coll);
+  }
+  return bad;
+}
+
+static int ops_main(int rank, int nranks, ncclUniqueId id, void* arg) {
+  (void)arg;
+  ncclComm_t comm;
+  float* in = malloc((1 << 20) * NRANKS);
+  float* out = malloc((1 << 20) * NRANKS);
+  int bad = 0;
+  MP_CHECK(ncclCommInitRank(&comm, nranks, id, rank));
+  for (int i = 0; i < NOPS && !bad; i++) bad = run_op(comm, rank, &ops[i], in, out);
+  MP_CHECK(ncclCommDestroy(comm));
+  free(in);
+  free(out);
+  return bad;
+}
+
+static int expect(const char* what, int want) {
+  int got = count(what);
+  if (got == want) return 0;
+  fprintf(stderr, "FAIL: the plugin counted %s = %d, expected %d\n", what, got, want);
+  return 1;
+}
+
+/* NCCL's function ids of the collectives in ops[], and how often the list calls each. */
+static int func_id(const char* c) {
+  return strcmp(c, "Broadcast") == 0       ? 0
+         : strcmp(c, "Reduce") == 0        ? 1
+         : strcmp(c, "AllGather") == 0     ? 2
+         : strcmp(c, "ReduceScatter") == 0 ? 3
+         : strcmp(c, "AllReduce") == 0     ? 4
+                                           : 5;
+}
+
+static int check_tuner(int version) {
+  int fails = 0, per[8] = {0}, colls = 0, in_rule = 0, rule_func = -1;
+  size_t rule_min = 0, rule_max = 0; /* the test tuner's rule: func,min,max,... */
+  const char* rule = getenv("TEST_TUNER_RULE");
+  if (rule == NULL || sscanf(rule, "%d,%zu,%zu", &rule_func, &rule_min, &rule_max) != 3)
+    rule_func = -1;
+  if (mp_run_threads(NRANKS, ops_main, NULL) != 0) return 1;
+  if (find_plugin()) return 1;
+  for (int i = 0; i < NOPS; i++) {
+    int f = func_id(ops[i].coll);
+    if (f <= 4) per[f]++, colls++;
+    if (f == rule_func && ops[i].bytes >= rule_min && ops[i].bytes <= rule_max) in_rule++;
+  }
+  for (int f = 0; f < 8; f++) {
+    char what[16];
+    snprintf(what, sizeof what, "calls%d", f);
+    fails += expect(what, per[f] * NRANKS); /* point-to-point never reaches the tuner */
+  }
+  fails += expect("init", NRANKS) + expect("finalize", NRANKS) + expect("bad", 0);
+  fails += expect("forced", in_rule * NRANKS);
+  fails += expect("chunk", version >= 6 ? colls * NRANKS : 0);
+  if (!fails)
+    printf("PASS tuner v%d: %d collectives x %d ranks asked, %d forced\n", version, colls, NRANKS,
+           in_rule * NRANKS);
+  return fails != 0;
+}
+
+static int refused_main(int rank, int nranks, ncclUniqueId id, void* arg) {
+  (void)arg;
+  ncclComm_t comm;
+  float buf[1024];
+  memset(buf, 0, sizeof buf);
+  MP_CHECK(ncclCommInitRank(&comm, nranks, id, rank));
+  ncclResult_t res = ncclAllReduce(buf, buf, 1024, ncclFloat32, ncclSum, comm, NULL);
+  const char* why = ncclGetLastError(comm);
+  int ok = res == ncclInvalidUsage && strstr(why, "does not run here") != NULL;
+  if (!ok) fprintf(stderr, "FAIL rank %d: AllReduce returned %d: %s\n", rank, (int)res, why);
+  ncclCommDestroy(comm);
+  return !ok;
+}
+
+/* The operation list, then one AllReduce tagged 77 through ncclAllReduceConfig. */
+static int prof_ops_main(int rank, int nranks, ncclUniqueId id, void* arg) {
+  (void)arg;
+  ncclComm_t comm;
+  float* in = malloc((1 << 20) * NRANKS);
+  float* out = malloc((1 << 20) * NRANKS);
+  int bad = 0;
+  ncclCollConfig_t cfg = NCCL_COLLCONFIG_INITIALIZER;
+  cfg.userProfilerTag = 77;
+  MP_CHECK(ncclCommInitRank(&comm, nranks, id, rank));
+  for (int i = 0; i < NOPS && !bad; i++) bad = run_op(comm, rank, &ops[i], in, out);
+  for (int i = 0; i < 16; i++) in[i] = (float)rank;
+  MP_CHECK(ncclAllReduceConfig(in, out, 16, ncclFloat32, ncclSum, comm, NULL, &cfg));
+  for (int i = 0; i < 16 && !bad; i++) bad = out[i] != (float)(NRANKS * (NRANKS - 1) / 2);
+  MP_CHECK(ncclCommDestroy(comm));
+  free(in);
+  free(out);
+  return bad;
+}
+
+/* Event bits of the test plugin's counts (bit index of the type). */
+enum { B_GROUP = 0, B_COLL = 1, B_P2P = 2, B_GROUP_API = 8, B_COLL_API = 9, B_P2P_API = 10 };
+
+/* NCCL's rule, written here apart from Monel's: an event is emitted when the mask has any of the
+ * bits of its line (a requested event turns its ancestors on); API events from v5 only. */
+static int emitted(int mask, int bit, int version) {
+  const int below = 0x8 | 0x10 | 0x40 | 0x80, ce = 0x7000;
+  int any = bit == B_GROUP_API  ? 0x100 | 0x200 | 0x400 | 0x800 | 0x1 | 0x2 | 0x4 | below | ce
+            : bit == B_COLL_API ? 0x200 | 0x2 | below | ce
+            : bit == B_P2P_API  ? 0x400 | 0x4 | below
+            : bit == B_GROUP    ? 0x1 | 0x2 | 0x4 | below
+                                : (1 << bit) | below;
+  if (bit >= B_GROUP_API && version < 5) return 0;
+  return (mask & any) != 0;
+}
+
+static int check_profiler(int version) {
+  int fails = 0, colls = 1, p2ps = 0, groups = NOPS + 1; /* +1: the tagged AllReduce */
+  if (find_plugin_opt(1) || mp_run_threads(NRANKS, prof_ops_main, NULL) != 0) return 1;
+  for (int i = 0; i < NOPS; i++)
+    if (func_id(ops[i].coll) <= 4)
+      colls++;
+    else
+      p2ps += 2; /* a Send and a Recv */
+  const char* m = getenv("TEST_PROF_MASK");
+  int mask = m ? (int)strtol(m, NULL, 0) : 0xfff; /* what the test plugin sets */
+  const struct {
+    int bit, n;
+  } ev[] = {{B_GROUP, groups},     {B_COLL, colls},     {B_P2P, p2ps},
+            {B_GROUP_API, groups}, {B_COLL_API, colls}, {B_P2P_API, p2ps}};
+  for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++) {
+    char what[16];
+    int want = emitted(mask, ev[i].bit, version) * ev[i].n * NRANKS;
+    snprintf(what, sizeof what, "start%d", ev[i].bit);
+    fails += expect(what, want);
+    snprintf(what, sizeof what, "stop%d", ev[i].bit);
+    fails += expect(what, want);
+  }
+  int states = emitted(mask, B_GROUP_API, version) * groups * NRANKS;
+  fails += expect("state23", states) + expect("state24", states);
+  fails += expect("init", NRANKS) + expect("finalize", NRANKS) + expect("bad", 0);
+  int tags = version == 7 ? emitted(mask, B_COLL_API, version) + emitted(mask, B_COLL, version) : 0;
+  fails += expect("tagged", tags * NRANKS);
+  if (!fails)
+    printf("PASS profiler v%d mask 0x%x: %d groups, %d collectives, %d point-to-point x %d ranks\n",
+           version, mask, groups, colls, p2ps, NRANKS);
+  return fails != 0;
+}
+
+int main(int argc, char** argv) {
+  const char* mode = argc > 1 ? argv[1] : "";
+  if (strcmp(mode, "env") == 0 && argc == 4) {
+    const char* v = NULL;
+    int len = 0;
+    if (ncclParamGetParameter(argv[2], &v, &len) != ncclSuccess || v == NULL ||
+        strcmp(v, argv[3]) != 0) {
+      fprintf(stderr, "FAIL: %s reads \"%s\", expected \"%s\"\n", argv[2], v ? v : "(null)",
+              argv[3]);
+      return 1;
+    }
+    if (mp_run_threads(NRANKS, ops_main, NULL) != 0 || find_plugin()) return 1;
+    if (expect("init", 1) + expect("version", 1) + (count("supplied") < 1) + (count("get") < 10))
+      return 1;
+    printf("PASS env: %s=%s from the plugin, %d reads through it\n", argv[2], v, count("get"));
+    return 0;
+  }
+  if (strcmp(mode, "profiler") == 0 && argc == 3) return check_profiler(atoi(argv[2]));
+  if (strcmp(mode, "ops") == 0) return mp_run_threads(NRANKS, ops_main, NULL) != 0;
+  if (strcmp(mode, "tuner") == 0 && argc == 3) return check_tuner(atoi(argv[2]));
+  if (strcmp(mode, "tuner-refused") == 0) {
+    if (mp_run_threads(NRANKS, refused_main, NULL) != 0) return 1;
+    printf("PASS tuner-refused\n");
+    return 0;
+  }
+  fprintf(stderr, "usage: %s env NAME VALUE | ops | tuner VERSION | tuner-refused\n", argv[0]);
+  return 2;
+}

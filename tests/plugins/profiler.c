@@ -1,0 +1,254 @@
+/* A test profiler plugin, built once per version (PROF_VERSION 1..7). It reads every descriptor
+ * by the byte offsets NCCL's documentation gives, keeps a record per event and checks the tree
+ * as events arrive: parents are live records of the right type, every start gets one stop,
+ * group states come in order, Coll sequence numbers count up per function from 0. At finalize
+ * nothing of that comm may be open. test_plugin_count tells the totals. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "abi.h"
+
+enum { GROUP = 1, COLL = 2, P2P = 4, GROUP_API = 0x100, COLL_API = 0x200, P2P_API = 0x400 };
+
+struct rec {
+  uint32_t magic;
+  int type, open, states;
+  struct ctx* ctx;
+};
+struct ctx {
+  int rank, open;
+  uint64_t next_seq[16];
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int mask_bits, starts[16], stops[16], inits, finals, bad, tagged, states23, states24;
+static char last_bad[256];
+
+static int bit(int type) {
+  for (int i = 0; i < 16; i++)
+    if (type == 1 << i) return i;
+  return 15;
+}
+
+static void fail(const char* why) {
+  bad++;
+  snprintf(last_bad, sizeof last_bad, "%s", why);
+}
+
+#ifdef COMBO /* built beside the tuner in one library, which has test_plugin_count */
+#define test_plugin_count test_profiler_count
+#endif
+int test_plugin_count(const char* what);
+int test_plugin_count(const char* what) {
+  int r = -1;
+  pthread_mutex_lock(&lock);
+  if (strncmp(what, "start", 5) == 0)
+    r = starts[atoi(what + 5) & 15];
+  else if (strncmp(what, "stop", 4) == 0)
+    r = stops[atoi(what + 4) & 15];
+  else if (strcmp(what, "init") == 0)
+    r = inits;
+  else if (strcmp(what, "finalize") == 0)
+    r = finals;
+  else if (strcmp(what, "bad") == 0) {
+    r = bad;
+    if (bad) fprintf(stderr, "profiler plugin: last problem: %s\n", last_bad);
+  } else if (strcmp(what, "tagged") == 0)
+    r = tagged;
+  else if (strcmp(what, "state23") == 0)
+    r = states23;
+  else if (strcmp(what, "state24") == 0)
+    r = states24;
+  pthread_mutex_unlock(&lock);
+  return r;
+}
+
+#define AT(d, off, type) (*(type const*)((const char*)(d) + (off)))
+
+static struct rec* as_rec(const void* p, int type) {
+  struct rec* r = (struct rec*)p;
+  return r != NULL && r->magic == 0x9e7e && r->type == type ? r : NULL;
+}
+
+/* NCCL's function strings; the index, or -1 for any other. */
+static int func_index(const char* f) {
+  static const char* const names[] = {"AllGather", "AllReduce", "AlltoAll", "Broadcast",
+                                      "Gather",    "Recv",      "Reduce",   "ReduceScatter",
+                                      "Scatter",   "Send"};
+  for (int i = 0; f && i < (int)(sizeof names / sizeof names[0]); i++)
+    if (strcmp(f, names[i]) == 0) return i;
+  return -1;
+}
+#define known_func(f) (func_index(f) >= 0)
+
+/* Coll: its parent (CollApi from v5, else Group), its group, function and sequence number. */
+static void check_coll(struct ctx* c, const void* d, void* parent) {
+  int v = PROF_VERSION;
+  if (!as_rec(parent, v >= 5 ? COLL_API : GROUP)) fail("Coll: parent is not its API event/group");
+  if (v >= 5 && !as_rec(AT(d, 104, void*), GROUP)) fail("Coll: parentGroup is not a Group");
+  if (v >= 5 && as_rec(AT(d, 104, void*), GROUP) && !as_rec(AT(d, 104, void*), GROUP)->open)
+    fail("Coll: its Group is closed");
+  uint64_t seq = v >= 4 ? AT(d, 24, uint64_t) : AT(d, 40, uint64_t);
+  int fid = 0;
+  if (v == 1) {
+    fid = AT(d, 48, uint8_t);
+    if (fid > 10) fail("Coll v1: function id out of range");
+  } else {
+    const char* f = v >= 4 ? AT(d, 32, const char*) : AT(d, 48, const char*);
+    if (!known_func(f)) fail("Coll: unknown function string");
+    fid = func_index(f) & 15;
+  }
+  if (v >= 2 && v <= 3 && AT(d, 24, const char*) != NULL) fail("Coll v2/v3: name is not NULL");
+  if (seq != c->next_seq[fid]) fail("Coll: sequence number out of order");
+  c->next_seq[fid] = seq + 1;
+  if (v == 7 && AT(d, 128, uint64_t) == 77) tagged++;
+}
+
+static void check(struct ctx* c, int type, const void* d, void* parent) {
+  int v = PROF_VERSION;
+  switch (type) {
+  case GROUP_API:
+    if (parent != NULL || AT(d, 28, int) < 1) fail("GroupApi: parent or depth");
+    break;
+  case COLL_API:
+  case P2P_API: {
+    struct rec* g = as_rec(parent, GROUP_API);
+    if (g == NULL || !g->open) fail("API event: parent is not an open GroupApi");
+    if (!known_func(AT(d, 24, const char*))) fail("API event: unknown function string");
+    if (type == COLL_API && v == 7 && AT(d, 72, uint64_t) == 77) tagged++;
+    break;
+  }
+  case GROUP:
+    if (parent != NULL) fail("Group: parent is not NULL");
+    break;
+  case COLL:
+    check_coll(c, d, parent);
+    break;
+  case P2P:
+    if (!as_rec(parent, v >= 5 ? P2P_API : GROUP)) fail("P2p: parent is not its API event/group");
+    if (v >= 5 && !as_rec(AT(d, 64, void*), GROUP)) fail("P2p: parentGroup is not a Group");
+    break;
+  default:
+    fail("an event type the CPU engine does not emit");
+  }
+}
+
+static result_t start_event(void* ctx, void** handle, void* d) {
+  struct ctx* c = ctx;
+  int type = PROF_VERSION >= 5 ? (int)AT(d, 0, uint64_t) : AT(d, 0, uint8_t);
+  void* parent = AT(d, 8, void*);
+  struct rec* r = calloc(1, sizeof *r);
+  if (getenv("TEST_PROF_SLOW")) usleep(2000); /* a slow plugin must not change any result */
+  pthread_mutex_lock(&lock);
+  check(c, type, d, parent);
+  if ((type == COLL || type == P2P) && c->rank >= 0 && AT(d, 16, int) != c->rank)
+    fail("event: rank");
+  *r = (struct rec){0x9e7e, type, 1, 0, c};
+  c->open++;
+  starts[bit(type)]++;
+  pthread_mutex_unlock(&lock);
+  *handle = r;
+  return 0;
+}
+
+static result_t stop_event(void* h) {
+  struct rec* r = h;
+  pthread_mutex_lock(&lock);
+  if (r == NULL || r->magic != 0x9e7e || !r->open) {
+    fail("stop of an event that is not open");
+  } else {
+    r->open = 0;
+    r->ctx->open--;
+    stops[bit(r->type)]++;
+    if (r->type == GROUP_API && r->states != 2) fail("GroupApi stopped before states 23, 24");
+  }
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
+static result_t record_state(void* h, int state, void* args) {
+  struct rec* r = h;
+  pthread_mutex_lock(&lock);
+  if (r == NULL || r->type != GROUP_API || !r->open || args != NULL)
+    fail("state: not GroupApi");
+  else if (state == 23 && r->states == 0)
+    r->states = 1, states23++;
+  else if (state == 24 && r->states == 1)
+    r->states = 2, states24++;
+  else
+    fail("GroupApi states out of order");
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
+static result_t finalize(void* ctx) {
+  struct ctx* c = ctx;
+  pthread_mutex_lock(&lock);
+  if (c->open != 0) fail("finalize with events open");
+  finals++;
+  pthread_mutex_unlock(&lock);
+  free(c);
+  return 0;
+}
+
+static result_t begin(void** ctx, int* mask, int rank) {
+  struct ctx* c = calloc(1, sizeof *c);
+  const char* m = getenv("TEST_PROF_MASK");
+  c->rank = rank;
+  pthread_mutex_lock(&lock);
+  inits++;
+  mask_bits = m ? (int)strtol(m, NULL, 0) : 0xfff;
+  *mask = mask_bits;
+  pthread_mutex_unlock(&lock);
+  *ctx = c;
+  return getenv("TEST_PROF_FAIL_INIT") ? 3 : 0;
+}
+
+#if PROF_VERSION <= 3
+/* v1-v3 init has no rank: the events' rank is not checked */
+static result_t init(void** ctx, int* mask) {
+  return begin(ctx, mask, -1);
+}
+#elif PROF_VERSION == 4
+static result_t init(void** ctx, int* mask, const char* name, uint64_t hash, int nnodes, int nranks,
+                     int rank, logger_t log) {
+  (void)name;
+  if (hash == 0 || nnodes < 1 || nranks < 1 || rank < 0 || rank >= nranks || log == NULL) bad++;
+  return begin(ctx, mask, rank);
+}
+#else
+static result_t init(void** ctx, uint64_t id, int* mask, const char* name, int nnodes, int nranks,
+                     int rank, logger_t log) {
+  (void)name;
+  if (id == 0 || nnodes < 1 || nranks < 1 || rank < 0 || rank >= nranks || log == NULL) bad++;
+  return begin(ctx, mask, rank);
+}
+#endif
+
+#define TABLE(v) ncclProfiler_v##v
+#define NAME(v)  "TestProfiler-v" #v
+#define EXPORT(v)                                                                                  \
+  const struct {                                                                                   \
+    const char* name;                                                                              \
+    void* init;                                                                                    \
+    void *start, *stop, *record, *finalize;                                                        \
+  } TABLE(v) = {NAME(v),           (void*)init,         (void*)start_event,                        \
+                (void*)stop_event, (void*)record_state, (void*)finalize}
+#if PROF_VERSION == 1
+EXPORT(1);
+#elif PROF_VERSION == 2
+EXPORT(2);
+#elif PROF_VERSION == 3
+EXPORT(3);
+#elif PROF_VERSION == 4
+EXPORT(4);
+#elif PROF_VERSION == 5
+EXPORT(5);
+#elif PROF_VERSION == 6
+EXPORT(6);
+#else
+EXPORT(7);
+#endif
