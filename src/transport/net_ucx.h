@@ -20,9 +20,8 @@ const char* net_ucx_why(void);
 int net_ucx_rdma(void);
 const char* net_ucx_transports(void);
 
-#ifdef MONEL_HAVE_UCX
 #include <pthread.h>
-#include <ucp/api/ucp.h>
+#include "transport/ucx_api.h"
 #include "transport/net_handle.h"
 #include "os/socket.h"
 
@@ -173,6 +172,5 @@ ncclResult_t ucx_accept(void* listen_comm, void** out);
  * ucp_worker_signal, net_ucx_wake does nothing. */
 void net_ucx_wait(int ms);
 void net_ucx_wake(void);
-#endif
 
 #endif
