@@ -156,6 +156,8 @@ endforeach()
 file(GLOB monel_docs ${CMAKE_SOURCE_DIR}/docs/*.md)
 install(FILES README.md LICENSE ${monel_docs} DESTINATION ${MONEL_INSTALL_DOCDIR} COMPONENT doc)
 install(FILES CHANGELOG.md DESTINATION ${MONEL_INSTALL_DOCDIR} COMPONENT doc OPTIONAL)
+install(DIRECTORY docs/guide docs/results DESTINATION ${MONEL_INSTALL_DOCDIR} COMPONENT doc
+        FILES_MATCHING PATTERN "*.md")
 
 # `cmake --build build --target uninstall` (also `make uninstall`): removes what the last install
 # from this build put there, then the directories it created, if empty.
