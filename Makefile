@@ -13,8 +13,12 @@ build:
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
-# The main job: all_reduce_perf over every local GPU, or over 4 CPU ranks without one.
-run: build
+# The main job: all_reduce_perf over every local GPU, or over 4 CPU ranks without one. On a first
+# build with the GPU engine, the CPU engine's job runs first, from a CPU-only build of a minute
+# (tools/run/first-result), before the GPU kernels build.
+run:
+	@JOBS=$(JOBS) CMAKE_FLAGS="$(CMAKE_FLAGS)" tools/run/first-result $(BUILD)
+	@$(MAKE) --no-print-directory build
 	@tools/run/main-job $(BUILD)
 
 # Everything that can run on this machine.
@@ -59,4 +63,4 @@ format-check:
 	@git ls-files '*.c' '*.h' '*.cu' '*.cuh' | xargs clang-format --dry-run --Werror
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan
+	rm -rf $(BUILD) $(BUILD)-first build-asan build-tsan

@@ -7,7 +7,7 @@
 #            monel.pc and nccl.pc, lib/cmake/Monel/ (find_package(Monel) -> Monel::nccl)
 #   tools    bin/monelrun, bin/monel-info, libexec/monel/*_perf (nccl-tests' names, kept out
 #            of bin/ so that they do not collide with nccl-tests' programs), their manual pages
-#   doc      share/doc/monel/: README.md, docs/*.md, the licence when the tree has one
+#   doc      share/doc/monel/: README.md, LICENSE, CHANGELOG.md, docs/*.md
 #
 # The wheel (MONEL_WHEEL, on under scikit-build-core) puts libnccl.so.2 (one file), the headers,
 # monel-info and monelrun inside the Python package: monel/lib, monel/include, monel/bin.
@@ -36,6 +36,8 @@ if(MONEL_WHEEL)
   # One real file under the soname (no VERSION property in the wheel): a wheel holds no links.
   install(TARGETS monel LIBRARY DESTINATION ${MONEL_INSTALL_LIBDIR} NAMELINK_SKIP)
   install(FILES include/nccl.h include/monel.h DESTINATION ${MONEL_INSTALL_INCLUDEDIR})
+  # The licence beside the library as well (the wheel's metadata carries it in .dist-info).
+  install(FILES LICENSE DESTINATION monel)
   foreach(prog monel-info monelrun)
     set_target_properties(${prog} PROPERTIES INSTALL_RPATH "$ORIGIN/../lib")
     install(TARGETS ${prog} RUNTIME DESTINATION ${MONEL_INSTALL_BINDIR})
@@ -58,7 +60,7 @@ set(MONEL_INSTALL_DOCDIR ${CMAKE_INSTALL_DOCDIR})
 # first rule.
 set(monel_dirs ${MONEL_INSTALL_LIBDIR}/pkgconfig ${MONEL_INSTALL_CMAKEDIR} ${MONEL_INSTALL_BINDIR}
     ${MONEL_INSTALL_INCLUDEDIR} ${MONEL_INSTALL_TOOLDIR} ${MONEL_INSTALL_DOCDIR}
-    ${CMAKE_INSTALL_MANDIR}/man1)
+    ${MONEL_INSTALL_DOCDIR}/guide ${MONEL_INSTALL_DOCDIR}/results ${CMAKE_INSTALL_MANDIR}/man1)
 install(CODE "
   set(record \"${CMAKE_BINARY_DIR}/install_created_dirs.txt\")
   set(root \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}\")
@@ -150,14 +152,12 @@ foreach(pc monel nccl)
   install(FILES ${CMAKE_BINARY_DIR}/pkgconfig/${pc}.pc DESTINATION ${MONEL_INSTALL_PCDIR} COMPONENT dev)
 endforeach()
 
-# Documentation and the licence.
+# Documentation and the licence (BSD-3-Clause, LICENSE at the top of the tree).
 file(GLOB monel_docs ${CMAKE_SOURCE_DIR}/docs/*.md)
-install(FILES README.md ${monel_docs} DESTINATION ${MONEL_INSTALL_DOCDIR} COMPONENT doc)
-# The licence files that are there at install time (OPTIONAL: a tree without one installs none,
-# and one added after the build was configured is installed all the same).
-foreach(licence LICENSE LICENSE.md LICENSE.txt COPYING)
-  install(FILES ${licence} DESTINATION ${MONEL_INSTALL_DOCDIR} COMPONENT doc OPTIONAL)
-endforeach()
+install(FILES README.md LICENSE ${monel_docs} DESTINATION ${MONEL_INSTALL_DOCDIR} COMPONENT doc)
+install(FILES CHANGELOG.md DESTINATION ${MONEL_INSTALL_DOCDIR} COMPONENT doc OPTIONAL)
+install(DIRECTORY docs/guide docs/results DESTINATION ${MONEL_INSTALL_DOCDIR} COMPONENT doc
+        FILES_MATCHING PATTERN "*.md")
 
 # `cmake --build build --target uninstall` (also `make uninstall`): removes what the last install
 # from this build put there, then the directories it created, if empty.

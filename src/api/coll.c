@@ -67,8 +67,10 @@ ncclResult_t api_check_usable(ncclComm_t comm, const char* fn) {
   return ncclSuccess;
 }
 
-/* The checks every operation shares, then the queueing. `factor` multiplies count for the
- * largest buffer (nranks for gathers); `root` is checked when >= -1 is not passed as -2. */
+/* The checks every operation shares, then the queueing. The count is checked with nranks times
+ * it for the collectives whose largest buffer holds a part per rank (AllGather, ReduceScatter,
+ * AlltoAll, Gather, Scatter); `root` is checked as the root of the rooted collectives and as the
+ * peer of Send and Recv; `opts`, when given, holds a call's own settings (nccl*Config). */
 ncclResult_t api_enqueue(enum coll_kind coll, const void* sendbuff, void* recvbuff, size_t count,
                          ncclDataType_t dt, ncclRedOp_t op, int root, ncclComm_t comm,
                          cudaStream_t stream, const char* fn, const struct task* opts) {

@@ -1,4 +1,4 @@
-/* Mismatched calls caught (MONEL_CHECK_CALLS=1; off by default, on in make test): each rank
+/* Mismatched calls caught (on by default; MONEL_CHECK_CALLS=0 turns it off): each rank
  * fingerprints the operations it is asked for, and the watch ring (watch.c) carries the
  * fingerprints to the other ranks, off the critical path: the user's thread only hashes two words
  * per collective and stores the result, without a lock; the watch thread sends and compares.

@@ -105,8 +105,7 @@ static int channels(const struct plan_row* r, const struct plan_comm* pc, enum c
   case PLAN_CH_BLOCKS: {
     /* A ring of AllGather or ReduceScatter moves n pieces; Broadcast and Reduce forward every
      * chunk n - 1 times, so they gain more from parallel chunks: one block per quarter of
-     * MONEL_CHANNEL_BYTES (on 4 H200, Broadcast of 128 KB-1 MB ran in 10-12 us with a quarter,
-     * 16-17 us without). */
+     * MONEL_CHANNEL_BYTES (Broadcast of 128 KB-1 MB on 4 GPUs was measured faster so). */
     double total = (double)bytes, per = (double)pc->channel_bytes;
     if (coll == COLL_ALLGATHER || coll == COLL_REDUCESCATTER) total *= nranks;
     if (coll == COLL_BROADCAST || coll == COLL_REDUCE) per /= 4;

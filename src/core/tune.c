@@ -22,7 +22,7 @@
 #define TREE_COPY_FACTOR 1.5
 /* Two-shot pieces go through one FIFO copy each, unpipelined: 2.05x the ring's time per byte
  * moved puts the crossover to the ring at 32-64 KB on 4 ranks and 128-256 KB on 8, as measured
- * on a 16-core Xeon host (ring 24.8 us, two-shot 30.1 us at 128 KB on 4 ranks). */
+ * on a 16-core Xeon host. */
 #define TWOSHOT_COPY_FACTOR 2.05
 
 static double min_d(double a, double b) {

@@ -8,11 +8,11 @@
  * so), never run as Simple under another name.
  *
  * Figures: per-step latency and per-rank bandwidth, fitted to all_reduce_perf on 2 and 4
- * processes of a 64-core Xeon host (ring 2.5 us at 8 B and 7.5 ms at 32 MB on 4 ranks; one-shot
- * as fast as the ring at 8 KB, twice as slow at 32 KB); core/tune.c shapes them per algorithm
+ * processes of a 64-core Xeon host (FITTED; one-shot as fast as the ring at 8 KB, twice as slow
+ * at 32 KB); core/tune.c shapes them per algorithm
  * (its factors say where they were measured). The network path (TCP between hosts, or
  * NCCL_SHM_DISABLE=1) has no figures of its own yet: estimate, not measured, the host-memory
- * ones with 20 us per step (a TCP round trip through the progress thread); but its one-shot
+ * ones with a TCP round trip through the progress thread per step (NET_EST); but its one-shot
  * moves each peer's whole buffer as one message, unpipelined, and was measured against the ring
  * on 2 hosts (network namespaces joined by veth pairs, Socket, a 2-core machine;
  * `NET_AB_SIDES="Socket Socket,NCCL_ALGO=allreduce:ring" tools/bench/net-ab`, medians of 5

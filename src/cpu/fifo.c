@@ -148,9 +148,9 @@ static double now_ms(void) {
  * that thread sleeps). The thread sleeps on the network's own wake-up descriptor, and a network
  * may not announce every event there: over UCX's TCP, tests/net/run's 2-host check left its
  * ranks waiting for slots and their proxy threads asleep in UCX's poll in 5 runs of 627 under load,
- * each ended by ringing the doorbells (docs/logs/ucx-wake). A pass of the thread makes the
- * network progress, so a lost announcement costs at most NUDGE_MS. An idle comm has no waiter,
- * so its proxy thread stays asleep. */
+ * each ended by ringing the doorbells (docs/logs/ucx-wake, in git's history). A pass of the
+ * thread makes the network progress, so a lost announcement costs at most NUDGE_MS. An idle comm
+ * has no waiter, so its proxy thread stays asleep. */
 #define NUDGE_MS 10
 
 /* Wait until (int32)(*word - target) >= 0. While it spins and yields it polls `poll`, a word

@@ -45,8 +45,6 @@
 #include "transport/net_handle.h"
 #include "transport/net_ucx.h"
 
-#ifdef MONEL_HAVE_UCX
-
 static uint32_t next_id = 1;
 
 int ucx_failed(struct ucomm* c) {
@@ -351,5 +349,3 @@ ncclResult_t ucx_accept(void* listen_comm, void** out) {
   pthread_mutex_unlock(&ucx.lock);
   return res;
 }
-
-#endif

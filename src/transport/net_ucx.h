@@ -20,9 +20,8 @@ const char* net_ucx_why(void);
 int net_ucx_rdma(void);
 const char* net_ucx_transports(void);
 
-#ifdef MONEL_HAVE_UCX
 #include <pthread.h>
-#include <ucp/api/ucp.h>
+#include "transport/ucx_api.h"
 #include "transport/net_handle.h"
 #include "os/socket.h"
 
@@ -169,10 +168,9 @@ ncclResult_t ucx_accept(void* listen_comm, void** out);
 /* net.h's wait and wake (net_ucx_lib.c): sleep on the worker's wakeup descriptor (armed with
  * ucp_worker_arm) until UCX has an event or net_ucx_wake (ucp_worker_signal) is called, at most
  * `ms` milliseconds (< 0: no limit; 1 ms when UCX has no ucp_worker_signal); without a
- * descriptor (UCX lacks the functions or gives none) 50 us. Without the descriptor or
+ * descriptor (UCX lacks the functions or gives none) one short nap. Without the descriptor or
  * ucp_worker_signal, net_ucx_wake does nothing. */
 void net_ucx_wait(int ms);
 void net_ucx_wake(void);
-#endif
 
 #endif

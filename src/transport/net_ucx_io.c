@@ -7,8 +7,6 @@
 #include "transport/net.h"
 #include "transport/net_ucx.h"
 
-#ifdef MONEL_HAVE_UCX
-
 #define FAILED_PROGRESS                                                                            \
   64 /* progress calls a receive of a failed comm gets before it is cancelled */
 
@@ -444,28 +442,3 @@ const struct net net_ucx = {
     .wait = net_ucx_wait,
     .wake = net_ucx_wake,
 };
-
-#else /* built without UCX's headers: the network exists and says why it cannot start */
-
-static ncclResult_t none(void) {
-  WARN("NET/UCX: %s", (net_ucx_open(), net_ucx_why()));
-  return ncclSystemError;
-}
-static ncclResult_t n_devices(int* n) {
-  *n = 0;
-  return none();
-}
-static ncclResult_t n_props(int d, struct net_props* p) {
-  return none();
-}
-static ncclResult_t n_listen(int d, const unsigned char* k, void* h, void** c) {
-  *c = NULL;
-  return none();
-}
-const struct net net_ucx = {.name = "UCX",
-                            .devices = n_devices,
-                            .get_properties = n_props,
-                            .listen = n_listen,
-                            .connect = n_listen};
-
-#endif

@@ -24,20 +24,6 @@ static struct {
   char tls[512];
 } st = {PTHREAD_ONCE_INIT, ncclSystemError, "", ""};
 
-#ifndef MONEL_HAVE_UCX
-
-static void open_once(void) {
-  snprintf(st.why, sizeof st.why,
-           "this Monel was built without UCX's headers (ucp/api/ucp.h, Debian package "
-           "libucx-dev), so it cannot use UCX; rebuild with them installed");
-}
-
-int net_ucx_rdma(void) {
-  return 0;
-}
-
-#else
-
 struct ucx_state ucx = {.lock = PTHREAD_MUTEX_INITIALIZER, .efd = -1};
 
 /* A function of UCX's to look up, and where its address goes. */
@@ -301,8 +287,6 @@ void net_ucx_wake(void) {
   __atomic_store_n(&kicked, 1, __ATOMIC_SEQ_CST);
   (void)ucx.f.worker_signal(ucx.worker);
 }
-
-#endif
 
 ncclResult_t net_ucx_open(void) {
   pthread_once(&st.once, open_once);

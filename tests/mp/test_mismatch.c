@@ -1,10 +1,12 @@
-/* Mismatched calls (core/fingerprint.c, MONEL_CHECK_CALLS) on the CPU engine: the last rank calls
- * something else than the others (count, a type of the same size, op, root, another collective,
- * a Send/Recv size, AlltoAllv counts); every rank's comm must fail with ncclInvalidUsage and a
- * sentence naming the last rank, whether or not the mismatch would hang. 2, 3 and 5 ranks, as
- * threads and as processes. Each rank waits for the asynchronous error (polling
- * ncclCommGetAsyncError, up to 20 s), records it, and aborts. no_false_alarm: the same runs with
- * matched calls, each rank polling for 1 s and then running 50 more AllReduces, see no error. */
+/* Mismatched calls (core/fingerprint.c, MONEL_CHECK_CALLS) on the CPU engine, with the default
+ * settings (the check is on unless MONEL_CHECK_CALLS=0): the last rank calls something else than
+ * the others (count, a type of the same size, op, root, another collective, a Send/Recv size,
+ * AlltoAllv counts); every rank's comm must fail with ncclInvalidUsage and a sentence naming the
+ * last rank and its call, whether or not the mismatch would hang. 2, 3 and 5 ranks, as threads
+ * and as processes. Each rank waits for the asynchronous error (polling ncclCommGetAsyncError, up
+ * to 20 s), records it, and aborts. no_false_alarm: the same runs with matched calls, each rank
+ * polling for 1 s and then running 50 more AllReduces, see no error. check_off: with
+ * MONEL_CHECK_CALLS=0 a type of the same size, which nothing else notices, goes unreported. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +24,8 @@ enum kind { K_COUNT, K_DTYPE, K_OP, K_ROOT, K_COLL, K_P2P, K_ALLTOALLV, K_NONE }
 struct mm_case {
   enum kind kind;
   int nranks;
-  char* seen; /* shared: per rank, "<async error> <last error>" */
+  char* seen;      /* shared: per rank, "<async error> <last error>" */
+  int expect_none; /* matched calls, or the check off: no error may come */
 };
 
 static ncclResult_t odd_call(const struct mm_case* c, int rank, float* buf, ncclComm_t comm) {
@@ -72,14 +75,14 @@ static int mm_rank(int rank, int nranks, ncclUniqueId id, void* arg) {
   MP_CHECK(ncclCommInitRank(&comm, nranks, id, rank));
   MP_CHECK(ncclAllReduce(buf, buf, COUNT, ncclFloat, ncclSum, comm, NULL)); /* matched */
   ncclResult_t call = odd_call(c, rank, buf, comm), async = ncclSuccess;
-  double t0 = test_now(), limit = c->kind == K_NONE ? 1.0 : 20.0;
+  double t0 = test_now(), limit = c->expect_none ? 1.0 : 20.0;
   /* A rank whose engine saw a peer stop may read ncclRemoteError until the news of the mismatch
    * arrives; then ncclInvalidUsage takes its place. */
   while (async != ncclInvalidUsage && test_now() - t0 < limit) {
     if (ncclCommGetAsyncError(comm, &async) != ncclSuccess) break;
     if (async != ncclInvalidUsage) usleep(10000); /* raised by another thread: poll it */
   }
-  if (c->kind == K_NONE) /* a matched loop after: still no error */
+  if (c->expect_none) /* a matched loop after: still no error */
     for (int i = 0; i < 50 && async == ncclSuccess; i++)
       if (ncclAllReduce(buf, buf, 1 + i, ncclFloat, ncclSum, comm, NULL) != ncclSuccess ||
           ncclCommGetAsyncError(comm, &async) != ncclSuccess)
@@ -91,8 +94,10 @@ static int mm_rank(int rank, int nranks, ncclUniqueId id, void* arg) {
   return 0;
 }
 
+static int check_off; /* MONEL_CHECK_CALLS=0: nothing may be reported */
+
 static void mm_run(enum kind kind, int nranks, int threads) {
-  struct mm_case c = {kind, nranks, NULL};
+  struct mm_case c = {kind, nranks, NULL, kind == K_NONE || check_off};
   c.seen =
       mmap(NULL, (size_t)nranks * SLOT, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   CHECK(c.seen != MAP_FAILED);
@@ -101,16 +106,29 @@ static void mm_run(enum kind kind, int nranks, int threads) {
   CHECK_EQ(failed, 0);
   char who[32];
   snprintf(who, sizeof who, "rank %d (host", nranks - 1);
+  /* What every rank's sentence must say of the last rank's call (and of the others'). */
+  static const char* const said[][2] = {
+      [K_COUNT] = {"called AllReduce #2 (count 8192, float, sum)", "AllReduce #2 (count 4096,"},
+      [K_DTYPE] = {"called AllReduce #2 (count 4096, int32, sum)", "(count 4096, float, sum)"},
+      [K_OP] = {"called AllReduce #2 (count 4096, float, max)", "(count 4096, float, sum)"},
+      [K_ROOT] = {"called Broadcast #2 (count 4096, float, root 1)", "root 0)"},
+      [K_COLL] = {"called Broadcast #2 (count 4096, float, root 0)",
+                  "called AllReduce #2 (count 4096, float, sum)"},
+      [K_P2P] = {"receives 32768 bytes from rank 0 in its Recv #2", "sends 16384 bytes"},
+      [K_ALLTOALLV] = {"receives 36 bytes from rank 0 in its AlltoAllv #2", "sends 32 bytes"},
+  };
   for (int r = 0; r < nranks; r++) {
     const char* s = c.seen + (size_t)r * SLOT;
     fprintf(stderr, "  %s rank %d: %s\n", threads ? "thread" : "process", r, s);
-    if (kind == K_NONE) {
+    if (c.expect_none) {
       CHECK(strncmp(s, "0 0 ", 4) == 0);
       continue;
     }
     CHECK(atoi(s) == ncclInvalidUsage);
     CHECK(strstr(s, "mismatched calls") != NULL);
     CHECK(strstr(s, who) != NULL);
+    CHECK(strstr(s, said[kind][0]) != NULL);
+    CHECK(strstr(s, said[kind][1]) != NULL);
   }
   munmap(c.seen, (size_t)nranks * SLOT);
 }
@@ -118,7 +136,10 @@ static void mm_run(enum kind kind, int nranks, int threads) {
 /* Ranks as threads of one process (the tests named *_threads, also run under ThreadSanitizer by
  * tests/run-all) or as processes. */
 static void mm_all(enum kind kind, int threads) {
-  setenv("MONEL_CHECK_CALLS", "1", 1);
+  if (check_off)
+    setenv("MONEL_CHECK_CALLS", "0", 1);
+  else
+    unsetenv("MONEL_CHECK_CALLS"); /* the default: on */
   setenv("MONEL_HANG_TIMEOUT", "0", 1);
   int sizes[] = {2, 3, 5};
   for (int i = 0; i < 3; i++) mm_run(kind, sizes[i], threads);
@@ -171,4 +192,14 @@ TEST(no_false_alarm_threads) {
 }
 TEST(no_false_alarm_procs) {
   mm_all(K_NONE, 0);
+}
+TEST(check_off_dtype_same_size_threads) {
+  check_off = 1;
+  mm_all(K_DTYPE, 1);
+  check_off = 0;
+}
+TEST(check_off_dtype_same_size_procs) {
+  check_off = 1;
+  mm_all(K_DTYPE, 0);
+  check_off = 0;
 }
