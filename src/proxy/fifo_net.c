@@ -340,11 +340,15 @@ ncclResult_t fifo_net_drain(struct fifo_net* f, int timeout_s) {
 }
 
 /* ---- closing (net.h's close contract: no receive posted when a receive comm is closed) ------
- * A receiver keeps min(nslots, NET_MAX_REQUESTS) receives posted ahead of its kernel (cap), so
- * once both kernels are over it has exactly cap receives that no step will complete; it posts
- * them if its proxy had not yet. The sender ends them: after its last step it sends cap empty
- * messages with the connection's tag. Both sides post first and then wait (at most
- * CLOSE_DRAIN_S), so two ranks closing at once do not wait on each other. */
+ * A connection has no way back from its receiver to its sender, so both sides keep to one count
+ * instead of a goodbye: a receiver never has a receive posted for a step beyond head + nslots
+ * (head: the steps its kernel consumed), and once both kernels are over head is the sender's
+ * last step S. Its receives posted in all are then at most S + nslots; at close it posts the
+ * missing ones, up to exactly S + nslots, and the sender, after its last step, sends nslots
+ * empty messages with the connection's tag: each of those receives completes with one. The
+ * receiver's proxy thread may take some of those empty messages before its own close (as steps
+ * no kernel will read), which changes neither count. Both sides post first and then wait (at
+ * most CLOSE_DRAIN_S), so two ranks closing at once do not wait on each other. */
 #define CLOSE_DRAIN_S 5.0
 
 static int cap(const struct fnet_conn* c);
@@ -387,11 +391,11 @@ static int close_step(struct fifo_net* f, struct fnet_conn* c, uint64_t* goal) {
   return c->s.is_send ? *goal > 0 : c->posted < *goal;
 }
 
-/* A receive connection whose peer closed first (its last empty messages may be lost with its
- * endpoint: a TCP reset drops what the receiver had not read yet) still holds receives no step
- * needs: the kernels are over. Each is tested until the network ends it, done or failed (a
- * network ends a failed request in test), so that close_recv finds none posted; bounded by
- * `deadline`. */
+/* A receive connection the network reported broken (its peer was killed, or closed without
+ * sending its empty messages) still holds receives no step needs: the kernels are over. Each is
+ * tested until the network ends it, done or failed (Monel's networks end a failed request in
+ * test; a plugin may keep it: the connection failed, which the close contract allows); bounded
+ * by `deadline`. */
 static void end_posted(struct fifo_net* f, struct fnet_conn* c, double deadline) {
   while (c->done < c->posted && now_s() < deadline) {
     void** r = &c->req[c->done % (uint64_t)c->s.nslots];
@@ -460,12 +464,13 @@ static void close_drain(struct fifo_net* f) {
   }
   adopt_local_senders(f, adopted, owners);
   for (size_t i = 0; i < n; i++)
-    if (adopted[i] != NULL) afills[i] = (uint64_t)cap(adopted[i]);
+    if (adopted[i] != NULL) afills[i] = (uint64_t)adopted[i]->s.nslots;
   for (int i = 0; i < f->nconns; i++) {
     struct fnet_conn* c = &f->conns[i];
     gone[i] = c->live && (c->ended || c->closed); /* found gone while running */
     if (!c->live || c->ended || c->closed) continue;
-    fills[i] = c->s.is_send ? (uint64_t)cap(c) : c->done + (uint64_t)cap(c);
+    fills[i] = (uint64_t)c->s.nslots; /* a sender's empty messages */
+    if (!c->s.is_send) fills[i] += __atomic_load_n(word(c, GPU_FIFO_HEAD), __ATOMIC_ACQUIRE);
   }
   double deadline = now_s() + CLOSE_DRAIN_S;
   for (int busy = 1; busy && now_s() < deadline;) {
@@ -647,6 +652,7 @@ static int progress_recv(struct fifo_net* f, struct fnet_conn* c, int* moved) {
     return 0;
   }
   uint64_t head = __atomic_load_n(word(c, GPU_FIFO_HEAD), __ATOMIC_ACQUIRE);
+  /* never beyond head + nslots: the close counts on it (close_drain) */
   while (!c->ended && c->posted < head + (uint64_t)c->s.nslots &&
          c->posted - c->done < (uint64_t)cap(c)) {
     void* data = slot(c, c->posted);

@@ -28,9 +28,11 @@
  *    a send comm is closed once its sends completed, unless the connection failed or the peer
  *    closed. Since a receive cannot be withdrawn through this interface, callers end their
  *    receives with the peer (net_link.c: the receiver's goodbye says how many receives it
- *    posted, and the sender completes each with a message). Monel's own networks still accept
- *    a close with requests in flight (the requests end with the comm; they log an INFO line
- *    for a receive comm), as a plugin may not.
+ *    posted, and the sender completes each with a message; proxy/fifo_net.c, whose
+ *    connections have no way back: the receiver never posts more than nslots receives beyond
+ *    its kernel's steps, and the sender sends nslots empty messages after its last step).
+ *    Monel's own networks still accept a close with requests in flight (the requests end with
+ *    the comm; they log an INFO line for a receive comm), as a plugin may not.
  * Who may call: transport/ (the net transport's links) and proxy/. */
 #ifndef MONEL_TRANSPORT_NET_H
 #define MONEL_TRANSPORT_NET_H

@@ -6,8 +6,9 @@
  *                              threads per comm, their limits, stale registrations
  *   NET_CONFORMANCE=plugin NCCL_NET_PLUGIN=... net_conformance net_      the same calls on the
  *                              plugin net_get() loaded (it must not be Socket)
- *   NET_CONFORMANCE=plugin ... net_conformance plugin_   the loader's rules, the v8 limits and
- *                              CUDA memory through the adapter (the plugin's CUDA mode)
+ *   NET_CONFORMANCE=plugin ... net_conformance plugin_   the loader's rules, the v8 limits,
+ *                              CUDA memory through the adapter (the plugin's CUDA mode) and
+ *                              the test plugin's count of requests in flight at close
  *   NET_CONFORMANCE=ucx UCX_TLS=tcp net_conformance net_   the same calls on the UCX network
  *   NET_CONFORMANCE=ucx UCX_TLS=tcp net_conformance ucx_   its choice (NCCL_NET, MONEL_UCX_LIB)
  *
@@ -601,89 +602,7 @@ TEST(tcp_registrations) {
 #include "net_conformance_auth.h" /* the TCP network's strangers: tcp_stranger_*, tcp_auth_* */
 #include "net_conformance_cuda.h" /* net_cuda_registration, plugin_cuda_* */
 
-/* ---- the loader -------------------------------------------------------------------------- */
-
-/* In a child with these settings: the name of the network net_get chose, or "error N". */
-static void chosen(const char* plugin, const char* net, char* out, size_t len) {
-  int fds[2];
-  CHECK(pipe(fds) == 0);
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    if (plugin)
-      setenv("NCCL_NET_PLUGIN", plugin, 1);
-    else
-      unsetenv("NCCL_NET_PLUGIN");
-    if (net)
-      setenv("NCCL_NET", net, 1);
-    else
-      unsetenv("NCCL_NET");
-    param_reload();
-    const struct net* n = NULL;
-    int dev = -1;
-    ncclResult_t res = net_get(&n, &dev);
-    char buf[128];
-    int k = res == ncclSuccess ? snprintf(buf, sizeof buf, "%s", n->name)
-                               : snprintf(buf, sizeof buf, "error %d", (int)res);
-    if (write(fds[1], buf, (size_t)k) != k) _exit(2);
-    _exit(0);
-  }
-  close(fds[1]);
-  ssize_t k = read(fds[0], out, len - 1);
-  out[k > 0 ? k : 0] = '\0';
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-}
-
-static void expect(const char* plugin, const char* net, const char* want) {
-  char got[128];
-  chosen(plugin, net, got, sizeof got);
-  printf("NCCL_NET_PLUGIN=%s NCCL_NET=%s: %s\n", plugin ? plugin : "(unset)", net ? net : "(unset)",
-         got);
-  CHECK(strcmp(got, want) == 0);
-}
-
-/* NCCL_NET_PLUGIN names the test plugin by path (the runner also puts its folder on
- * LD_LIBRARY_PATH, so that "testv8" finds libnccl-net-testv8.so). */
-TEST(plugin_loader_rules) {
-  const char* path = getenv("NCCL_NET_PLUGIN");
-  CHECK(path != NULL && strchr(path, '/') != NULL);
-  expect(path, NULL, "TestV8");
-  expect("testv8", NULL, "TestV8");                /* NAME -> libnccl-net-NAME.so */
-  expect("libnccl-net-testv8.so", NULL, "TestV8"); /* a full library name, as is */
-  expect("nosuch,testv8", NULL, "TestV8");         /* a list, tried in order */
-  expect("none", NULL, "Socket");
-  expect("NONE", NULL, "Socket");
-  expect("nosuch", NULL, "Socket");    /* not found: the built-in network */
-  expect("libm.so.6", NULL, "Socket"); /* no ncclNetPlugin_v* symbol */
-  expect(path, "Socket", "Socket");    /* NCCL_NET=Socket forces the built-in one */
-  expect(path, "testv8", "TestV8");    /* by name, any case */
-  expect(path, "IB", "error 5");       /* a name nobody has: ncclInvalidUsage */
-  expect("none", "TestV8", "error 5");
-  void* lib = dlopen("libnccl-net.so", RTLD_NOW | RTLD_LOCAL);
-  if (lib == NULL)
-    expect(NULL, NULL, "Socket"); /* unset: libnccl-net.so, absent here */
-  else
-    dlclose(lib);
-}
-
-/* v8 carries int sizes: a larger send is refused with a sentence; the v8 properties say so. */
-TEST(plugin_v8_limits) {
-  const struct net* n = the_net();
-  struct net_props props;
-  struct pair p;
-  CHECK_RES(n->get_properties(0, &props), ncclSuccess);
-  CHECK_EQ(props.max_bytes, INT_MAX);
-  pair_open(n, &p);
-  void* req = NULL;
-  char byte = 0;
-  CHECK(n->isend(p.s, &byte, (size_t)INT_MAX + 1, 0, NULL, &req) == ncclInvalidArgument);
-  CHECK(req == NULL);
-  one_message(n, &p, 1, 1000, (size_t)INT_MAX + 4096); /* a receive bound above 2^31-1 is fine */
-  pair_close(n, &p);
-}
+#include "net_conformance_plugin.h" /* chosen, expect, plugin_loader_*, plugin_v8_*, plugin_counts_* */
 
 /* ---- the UCX network's choice (NET_CONFORMANCE=ucx ... net_conformance ucx_) -------------- */
 

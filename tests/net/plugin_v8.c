@@ -7,10 +7,12 @@
  * the connection is up, isend/irecv queue, test() moves bytes.
  *
  * Report: at closeSend/closeRecv it logs (INFO, through the logger it got) and, when
- * MONEL_TEST_PLUGIN_LOG names a file, appends one line: "send BYTES MSGS POSTED FLUSHES" or
- * "recv BYTES MSGS POSTED FLUSHES DEV": the bytes and messages of the sends/receives that
- * completed on that comm, the requests still in flight at close (net.h's close contract: 0 for a
- * receive comm), the flushes that completed and the device the comm was made on.
+ * MONEL_TEST_PLUGIN_LOG names a file, appends one line: "send|recv BYTES MSGS POSTED FLUSHES DEV
+ * FAILED": the bytes and messages of the sends/receives that completed on that comm, the
+ * requests still in flight at close (net.h's close contract: 0 unless the connection failed),
+ * the flushes that completed, the device the comm was made on, and 1 if its connection failed
+ * (an error from the socket or a message no receive matched), else 0. Requests in flight at
+ * close are also said in a WARN line unless the connection failed (INFO then).
  * Devices (MONEL_TEST_PLUGIN_NDEV=n, default 1): n devices "tp0".."tp<n-1>" over the same
  * interface, each with its own PCI path (0000:00:1<k>.0, not a device of this machine), so that
  * a test sees which device each connection took.
@@ -408,17 +410,29 @@ static ncclResult_t tp_test(void* request, int* done, int* sizes) {
   return ncclSuccess;
 }
 
-/* The report of a comm: a log line, and a line in MONEL_TEST_PLUGIN_LOG if set. */
+/* The report of a comm: a log line, and a line in MONEL_TEST_PLUGIN_LOG if set. Requests still
+ * in flight at close (sends or receives never completed, flushes never tested to their end) are
+ * counted and said: with a WARN, as plugins built on fabric libraries do, unless the connection
+ * failed (net.h's close contract allows them then). */
 static void report(struct comm* c) {
   const char* path = getenv("MONEL_TEST_PLUGIN_LOG");
-  char line[128];
-  int posted = 0;
-  for (int i = 0; i < MAX_REQS; i++) posted += c->reqs[i].used;
-  int n = snprintf(line, sizeof line, "%s %llu %llu %d %llu %d\n", c->is_send ? "send" : "recv",
-                   c->bytes, c->msgs, posted, c->flushes, c->dev);
-  if (posted > 0) LOG("closing a comm with %d requests in flight", posted);
-  LOG("closing a %s comm: %llu bytes in %llu messages", c->is_send ? "send" : "receive", c->bytes,
-      c->msgs);
+  const char* kind = c->is_send ? "send" : "receive";
+  char line[160];
+  int posted = 0, flushes = 0;
+  for (int i = 0; i < MAX_REQS; i++) {
+    posted += c->reqs[i].used;
+    flushes += c->reqs[i].used && c->reqs[i].flush;
+  }
+  int n = snprintf(line, sizeof line, "%s %llu %llu %d %llu %d %d\n", c->is_send ? "send" : "recv",
+                   c->bytes, c->msgs, posted, c->flushes, c->dev, c->failed);
+  if (posted > 0)
+    logger(c->failed ? 3 : 2, 16, __FILE__, __LINE__,
+           "TestV8: a %s comm (device %d) was closed with requests in flight, never completed "
+           "nor released: %d (%d of them flushes)%s",
+           kind, c->dev, posted, flushes,
+           c->failed ? " after its connection failed"
+                     : ": the core must complete every request of a comm before it closes it");
+  LOG("closing a %s comm: %llu bytes in %llu messages", kind, c->bytes, c->msgs);
   if (path == NULL || *path == '\0') return;
   int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return;

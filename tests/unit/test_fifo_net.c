@@ -15,11 +15,13 @@
  * The set also grows while it runs (connections_added_while_running): the second and third shapes
  * are added and connected while the first streams, as the GPU engine connects a peer at its
  * first use.
- * net.h's close contract: after a clean end, no receive comm is closed with a receive posted,
- * also where the peer closed first after its last step and its last empty messages never came
- * (the network is wrapped to count them: each receive must have been tested to its end, done
- * or failed), and where one process holds both hosts' sets and frees one entirely before the
- * other (one_process_closes_one_set_after_the_other). FIFO_NET_UCX=1 runs it all over the
+ * net.h's close contract: after a clean end, no receive comm is closed with a receive posted
+ * and no send comm with a send in flight, and no request ended in an error (every receive
+ * completed with a message: the peer's close did not end it), on every connection shape, also
+ * where one process holds both hosts' sets and frees one entirely before the other
+ * (one_process_closes_one_set_after_the_other); the network is wrapped to count them. Where a
+ * peer was killed the connections failed, which the contract allows: there only the ends (a
+ * sentence, no hang) are checked. FIFO_NET_UCX=1 runs it all over the
  * UCX network, FIFO_NET_PLUGIN=1 over the net plugin the loader picks (NCCL_NET_PLUGIN).
  * GPUDirect RDMA (gdr_*): the slots apart from the counters, registered as CUDA memory, each
  * receive flushed before its tail (test_fifo_net_gdr.h); and MONEL_NET_GDR's choice.
@@ -65,17 +67,22 @@ struct play {
   int result; /* 0 ok, 1 the set failed while waiting, 2 a deadline passed */
 };
 
-/* The network under test, wrapped: receives in flight per receive comm, and how many receive
- * comms were closed with some still posted. */
+/* The network under test, wrapped: requests in flight per comm (receives and sends), how many
+ * requests ended in an error, and how many comms were closed with requests still in flight
+ * (net.h's close contract: after a clean end, none, and no request failed either: every receive
+ * completed with a message, every send was taken). A request that failed stays counted as in
+ * flight: a plugin need not free it (the test plugin does not). */
 static const struct net* base;
 static struct net counted;
-enum { MAXC = 16, MAXR = 512 };
+enum { MAXC = 32, MAXR = 1024 };
 static pthread_mutex_t count_lock = PTHREAD_MUTEX_INITIALIZER;
 static void* rcomm[MAXC];
-static int rposted[MAXC];
+static int rposted[MAXC]; /* requests in flight */
 static int rfailed[MAXC]; /* a call on the comm returned an error (test_fifo_net_gdr.h) */
 static void *rreq[MAXR], *rreq_comm[MAXR];
-static int posted_at_close;
+static int posted_at_close; /* receive comms closed with receives in flight */
+static int sends_at_close;  /* send comms closed with sends in flight */
+static int failed_reqs;     /* requests whose post or test returned an error */
 
 static int comm_slot(void* comm) {
   for (int i = 0; i < MAXC; i++)
@@ -86,24 +93,32 @@ static int comm_slot(void* comm) {
   return -1;
 }
 
-static ncclResult_t c_irecv(void* comm, int n, void** data, size_t* sizes, int* tags, void** mh,
-                            void** req) {
-  ncclResult_t res = base->irecv(comm, n, data, sizes, tags, mh, req);
-  if (res != ncclSuccess) {
-    pthread_mutex_lock(&count_lock);
-    rfailed[comm_slot(comm)] = 1;
-    pthread_mutex_unlock(&count_lock);
-  }
-  if (res == ncclSuccess && *req != NULL) {
-    pthread_mutex_lock(&count_lock);
-    rposted[comm_slot(comm)]++;
+/* A post on comm returned res and *req. */
+static void posted(void* comm, ncclResult_t res, void* req) {
+  pthread_mutex_lock(&count_lock);
+  int i = comm_slot(comm);
+  if (res != ncclSuccess) rfailed[i] = 1, failed_reqs++;
+  if (res == ncclSuccess && req != NULL) {
+    rposted[i]++;
     int k = 0;
     while (k < MAXR && rreq[k] != NULL) k++;
     CHECK(k < MAXR);
-    rreq[k] = *req;
+    rreq[k] = req;
     rreq_comm[k] = comm;
-    pthread_mutex_unlock(&count_lock);
   }
+  pthread_mutex_unlock(&count_lock);
+}
+
+static ncclResult_t c_irecv(void* comm, int n, void** data, size_t* sizes, int* tags, void** mh,
+                            void** req) {
+  ncclResult_t res = base->irecv(comm, n, data, sizes, tags, mh, req);
+  posted(comm, res, *req);
+  return res;
+}
+
+static ncclResult_t c_isend(void* comm, void* data, size_t size, int tag, void* mh, void** req) {
+  ncclResult_t res = base->isend(comm, data, size, tag, mh, req);
+  posted(comm, res, *req);
   return res;
 }
 
@@ -118,8 +133,9 @@ static ncclResult_t c_test(void* req, int* done, size_t* sizes) {
     pthread_mutex_lock(&count_lock);
     for (int k = 0; k < MAXR; k++)
       if (rreq[k] == req) {
-        rposted[comm_slot(rreq_comm[k])]--;
-        if (res != ncclSuccess) rfailed[comm_slot(rreq_comm[k])] = 1;
+        int i = comm_slot(rreq_comm[k]);
+        if (res == ncclSuccess) rposted[i]--;
+        if (res != ncclSuccess) rfailed[i] = 1, failed_reqs++;
         comm = rreq_comm[k];
         rreq[k] = NULL;
       }
@@ -129,16 +145,38 @@ static ncclResult_t c_test(void* req, int* done, size_t* sizes) {
   return res;
 }
 
-static ncclResult_t c_close_recv(void* comm) {
-  if (gdr_mode) gdr_closing(comm);
+/* The comm's entry is dropped at close; *at_close counts it if requests were in flight. */
+static void closing(void* comm, int* at_close) {
   pthread_mutex_lock(&count_lock);
   int i = comm_slot(comm);
-  if (rposted[i] > 0) posted_at_close++;
+  if (rposted[i] > 0) ++*at_close;
   rcomm[i] = NULL;
   for (int k = 0; k < MAXR; k++)
     if (rreq_comm[k] == comm) rreq[k] = rreq_comm[k] = NULL;
   pthread_mutex_unlock(&count_lock);
+}
+
+static ncclResult_t c_close_recv(void* comm) {
+  if (gdr_mode) gdr_closing(comm);
+  closing(comm, &posted_at_close);
   return base->close_recv(comm);
+}
+
+static ncclResult_t c_close_send(void* comm) {
+  closing(comm, &sends_at_close);
+  return base->close_send(comm);
+}
+
+/* After a clean end: net.h's close contract held on every comm (who: names the process). */
+static void check_closed_clean(const char* who) {
+  if (posted_at_close != 0 || sends_at_close != 0 || failed_reqs != 0)
+    fprintf(stderr,
+            "%s: %d receive comms closed with receives in flight, %d send comms with sends in "
+            "flight, %d requests failed\n",
+            who, posted_at_close, sends_at_close, failed_reqs);
+  CHECK_EQ(posted_at_close, 0);
+  CHECK_EQ(sends_at_close, 0);
+  CHECK_EQ(failed_reqs, 0);
 }
 
 static int env_is(const char* name, const char* value) {
@@ -161,8 +199,10 @@ static const struct net* the_net(void) {
   }
   counted = *base;
   counted.irecv = c_irecv;
+  counted.isend = c_isend;
   counted.test = c_test;
   counted.close_recv = c_close_recv;
+  counted.close_send = c_close_send;
   if (gdr_mode) {
     struct net_props p;
     CHECK_RES(base->get_properties(0, &p), ncclSuccess);
@@ -392,10 +432,7 @@ static int run_host(const struct side* side, int to_peer, int from_peer) {
     free(fifo[i]);
   }
   if (!failed) {
-    if (posted_at_close != 0)
-      fprintf(stderr, "host %d: %d receive comms closed with receives posted\n", side->host,
-              posted_at_close);
-    CHECK_EQ(posted_at_close, 0); /* net.h's close contract */
+    check_closed_clean(side->host ? "host b" : "host a");
     return 0;
   }
   CHECK_EQ(__atomic_load_n(&fail_calls, __ATOMIC_ACQUIRE), 1);
@@ -485,9 +522,7 @@ static int one_process(int steps) {
     for (int i = 0; i < 2 * NCONN; i++) free(h[k].fifo[i]);
   }
   CHECK_EQ(__atomic_load_n(&fail_calls, __ATOMIC_ACQUIRE), 0);
-  if (posted_at_close != 0)
-    fprintf(stderr, "one process: %d receive comms closed with receives posted\n", posted_at_close);
-  CHECK_EQ(posted_at_close, 0); /* net.h's close contract */
+  check_closed_clean("one process");
   return 0;
 }
 
