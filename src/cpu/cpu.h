@@ -10,8 +10,12 @@ struct cpu_comm {
   size_t slot_size;
   int nslots;
   int ring_ready;
-  struct conn ring_send, ring_recv;
-  /* Point-to-point FIFOs, one per (peer, direction), created when a group first needs them. */
+  struct conn *ring_send, *ring_recv; /* the point-to-point FIFOs to and from the ring neighbours */
+  /* Point-to-point FIFOs, one per (peer, direction), created when an operation first needs them:
+   * a group's Send/Recv, the ring, tree 0 (and tree 1 where it does not meet tree 0's links),
+   * OneShot and TwoShot share them. Each operation ends with every slot it sent received on
+   * both sides, so operations that run one after the other may share a FIFO, and a rank holds
+   * at most two per peer for all of them. */
   struct conn *p2p_send, *p2p_recv;               /* nranks each */
   unsigned char *p2p_send_ready, *p2p_recv_ready; /* nranks each */
   struct cpu_tree* tree; /* tree.c's connections (cpu_tree_init, with the comm) */

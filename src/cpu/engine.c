@@ -122,13 +122,16 @@ static ncclResult_t ensure_ring(struct ncclComm* comm) {
   /* Neighbours by ring position (comm->ring_order), not by rank. */
   int n = comm->nranks, pos = comm->ring_pos[comm->rank];
   int next = comm->ring_order[ring_next(pos, n)], prev = comm->ring_order[ring_prev(pos, n)];
-  struct cpu_link links[2] = {{&cc->ring_recv, prev, 1, BOOT_TAG_CPU_RING, NULL, 0},
-                              {&cc->ring_send, next, 0, BOOT_TAG_CPU_RING, NULL, 0}};
+  struct cpu_link links[2] = {
+      {&cc->p2p_recv[prev], prev, 1, BOOT_TAG_CPU_RING, &cc->p2p_recv_ready[prev], 0},
+      {&cc->p2p_send[next], next, 0, BOOT_TAG_CPU_RING, &cc->p2p_send_ready[next], 0}};
   NCCLCHECK(cpu_connect(comm, links, 2));
+  cc->ring_send = &cc->p2p_send[next];
+  cc->ring_recv = &cc->p2p_recv[prev];
   cc->ring_ready = 1;
   INFO(LOG_INIT | LOG_SHM,
        "comm %p rank %d ring connected: send to %d via %s, receive from %d, ring position %d",
-       (void*)comm, comm->rank, next, cc->ring_send.tr->name, prev, pos);
+       (void*)comm, comm->rank, next, cc->ring_send->tr->name, prev, pos);
   return ncclSuccess;
 }
 
@@ -199,8 +202,6 @@ static void close_all(struct ncclComm* comm) {
   struct cpu_comm* cc = comm->engine_state;
   if (cc == NULL) return;
   int lost = __atomic_load_n(&cc->lost_rank, __ATOMIC_ACQUIRE);
-  fifo_close(&cc->ring_send, lost);
-  fifo_close(&cc->ring_recv, lost);
   cpu_tree_close(comm, lost);
   for (int p = 0; cc->p2p_send && cc->p2p_recv && p < comm->nranks; p++) {
     fifo_close(&cc->p2p_send[p], lost);
@@ -269,8 +270,6 @@ static struct plan_fit cpu_plan_fit(const struct ncclComm* comm, const struct ta
 static void cpu_comm_free(struct ncclComm* comm) {
   struct cpu_comm* cc = comm->engine_state;
   if (cc == NULL) return;
-  if (cc->ring_send.tr) cc->ring_send.tr->free(&cc->ring_send);
-  if (cc->ring_recv.tr) cc->ring_recv.tr->free(&cc->ring_recv);
   cpu_tree_free(comm);
   for (int p = 0; cc->p2p_send && p < comm->nranks; p++)
     if (cc->p2p_send[p].tr) cc->p2p_send[p].tr->free(&cc->p2p_send[p]);

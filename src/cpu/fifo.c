@@ -83,6 +83,11 @@ ncclResult_t fifo_check(const struct conn* c, const struct wait_ctx* w) {
     dead = 1;
     closed = __atomic_load_n(&c->ctrl->closed, __ATOMIC_ACQUIRE);
   }
+  /* A goodbye comes after the peer's last message: a receiver that has not taken what arrived
+   * before it yet (its progress loop looks again) is not waiting on a peer that left. */
+  if (closed == FIFO_CLOSED_GONE && c->owner && c->slots != NULL &&
+      fifo_reached(&fifo_cell(c->slots, c->slot_size, c->slot)->seq, c->pos + 1))
+    return ncclSuccess;
   if (closed) {
     const char* host = w->comm->peers[c->peer].host;
     uint32_t lost = __atomic_load_n(&c->ctrl->lost, __ATOMIC_ACQUIRE);

@@ -90,8 +90,8 @@ static ncclResult_t exec_verb(struct ring_exec* x, enum verb v, const char* in, 
 
 static struct ring_exec make_exec(struct ncclComm* comm, const struct task* t, int reduces) {
   struct cpu_comm* cc = comm->engine_state;
-  struct ring_exec x = {&cc->ring_send, &cc->ring_recv, {comm, t}, dtype_size(t->dtype),
-                        t->dtype,       &t->op,         reduces};
+  struct ring_exec x = {cc->ring_send, cc->ring_recv, {comm, t}, dtype_size(t->dtype),
+                        t->dtype,      &t->op,        reduces};
   return x;
 }
 

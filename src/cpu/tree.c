@@ -5,7 +5,10 @@
  *
  * Connections: one FIFO per (tree, peer, direction), created the first time an operation needs
  * it; every rank runs the same operations in the same order and derives the same links, so both
- * ends of a link take part in its setup (cpu_connect, in three phases that cannot deadlock).
+ * ends of a link take part in its setup (cpu_connect, in three phases that cannot deadlock). A
+ * tree's FIFO with a peer is the point-to-point one (cpu.h), except where an earlier tree of the
+ * same operation links the same two ranks (its streams run at the same time): then the tree's
+ * own. An edge of a tree is an edge at both its ends, so both ends choose the same FIFO.
  *
  * The trees are built on the comm's ring positions (tree_node_in_order), so the ranks of a host
  * sit together in them and few links cross between hosts.
@@ -76,6 +79,29 @@ ncclResult_t cpu_tree_init(struct ncclComm* comm) {
   return ncclSuccess;
 }
 
+/* Whether tree t of this operation (nd: its nodes at this rank) uses its own FIFOs with peer p:
+ * an earlier tree links this rank with p too. */
+static int own_fifo(const struct tree_node* nd, int t, int p) {
+  for (int u = 0; u < t; u++) {
+    if (nd[u].parent == p) return 1;
+    for (int i = 0; i < nd[u].nchild; i++)
+      if (nd[u].child[i] == p) return 1;
+  }
+  return 0;
+}
+
+/* Tree t's FIFO with peer p in one direction, and the flag that says it is connected. */
+static struct conn* fifo_of(struct cpu_comm* cc, const struct tree_node* nd, int t, int p, int send,
+                            unsigned char** ready) {
+  struct cpu_tree* tr = cc->tree;
+  if (own_fifo(nd, t, p)) {
+    *ready = send ? &tr->send_ready[t][p] : &tr->recv_ready[t][p];
+    return send ? &tr->send[t][p] : &tr->recv[t][p];
+  }
+  *ready = send ? &cc->p2p_send_ready[p] : &cc->p2p_recv_ready[p];
+  return send ? &cc->p2p_send[p] : &cc->p2p_recv[p];
+}
+
 static struct links op_links(const struct tree_node* nd, enum coll_kind coll) {
   struct links l = {0, 0, {0}, {0}};
   int up = coll != COLL_BROADCAST, down = coll != COLL_REDUCE;
@@ -89,19 +115,24 @@ static struct links op_links(const struct tree_node* nd, enum coll_kind coll) {
 }
 
 /* Create the links this operation needs and does not have yet (see the top of the file). */
-static ncclResult_t connect_links(struct ncclComm* comm, struct cpu_tree* tr,
+static ncclResult_t connect_links(struct ncclComm* comm, const struct tree_node* nd,
                                   const struct links l[TREE_COUNT]) {
+  struct cpu_comm* cc = comm->engine_state;
   struct cpu_link links[TREE_COUNT * 6];
   int nl = 0;
   for (int t = 0; t < TREE_COUNT; t++) {
     int tag = BOOT_TAG_CPU_TREE + 2 * t;
     for (int i = 0; i < l[t].nrecv; i++) {
       int p = l[t].recv[i];
-      links[nl++] = (struct cpu_link){&tr->recv[t][p], p, 1, tag, &tr->recv_ready[t][p], 0};
+      unsigned char* ready = NULL;
+      struct conn* c = fifo_of(cc, nd, t, p, 0, &ready);
+      links[nl++] = (struct cpu_link){c, p, 1, tag, ready, 0};
     }
     for (int i = 0; i < l[t].nsend; i++) {
       int p = l[t].send[i];
-      links[nl++] = (struct cpu_link){&tr->send[t][p], p, 0, tag, &tr->send_ready[t][p], 0};
+      unsigned char* ready = NULL;
+      struct conn* c = fifo_of(cc, nd, t, p, 1, &ready);
+      links[nl++] = (struct cpu_link){c, p, 0, tag, ready, 0};
     }
   }
   return cpu_connect(comm, links, nl);
@@ -195,19 +226,25 @@ static ncclResult_t progress(struct exec* x, struct stream* s, int ns) {
 }
 
 /* A stream of tree t's node with verb v, moving [lo, hi) in chunks. */
-static struct stream make_stream(struct cpu_tree* tr, int t, const struct tree_node* nd,
+/* A stream of tree t's node (nd: the nodes of every tree at this rank) with verb v, moving
+ * [lo, hi) in chunks. */
+static struct stream make_stream(struct cpu_comm* cc, int t, const struct tree_node* nd,
                                  enum verb v, size_t lo, size_t hi, size_t chunk) {
   struct stream s = {v, 0, 0, {NULL, NULL}, {NULL, NULL}, lo, hi, chunk, NULL, 0};
   /* In a tree: reduce what the children send; only receive from the parent; store and send
    * down to the children; send without storing up to the parent (algo/prim.h). */
   int tr_bits = verb_traits(v), recvs = tr_bits & VERB_RECVS, sends = tr_bits & VERB_SENDS;
   int reduces = tr_bits & VERB_REDUCES, stores = tr_bits & VERB_STORES;
+  const struct tree_node* me = &nd[t];
+  unsigned char* ready = NULL;
   if (recvs && reduces)
-    for (int i = 0; i < nd->nchild; i++) s.recv[s.nrecv++] = &tr->recv[t][nd->child[i]];
-  if (recvs && !reduces) s.recv[s.nrecv++] = &tr->recv[t][nd->parent];
+    for (int i = 0; i < me->nchild; i++)
+      s.recv[s.nrecv++] = fifo_of(cc, nd, t, me->child[i], 0, &ready);
+  if (recvs && !reduces) s.recv[s.nrecv++] = fifo_of(cc, nd, t, me->parent, 0, &ready);
   if (sends && stores)
-    for (int i = 0; i < nd->nchild; i++) s.send[s.nsend++] = &tr->send[t][nd->child[i]];
-  if (sends && !stores) s.send[s.nsend++] = &tr->send[t][nd->parent];
+    for (int i = 0; i < me->nchild; i++)
+      s.send[s.nsend++] = fifo_of(cc, nd, t, me->child[i], 1, &ready);
+  if (sends && !stores) s.send[s.nsend++] = fifo_of(cc, nd, t, me->parent, 1, &ready);
   return s;
 }
 
@@ -225,14 +262,13 @@ ncclResult_t cpu_tree_run(struct ncclComm* comm, const struct task* t) {
       red_apply(x.out, NULL, x.in, t->count, x.dt, x.op, RED_FIRST | RED_LAST);
     return ncclSuccess;
   }
-  struct cpu_tree* tr = cc->tree;
   struct tree_node nd[TREE_COUNT];
   struct links l[TREE_COUNT];
   for (int k = 0; k < TREE_COUNT; k++) {
     nd[k] = tree_node_in_order(rank, n, root, k, comm->ring_order, comm->ring_pos);
     l[k] = op_links(&nd[k], t->coll);
   }
-  NCCLCHECK(connect_links(comm, tr, l));
+  NCCLCHECK(connect_links(comm, nd, l));
   /* The schedule's offsets (algo/tree.h, as the GPU engine cuts them): a part per tree, one
    * part below SPLIT_MIN_BYTES; steps of about a TREE_PIPELINE-th of a part. */
   size_t count = t->count;
@@ -246,9 +282,9 @@ ncclResult_t cpu_tree_run(struct ncclComm* comm, const struct task* t) {
     size_t min = CHUNK_MIN_BYTES / x.esize, max = cc->slot_size / x.esize;
     size_t chunk = tree_chunk(hi - lo, min ? min : 1, max ? max : 1, 1);
     enum verb up = tree_up_verb(&nd[k], ar), down = tree_down_verb(&nd[k], ar);
-    if (t->coll != COLL_BROADCAST) s[ns++] = make_stream(tr, k, &nd[k], up, lo, hi, chunk);
+    if (t->coll != COLL_BROADCAST) s[ns++] = make_stream(cc, k, nd, up, lo, hi, chunk);
     if (t->coll != COLL_REDUCE && down != VERB_NONE)
-      s[ns++] = make_stream(tr, k, &nd[k], down, lo, hi, chunk);
+      s[ns++] = make_stream(cc, k, nd, down, lo, hi, chunk);
   }
   return progress(&x, s, ns);
 }

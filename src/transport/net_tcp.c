@@ -133,13 +133,15 @@ void net_machine_ranks(int ranks) {
 }
 
 /* Helper threads per connection and data sockets per thread, those of NCCL_SOCKET_NTHREADS and
- * NCCL_NSOCKS_PERTHREAD that are not set (< 0): 2, or after a GPU comm reported its ranks on this
- * machine, from the CPUs and those ranks (topo_socket_threads decides both); the layout is said
- * once per choice. */
+ * NCCL_NSOCKS_PERTHREAD that are not set (< 0): after a GPU comm reported its ranks on this
+ * machine, from the CPUs and those ranks (topo_socket_threads decides both); before, with neither
+ * set, none (the CPU engine's connections: every message on the control socket, so a rank that
+ * talks to many peers holds one descriptor and no thread per connection; its slots are small,
+ * and the ranks of a host share its cores), with one set, 2; the layout is said once per choice. */
 static void auto_counts(int64_t* threads, int64_t* socks) {
   static int64_t said = 0;
   int cpus = topo_cpus(), ranks = __atomic_load_n(&machine_ranks, __ATOMIC_RELAXED);
-  int n = ranks > 0 ? topo_socket_threads(cpus, ranks) : 2; /* 2: the CPU engine's connections */
+  int n = ranks > 0 ? topo_socket_threads(cpus, ranks) : *threads < 0 && *socks < 0 ? 0 : 2;
   if (*threads < 0) *threads = n;
   if (*socks < 0) *socks = n;
   int64_t key = *threads * 1024 + *socks;
@@ -153,10 +155,14 @@ static void auto_counts(int64_t* threads, int64_t* socks) {
 }
 
 /* Threads and sockets per thread from the params, clamped so that their product is at most
- * TCP_MAX_SOCKS. */
+ * TCP_MAX_SOCKS; 0 and 0: the control socket alone. */
 static void sock_counts(int* nthreads, int* nsocks) {
   int64_t t = param_int(PARAM_SOCKET_NTHREADS), s = param_int(PARAM_NSOCKS_PERTHREAD);
   if (t < 0 || s < 0) auto_counts(&t, &s);
+  if (t == 0 && s == 0 && param_int(PARAM_SOCKET_NTHREADS) < 0) {
+    *nthreads = *nsocks = 0;
+    return;
+  }
   if (t < 1) t = 1;
   if (s < 1) s = 1;
   if (t > TCP_MAX_SOCKS) t = TCP_MAX_SOCKS;
@@ -326,9 +332,9 @@ static ncclResult_t comm_create(int is_send, int* fds, int nthreads, int nsocks,
   struct tcp_comm* c = calloc(1, sizeof *c);
   int total = 1 + nthreads * nsocks;
   if (c != NULL) {
-    c->socks = calloc((size_t)(total - 1), sizeof *c->socks);
+    c->socks = total > 1 ? calloc((size_t)(total - 1), sizeof *c->socks) : NULL;
     c->ahead = is_send ? NULL : malloc(TCP_READ_AHEAD);
-    if (c->socks == NULL || (!is_send && c->ahead == NULL)) {
+    if ((total > 1 && c->socks == NULL) || (!is_send && c->ahead == NULL)) {
       free(c->socks);
       free(c->ahead);
       free(c);
@@ -368,7 +374,8 @@ static ncclResult_t tcp_connect(int dev, const unsigned char* key, void* handle,
   *send_comm = NULL;
   NCCLCHECK(check_dev(dev));
   memcpy(&h, handle, sizeof h);
-  if (h.magic != TCP_MAGIC || h.nthreads < 1 || h.nsocks < 1 ||
+  int control_only = h.nthreads == 0 && h.nsocks == 0;
+  if (h.magic != TCP_MAGIC || (!control_only && (h.nthreads < 1 || h.nsocks < 1)) ||
       h.nthreads * h.nsocks > TCP_MAX_SOCKS) {
     WARN("Socket: connect was given a handle that listen() did not fill (magic 0x%x): both "
          "sides must use the same network",

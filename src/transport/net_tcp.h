@@ -39,7 +39,12 @@
 #define TCP_READ_AHEAD (8 * 1024)  /* a receive comm's control bytes read beyond what it needs */
 #define TCP_QUEUE      (NET_MAX_REQUESTS * TCP_MAX_RECVS) /* pieces waiting per data socket */
 #define TCP_MAX_DEVS   16
-#define TCP_STRANGER_S AUTH_STRANGER_S /* longest wait for an accepted socket's hello */
+/* Longest wait for an accepted socket's handshake and hello: as the bootstrap's, not the watch's
+ * AUTH_STRANGER_S, since a rank that connects to every peer at once (an AlltoAll) makes all its
+ * connections in one pass of its progress thread, and with many ranks per core a handshake then
+ * takes seconds. A stranger keeps no rank out meanwhile: with PENDING_MAX sockets waiting, an
+ * idle one gives its place (os/pending.h). */
+#define TCP_STRANGER_S 30.0
 
 /* What listen() writes into the NET_HANDLE_BYTES handle. */
 struct tcp_handle {

@@ -218,16 +218,17 @@ static struct tcp_req* req_by_seq(struct tcp_comm* c, uint64_t seq) {
   return NULL;
 }
 
-/* Bytes of a message that follow its header on the control socket. */
-static size_t inline_bytes(uint64_t size) {
-  return size <= TCP_INLINE_MAX ? (size_t)size : 0;
+/* Bytes of a message that follow its header on the control socket: all of it up to
+ * TCP_INLINE_MAX, or on a comm without data sockets. */
+static size_t inline_bytes(const struct tcp_comm* c, uint64_t size) {
+  return size <= TCP_INLINE_MAX || c->ndata == 0 ? (size_t)size : 0;
 }
 
 static void ctrl_send(struct tcp_comm* c) {
   struct tcp_req* r;
   int events = 0;
   while (!failed(c) && (r = req_by_seq(c, c->ctrl_seq)) != NULL) {
-    size_t inl = inline_bytes(r->b[0].size);
+    size_t inl = inline_bytes(c, r->b[0].size);
     size_t total = sizeof c->hdr + inl;
     if (c->off == 0) c->hdr = (struct tcp_msg_hdr){r->b[0].tag, TCP_MSG_CHECK, r->b[0].size};
     while (c->off < total) {
@@ -289,7 +290,8 @@ static int ctrl_match(struct tcp_comm* c, struct tcp_req* r) {
   b->got = (size_t)h->size;
   r->nmatched++;
   c->in = b;
-  if (h->size > TCP_INLINE_MAX && pieces_queue(c, r, b->data, (size_t)h->size) != ncclSuccess)
+  if (inline_bytes(c, h->size) < h->size &&
+      pieces_queue(c, r, b->data, (size_t)h->size) != ncclSuccess)
     return 0;
   return 1;
 }
@@ -314,7 +316,7 @@ static void ctrl_recv(struct tcp_comm* c) {
   struct tcp_req* r;
   int events = 0;
   while (!failed(c) && (r = req_by_seq(c, c->ctrl_seq)) != NULL) {
-    size_t total = c->off < hdr ? hdr : hdr + inline_bytes(c->hdr.size);
+    size_t total = c->off < hdr ? hdr : hdr + inline_bytes(c, c->hdr.size);
     if (c->off < total) {
       char* dst = c->off < hdr ? (char*)&c->hdr + c->off : c->in->data + (c->off - hdr);
       ssize_t k = ctrl_read(c, dst, total - c->off);
@@ -421,7 +423,7 @@ ncclResult_t net_tcp_isend(void* send_comm, void* data, size_t size, int tag, vo
   if (r == NULL) return ncclSuccess; /* not now */
   r->n = 1;
   r->b[0] = (struct tcp_buf){.data = data, .size = size, .tag = tag};
-  if (size > TCP_INLINE_MAX) NCCLCHECK(pieces_queue(c, r, data, size));
+  if (inline_bytes(c, size) < size) NCCLCHECK(pieces_queue(c, r, data, size));
   ctrl_progress(c);
   *request = r->handle;
   return ncclSuccess;

@@ -4,6 +4,8 @@
  * root, checked exactly on every rank.
  *
  *   net_check            run the checks; exit 0 when every value is right
+ *   net_check quick      the same with a large count of 64K+3 instead of 1M+3 (many ranks on
+ *                        few cores)
  *   net_check kill R     AllReduce in a loop; rank R kills itself in the 5th; every other rank
  *                        must get an error naming a peer rank within 10 s (exit 0 when it does)
  *   net_check kill -1 S  the same loop with no victim: something else (a link taken down) must
@@ -17,7 +19,7 @@
 #include "common.h"
 #include "monel.h"
 
-static const size_t counts[] = {0, 1, 1023, (1 << 20) + 3};
+static size_t counts[] = {0, 1, 1023, (1 << 20) + 3}; /* the last one (1 << 16) + 3 when quick */
 #define NCOUNTS 4
 #define PERIOD  231 /* mp_value repeats every 231 elements */
 
@@ -321,6 +323,7 @@ int main(int argc, char** argv) {
   RUN(&x, ncclCommInitRank(&x.comm, x.n, id, x.rank));
   if (argc >= 3 && strcmp(argv[1], "kill") == 0)
     return killed_rank(&x, atoi(argv[2]), argc > 3 ? atof(argv[3]) : 10.0);
+  if (argc >= 2 && strcmp(argv[1], "quick") == 0) counts[NCOUNTS - 1] = (1 << 16) + 3;
   double t0 = now();
   run_checks(&x);
   RUN(&x, ncclCommDestroy(x.comm));

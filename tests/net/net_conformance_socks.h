@@ -98,10 +98,30 @@ TEST(tcp_sockets_clamped_to_64) {
   pair_close(&net_tcp, &p);
 }
 
-/* Without NCCL_SOCKET_NTHREADS, a connection has 2 helper threads until a GPU comm reports its
- * ranks on this machine (net_machine_ranks); then they follow the CPUs and those ranks
- * (topo_socket_threads): 2 while each rank has 8 CPUs or more, else 1, decided by the listener
- * and carried in the handle. A comm with fewer ranks here raises it no more. */
+/* Neither NCCL_SOCKET_NTHREADS nor NCCL_NSOCKS_PERTHREAD set and no GPU comm reported (the CPU
+ * engine's connections): the control socket alone, no helper thread, and a large message crosses
+ * on it whole. */
+TEST(tcp_control_socket_alone_by_default) {
+  unsetenv("NCCL_SOCKET_NTHREADS");
+  unsetenv("NCCL_NSOCKS_PERTHREAD");
+  param_reload();
+  struct pair p;
+  struct tcp_handle h;
+  pair_open(&net_tcp, &p);
+  memcpy(&h, p.handle, sizeof h);
+  CHECK_EQ(h.nthreads, 0);
+  CHECK_EQ(h.nsocks, 0);
+  one_message(&net_tcp, &p, 12, 4u << 20, 4u << 20);
+  one_message(&net_tcp, &p, 13, 100, 4u << 20);
+  CHECK_EQ(threads_named("monel-tcp"), 0);
+  CHECK_EQ(sockets_that_received(4u << 20), 1);
+  pair_close(&net_tcp, &p);
+}
+
+/* Without NCCL_SOCKET_NTHREADS (NCCL_NSOCKS_PERTHREAD set), a connection has 2 helper threads
+ * until a GPU comm reports its ranks on this machine (net_machine_ranks); then they follow the CPUs
+ * and those ranks (topo_socket_threads): 2 while each rank has 8 CPUs or more, else 1, decided by
+ * the listener and carried in the handle. A comm with fewer ranks here raises it no more. */
 static void layout_of_a_pair(int want, int socks, int k) {
   struct pair p;
   struct tcp_handle h;

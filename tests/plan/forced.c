@@ -3,8 +3,9 @@
  * environment), over dtypes {int8, float32, bfloat16} x ops {sum, max, avg} x counts {0, 1, 7,
  * 1023, 64K+3} x in/out of place x roots {0, last}, checked exactly (the full matrix of every
  * dtype and op is tests/mp/test_algo.c's and gpu_matrix's). Prints "PASS forced <what> rank r/n (k
- * cases)" or the first wrong elements and exits 1. Usage: forced COLLS   (COLLS: a comma list of
- * allreduce, broadcast, reduce, allgather, reducescatter) */
+ * cases)" or the first wrong elements and exits 1. Usage: forced COLLS [quick]   (COLLS: a comma
+ * list of allreduce, broadcast, reduce, allgather, reducescatter; quick: float32 alone, for many
+ * ranks on few cores) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,10 +85,11 @@ static int run_case(ncclComm_t comm, int coll, ncclDataType_t dt, int op, size_t
 int main(int argc, char** argv) {
   const char* r = getenv("MONEL_RANK");
   const char* nr = getenv("MONEL_NRANKS");
-  if (argc != 2 || r == NULL || nr == NULL) {
-    fprintf(stderr, "usage: monelrun -n N forced COLLS (COLLS: allreduce,broadcast,...)\n");
+  if (argc < 2 || argc > 3 || r == NULL || nr == NULL) {
+    fprintf(stderr, "usage: monelrun -n N forced COLLS [quick] (COLLS: allreduce,broadcast,...)\n");
     return 2;
   }
+  int quick = argc == 3 && strcmp(argv[2], "quick") == 0;
   rank = atoi(r), nranks = atoi(nr);
   int want[NCOLL] = {0};
   char list[256];
@@ -112,7 +114,7 @@ int main(int argc, char** argv) {
   for (int c = 0; c < NCOLL && bad == 0; c++) {
     if (!want[c]) continue;
     int reduces = c == AR || c == RED || c == RS;
-    for (size_t d = 0; d < N(dtypes); d++)
+    for (size_t d = quick ? 1 : 0; d < (quick ? 2 : N(dtypes)); d++) /* dtypes[1]: float32 */
       for (size_t o = 0; o < (reduces ? N(ops) : 1); o++)
         for (size_t k = 0; k < N(counts); k++)
           for (int inplace = 0; inplace < 2; inplace++)
