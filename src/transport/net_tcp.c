@@ -133,15 +133,13 @@ void net_machine_ranks(int ranks) {
 }
 
 /* Helper threads per connection and data sockets per thread, those of NCCL_SOCKET_NTHREADS and
- * NCCL_NSOCKS_PERTHREAD that are not set (< 0): after a GPU comm reported its ranks on this
- * machine, from the CPUs and those ranks (topo_socket_threads decides both); before, with neither
- * set, none (the CPU engine's connections: every message on the control socket, so a rank that
- * talks to many peers holds one descriptor and no thread per connection; its slots are small,
- * and the ranks of a host share its cores), with one set, 2; the layout is said once per choice. */
+ * NCCL_NSOCKS_PERTHREAD that are not set (< 0): 2, or after a GPU comm reported its ranks on this
+ * machine, from the CPUs and those ranks (topo_socket_threads decides both); the layout is said
+ * once per choice. */
 static void auto_counts(int64_t* threads, int64_t* socks) {
   static int64_t said = 0;
   int cpus = topo_cpus(), ranks = __atomic_load_n(&machine_ranks, __ATOMIC_RELAXED);
-  int n = ranks > 0 ? topo_socket_threads(cpus, ranks) : *threads < 0 && *socks < 0 ? 0 : 2;
+  int n = ranks > 0 ? topo_socket_threads(cpus, ranks) : 2; /* 2: the CPU engine's connections */
   if (*threads < 0) *threads = n;
   if (*socks < 0) *socks = n;
   int64_t key = *threads * 1024 + *socks;
@@ -155,14 +153,15 @@ static void auto_counts(int64_t* threads, int64_t* socks) {
 }
 
 /* Threads and sockets per thread from the params, clamped so that their product is at most
- * TCP_MAX_SOCKS; 0 and 0: the control socket alone. */
+ * TCP_MAX_SOCKS. NCCL_SOCKET_NTHREADS=0: the control socket alone (one descriptor and no thread a
+ * connection, for ranks that talk to many peers; large messages then take longer). */
 static void sock_counts(int* nthreads, int* nsocks) {
   int64_t t = param_int(PARAM_SOCKET_NTHREADS), s = param_int(PARAM_NSOCKS_PERTHREAD);
-  if (t < 0 || s < 0) auto_counts(&t, &s);
-  if (t == 0 && s == 0 && param_int(PARAM_SOCKET_NTHREADS) < 0) {
+  if (t == 0) {
     *nthreads = *nsocks = 0;
     return;
   }
+  if (t < 0 || s < 0) auto_counts(&t, &s);
   if (t < 1) t = 1;
   if (s < 1) s = 1;
   if (t > TCP_MAX_SOCKS) t = TCP_MAX_SOCKS;

@@ -98,11 +98,10 @@ TEST(tcp_sockets_clamped_to_64) {
   pair_close(&net_tcp, &p);
 }
 
-/* Neither NCCL_SOCKET_NTHREADS nor NCCL_NSOCKS_PERTHREAD set and no GPU comm reported (the CPU
- * engine's connections): the control socket alone, no helper thread, and a large message crosses
- * on it whole. */
-TEST(tcp_control_socket_alone_by_default) {
-  unsetenv("NCCL_SOCKET_NTHREADS");
+/* NCCL_SOCKET_NTHREADS=0: the control socket alone, no helper thread, and a large message
+ * crosses on it whole; unset (and no GPU comm reported), 2 helper threads x 2 data sockets. */
+TEST(tcp_control_socket_alone) {
+  setenv("NCCL_SOCKET_NTHREADS", "0", 1);
   unsetenv("NCCL_NSOCKS_PERTHREAD");
   param_reload();
   struct pair p;
@@ -115,6 +114,13 @@ TEST(tcp_control_socket_alone_by_default) {
   one_message(&net_tcp, &p, 13, 100, 4u << 20);
   CHECK_EQ(threads_named("monel-tcp"), 0);
   CHECK_EQ(sockets_that_received(4u << 20), 1);
+  pair_close(&net_tcp, &p);
+  unsetenv("NCCL_SOCKET_NTHREADS");
+  param_reload();
+  pair_open(&net_tcp, &p);
+  memcpy(&h, p.handle, sizeof h);
+  CHECK_EQ(h.nthreads, 2);
+  CHECK_EQ(h.nsocks, 2);
   pair_close(&net_tcp, &p);
 }
 
