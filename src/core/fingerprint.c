@@ -78,7 +78,7 @@ struct fp {
   struct pair_rec* fwd; /* records of others to pass on, grown as they come (fwd_keep) */
   int64_t nfwd, fwd_cap;
   int fwd_warned; /* a record was dropped for lack of memory */
-  char* buf; /* outgoing message */
+  char* buf;      /* outgoing message */
   size_t buf_cap;
 };
 

@@ -23,9 +23,9 @@ struct ncclComm;
 struct task;
 struct fp;
 
-#define FP_MSG_DATA       101 /* watch message types carried for the fingerprints */
-#define FP_MSG_MISMATCH   102
-#define FP_SEND_S         0.05
+#define FP_MSG_DATA     101 /* watch message types carried for the fingerprints */
+#define FP_MSG_MISMATCH 102
+#define FP_SEND_S       0.05
 
 /* Sends a message of the watch to the next rank; returns 0 when sent. */
 typedef int (*fp_send_fn)(void* ctx, uint32_t type, const void* body, uint32_t len);
