@@ -107,11 +107,10 @@ out:
 /* Connection of a tree block to peer r on point-to-point channel pc. */
 __device__ static inline void tree_conn(const struct dev_tree_args& a, int r, int pc, bool send,
                                         struct prim_conn* cn) {
-  const struct dev_peer* pe = &a.peers[r]; /* the comm's peer table (dev.h) */
-  cn->fifo = (send ? pe->send_fifo : pe->recv_fifo) + (size_t)pc * a.fifo_bytes;
+  cn->fifo = (send ? a.send_fifo[r] : a.recv_fifo[r]) + (size_t)pc * a.fifo_bytes;
   cn->words = a.steps + DEV_STEP_WORDS * ((size_t)r * a.p2p_nch + pc);
-  cn->sys = a.all_sys || (send ? pe->send_sys : pe->recv_sys);
-  cn->delta = pe->slot_delta;
+  cn->sys = (int)(((send ? a.send_sys : a.recv_sys) >> r) & 1u);
+  cn->delta = a.slot_delta[r];
 }
 
 template <int PROTO, typename T, int OP>

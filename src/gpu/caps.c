@@ -17,17 +17,6 @@
  * point-to-point FIFOs are chosen by the engine outside this table: NCCL_ALGO and NCCL_PROTO do
  * not name them.
  *
- * Every row holds at any rank count: the kernels reach their peers through the comm's peer
- * table (device/dev.h dev_peer), so nothing caps the ranks. How a row's time grows with n ranks
- * is the model's (core/tune.c tune_row_us), from the row's per-step latency and bandwidth: the
- * ring 2(n-1) steps for AllReduce and n-1 for the others, the tree 2 log2(n) steps of a pipeline,
- * the one-shot and the one hop one step whose bytes grow with n - 1 (their crossovers are per
- * peer, MONEL_ONESHOT_MAX over n - 1 and MONEL_NET_ONEHOP_MAX a peer). The figures were measured
- * at 2 to 16 ranks; beyond, the model extrapolates them. Two bounds come from the GPU, not from
- * a rank limit: the one-shot's buffer per rank holds nranks x DEV_LL_MAX_BYTES of lines (memory),
- * and the one hop keeps every peer's state in the block's shared memory (engine.c onehop_fits:
- * thousands of ranks).
- *
  * Figures (per-step latency us, per-rank bandwidth GB/s) and where they come from: */
 #include "gpu/caps.h"
 #include "core/algo.h"
@@ -139,8 +128,7 @@ struct plan_fit gpu_fit(const struct gpu_fit_in* in, const struct task* t,
   if (!has_kernel(row->algo, row->proto)) {
     f.runs = 0, f.why = "has no kernel in this build yet";
   } else if (row->algo == ALGO_TREE && !in->tree_ok) {
-    f.runs = 0, f.why = "needs point-to-point FIFOs to every peer (a pair of GPUs of a host "
-                        "without peer access: set NCCL_P2P_DISABLE=1)";
+    f.runs = 0, f.why = "needs point-to-point FIFOs to every peer (at most 16 ranks, all mapped)";
   } else if (row->algo == ALGO_RING || row->algo == ALGO_TREE) {
     /* Estimated rows, and LL128 by the tail where its lines are not safe: only when asked. */
     if (!measured(row, t->coll) || (row->proto == PROTO_LL128 && !in->ll128_lines))
