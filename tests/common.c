@@ -68,19 +68,23 @@ static void* thread_main(void* p) {
 }
 
 int mp_run_threads(int nranks, rank_fn fn, void* arg) {
-  struct thread_arg a[64];
-  pthread_t t[64];
+  struct thread_arg* a = calloc((size_t)nranks, sizeof *a);
+  pthread_t* t = calloc((size_t)nranks, sizeof *t);
   ncclUniqueId id;
-  if (ncclGetUniqueId(&id) != ncclSuccess) return nranks;
+  int failed = nranks;
+  if (a == NULL || t == NULL || ncclGetUniqueId(&id) != ncclSuccess) goto out;
   for (int r = 0; r < nranks; r++) {
     a[r] = (struct thread_arg){r, nranks, 0, id, fn, arg};
     pthread_create(&t[r], NULL, thread_main, &a[r]);
   }
-  int failed = 0;
+  failed = 0;
   for (int r = 0; r < nranks; r++) {
     pthread_join(t[r], NULL);
     failed += a[r].res != 0;
   }
+out:
+  free(a);
+  free(t);
   return failed;
 }
 

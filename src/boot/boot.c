@@ -19,11 +19,6 @@ ncclResult_t boot_init(const ncclUniqueId* id, int rank, int nranks, struct boot
          rank, nranks);
     return ncclInvalidArgument;
   }
-  if (nranks > BOOT_MAX_RANKS) {
-    WARN("bootstrap: nranks is %d; Monel supports at most %d ranks in one communicator", nranks,
-         BOOT_MAX_RANKS);
-    return ncclInvalidArgument;
-  }
   memcpy(&b, id, sizeof(b));
   *out = NULL;
   if (b.magic == BOOT_MAGIC_LOCAL) return boot_local_init(&b, rank, nranks, out);

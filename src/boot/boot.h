@@ -22,10 +22,6 @@
 
 struct boot;
 
-/* Most ranks a job may have: bounds what a hello from the network can make the root allocate
- * (a larger nranks passed to boot_init is refused with ncclInvalidArgument). */
-#define BOOT_MAX_RANKS (1 << 22)
-
 /* Fill *id for a new TCP job: starts the root listener thread in this process unless
  * NCCL_COMM_ID is set. The id holds a magic, the root address (IPv4 or IPv6), a 64-bit random
  * job number and a 128-bit random key (MONEL_JOB_SECRET's with NCCL_COMM_ID). */

@@ -57,13 +57,16 @@ static void root_free(struct boot_root* r) {
   free(r);
 }
 
-/* Validate a hello; returns a reason to drop the connection, or NULL to accept it. */
+/* Validate a hello; returns a reason to drop the connection, or NULL to accept it. The secret is
+ * checked first: only a rank of this job (it holds the unique id) can make the root allocate its
+ * per-rank tables, and the rank count it names bounds nothing but that memory, whose allocation
+ * failing is reported (take_hello). */
 static const char* hello_check(struct boot_root* r, const struct boot_hello* h, char* why,
                                size_t n) {
   if (h->magic != BOOT_MAGIC_TCP) return "it is not a Monel bootstrap peer (bad magic)";
   if (h->secret != r->secret)
     return "it presented a wrong secret (a rank of another job, or a stale unique id)";
-  if (h->nranks < 1 || h->nranks > BOOT_MAX_RANKS || h->rank < 0 || h->rank >= h->nranks) {
+  if (h->nranks < 1 || h->rank < 0 || h->rank >= h->nranks) {
     snprintf(why, n, "it presented rank %d of %d", h->rank, h->nranks);
     return why;
   }

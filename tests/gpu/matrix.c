@@ -7,6 +7,12 @@
  *   monelrun -n N matrix --mode procs
  *                                 one process per GPU (MONEL_RANK, MONEL_NRANKS, NCCL_COMM_ID;
  *                                 GPU MONEL_LOCAL_RANK)
+ *   monelrun -n P matrix --mode procs --threads T
+ *                                 P processes of T rank-threads each (ranks p*T .. p*T+T-1, all
+ *                                 on the process's GPU: P x T ranks; with --fake-hosts P each
+ *                                 process is a host of its own), each thread calling
+ *                                 ncclCommInitRank
+ * More than 12 ranks (at most 64) run the 32- and 64-bit types only (matrix.h).
  *
  * Collectives: AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, AlltoAll, AlltoAllv
  * (monel.h), Gather, Scatter, Send/Recv (ring exchange, all pairs with a send to self, self only,
@@ -367,6 +373,55 @@ static void* thread_main(void* arg) {
   return NULL;
 }
 
+/* Mode procs with --threads T: the process's rank-threads. Each runs its cases and takes part
+ * in the AllReduce of the tallies; then they wait (hybrid_gate) until the main thread printed the
+ * summary, and free their comms after a last AllReduce, so that no process exits before rank 0
+ * has printed. */
+static pthread_barrier_t hybrid_gate;
+static struct tally* hybrid_tally;
+
+static void* hybrid_main(void* arg) {
+  struct rank* k = arg;
+  set_device(k);
+  progress(k, -2);
+  ncclResult_t res = ncclCommInitRank(&k->comm, opt.n, shared_id, k->rank);
+  if (res != ncclSuccess) init_failed(res, "ncclCommInitRank", k->rank);
+  setup_rank(k);
+  progress(k, -1);
+  run_one(k);
+  tally_allreduce(k, &hybrid_tally[k - ranks]);
+  pthread_barrier_wait(&hybrid_gate); /* the tallies are in */
+  pthread_barrier_wait(&hybrid_gate); /* the summary is printed */
+  long long one = 1;
+  sum_over_ranks(k, &one, 1);
+  teardown_rank(k);
+  return NULL;
+}
+
+static pthread_t hybrid_th[MX_MAXRANKS];
+
+/* Starts the rank-threads and returns once every one has the tallies of the job in t. */
+static void hybrid_start(struct tally* t) {
+  hybrid_tally = calloc((size_t)nlocal, sizeof *hybrid_tally);
+  if (!hybrid_tally || pthread_barrier_init(&hybrid_gate, NULL, (unsigned)nlocal + 1) != 0)
+    die("cannot set up %d rank-threads", nlocal);
+  ncclResult_t res = ncclGetUniqueId(&shared_id); /* NCCL_COMM_ID's: the job's */
+  if (res != ncclSuccess) init_failed(res, "ncclGetUniqueId", ranks[0].rank);
+  for (int r = 0; r < nlocal; r++)
+    if (pthread_create(&hybrid_th[r], NULL, hybrid_main, &ranks[r]) != 0)
+      die("cannot start the thread of rank %d", ranks[r].rank);
+  pthread_barrier_wait(&hybrid_gate);
+  *t = hybrid_tally[0]; /* every rank-thread holds the same sums over the job */
+}
+
+/* After the summary: the rank-threads free their comms and end. */
+static void hybrid_end(void) {
+  pthread_barrier_wait(&hybrid_gate);
+  for (int r = 0; r < nlocal; r++) pthread_join(hybrid_th[r], NULL);
+  free(hybrid_tally);
+  pthread_barrier_destroy(&hybrid_gate);
+}
+
 static int run_mode(void) {
   double t0 = now_s();
   struct tally t;
@@ -396,6 +451,8 @@ static int run_mode(void) {
         die("cannot start the thread of rank %d", r);
     for (int r = 0; r < nlocal; r++) pthread_join(th[r], NULL);
     for (int r = 0; r < nlocal; r++) tally_add(&t, &ranks[r], r == 0);
+  } else if (opt.threads > 1) {
+    hybrid_start(&t);
   } else {
     struct rank* k = &ranks[0];
     set_device(k);
@@ -410,12 +467,16 @@ static int run_mode(void) {
     tally_allreduce(k, &t);
   }
   int status = summary(&t, ranks[0].secs, now_s() - t0, ranks[0].rank == 0);
-  if (opt.mode == MODE_PROCS) { /* no rank exits (monelrun would stop rank 0) before it printed */
-    long long one = 1;
-    sum_over_ranks(&ranks[0], &one, 1);
+  if (opt.mode == MODE_PROCS && opt.threads > 1) {
+    hybrid_end();
+  } else {
+    if (opt.mode == MODE_PROCS) { /* no rank exits (monelrun would stop rank 0) before it printed */
+      long long one = 1;
+      sum_over_ranks(&ranks[0], &one, 1);
+    }
+    if (opt.mode != MODE_THREADS)
+      for (int r = 0; r < nlocal; r++) teardown_rank(&ranks[r]);
   }
-  if (opt.mode != MODE_THREADS)
-    for (int r = 0; r < nlocal; r++) teardown_rank(&ranks[r]);
   pthread_mutex_lock(&wd_lock);
   wd_stop = 1;
   pthread_cond_signal(&wd_cond);
@@ -431,7 +492,8 @@ static void usage(FILE* f) {
              "              [--ops LIST] [--counts LIST] [--large N] [--quick] [--every-root]\n"
              "              [--graph]\n"
              "              [--capture global|thread|relaxed] [--allow-unsupported]\n"
-             "              [--timeout SECONDS] [--share-gpus] [-v]\n"
+             "              [--timeout SECONDS] [--share-gpus] [--threads T] [-v]\n"
+             "  --threads T (mode procs): T rank-threads per process, all on its GPU\n"
              "  --share-gpus: more ranks than GPUs share them, rank r (procs: local rank r)\n"
              "          on GPU r mod count (Monel allows it; NCCL does not support it)\n"
              "  --mode procs runs under monelrun: monelrun -n N matrix --mode procs\n"
@@ -508,6 +570,7 @@ static void parse(int argc, char** argv) {
                                            {"capture", required_argument, 0, 'G'},
                                            {"allow-unsupported", no_argument, 0, 'u'},
                                            {"share-gpus", no_argument, NULL, 'S'},
+                                           {"threads", required_argument, 0, 'T'},
                                            {"timeout", required_argument, 0, 't'},
                                            {"plant-error", no_argument, 0, 'P'},
                                            {"verbose", no_argument, 0, 'v'},
@@ -587,6 +650,9 @@ static void parse(int argc, char** argv) {
     case 'u':
       opt.allow_unsupported = 1;
       break;
+    case 'T':
+      opt.threads = atoi(optarg);
+      break;
     case 'S':
       opt.share_gpus = 1;
       break;
@@ -650,15 +716,17 @@ int main(int argc, char** argv) {
                       "unset): monelrun -n N matrix --mode procs\n");
       return 2;
     }
-    if (opt.n && opt.n != np) {
-      fprintf(stderr, "matrix: -n %d differs from MONEL_NRANKS=%d\n", opt.n, np);
+    if (opt.threads < 1) opt.threads = 1;
+    if (opt.n && opt.n != np * opt.threads) {
+      fprintf(stderr, "matrix: -n %d differs from MONEL_NRANKS=%d x --threads %d\n", opt.n, np,
+              opt.threads);
       return 2;
     }
     if (np > 1 && !getenv("NCCL_COMM_ID")) {
       fprintf(stderr, "matrix: several processes need NCCL_COMM_ID (monelrun sets it)\n");
       return 2;
     }
-    opt.n = np, first_rank = pr, nlocal = 1;
+    opt.n = np * opt.threads, first_rank = pr * opt.threads, nlocal = opt.threads;
     local_dev = env_int("MONEL_LOCAL_RANK", pr);
     if (opt.share_gpus && ngpus > 0) local_dev %= ngpus;
     if (opt.device && local_dev >= ngpus) {
@@ -674,9 +742,17 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
-  if (opt.n < 1 || opt.n > MX_MAXRANKS) {
+  if (opt.n < 1 || opt.n > MX_MAXRANKS || nlocal > MX_MAXRANKS) {
     fprintf(stderr, "matrix: -n must be 1..%d\n", MX_MAXRANKS);
     return 2;
+  }
+  if (opt.n > MX_ALLTYPES_RANKS && (opt.dtypes & ~MX_WIDE_TYPES)) { /* matrix.h */
+    opt.dtypes &= MX_WIDE_TYPES;
+    if (!opt.dtypes) opt.dtypes = 1u << ncclInt32 | 1u << ncclFloat32;
+    if (first_rank == 0)
+      printf(
+          "matrix: %d ranks: the 32- and 64-bit types only (the narrow ones are exact up to %d)\n",
+          opt.n, MX_ALLTYPES_RANKS);
   }
   if (opt.graph && !opt.device) {
     if (first_rank == 0)

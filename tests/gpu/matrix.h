@@ -8,7 +8,9 @@
  * is v = k - 2 with k = (7i + 3r + salt) mod 5 (prod: one of 1, 2, -1, 1, -2; unsigned types:
  * |v|). Over at most 12 ranks every partial sum, product, min and max of such values (the
  * reduction of any subset of the ranks), also pre-multiplied by 2, is a small integer that every
- * type holds exactly (fp8 e5m2 included), so any order of reduction gives the same bits. avg is
+ * type holds exactly (fp8 e5m2 included), so any order of reduction gives the same bits; over at
+ * most 64 ranks the same holds in the 32- and 64-bit types (MX_WIDE_TYPES), which a run of more
+ * than 12 ranks is restricted to. avg is
  * the exact sum divided once by nranks: truncated for integers, correctly rounded for float and
  * double, and for the narrow types the quotient rounded to odd in float, then once to the type
  * (the one rounding that is left). With 2, 4 or 8 ranks it is exact in every floating type.
@@ -47,7 +49,14 @@ enum mx_pattern { MX_SR_RING, MX_SR_PAIRS, MX_SR_SELF, MX_SR_NPATTERNS };
 /* What a checked element must hold. */
 enum mx_kind { MX_OUTPUT, MX_INPUT, MX_UNTOUCHED };
 
-#define MX_MAXRANKS    12 /* the inputs stay exact in every type up to 12 ranks (fp8 e5m2: 12) */
+#define MX_ALLTYPES_RANKS 12 /* the inputs stay exact in every type up to 12 ranks (fp8 e5m2) */
+#define MX_MAXRANKS       64 /* ... and in the 32- and 64-bit types up to 64 (mx_wide_types) */
+/* The types whose every partial result stays exact up to MX_MAXRANKS ranks: sums of at most 4 x 64
+ * in magnitude, products powers of two up to 2^64 in floating types (exact) and wrapping alike in
+ * any order in integer ones, averages divided once. */
+#define MX_WIDE_TYPES                                                                              \
+  (1u << ncclInt32 | 1u << ncclUint32 | 1u << ncclInt64 | 1u << ncclUint64 | 1u << ncclFloat32 |   \
+   1u << ncclFloat64)
 #define MX_MAXREGIONS  4
 #define MX_GUARD       64   /* elements after each buffer's used part that must stay untouched */
 #define MX_UNTOUCHED_B 0xa5 /* every byte of an untouched element */

@@ -16,7 +16,8 @@ extern const char* const op_names[MX_NOPS];
 
 extern struct options {
   int mode, n, quick, every_root, graph, allow_unsupported, plant, verbose, timeout, share_gpus;
-  int device; /* 1: GPUs and the fill/check kernels; 0: host memory and the CPU engine */
+  int threads; /* mode procs: rank-threads per process (1: the process is one rank) */
+  int device;  /* 1: GPUs and the fill/check kernels; 0: host memory and the CPU engine */
   unsigned colls, dtypes, ops;
   size_t counts[8], large;
   int ncounts;
