@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Monel: the two commands are `make run` and `make test`.
 BUILD ?= build
 JOBS ?= $(shell nproc)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Where `cmake --install` puts Monel: the one definition of the installed layout, used by
 # `make install`, `make deb` (one Debian package per component) and the Python wheel.
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Removes what the last `cmake --install` from build directory BUILD installed (its
 # install_manifest.txt, under the DESTDIR of that install or the one given now), then the
 # directories that install created (install_created_dirs.txt, recorded by the first install

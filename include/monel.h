@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * monel.h - what Monel offers beyond the NCCL API.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nccl.h - the public C API of Monel, binary compatible with NCCL 2.32.3
  * (and, for programs built against it, with NCCL 2.28.9).

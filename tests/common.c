@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* See common.h. */
 #include <math.h>
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Helpers for tests that go through the public library: start ranks as processes or threads,
  * generate inputs that every reduction order sums to the same bits, and compare exactly. */
 #ifndef MONEL_TESTS_COMMON_H

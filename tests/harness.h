@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Monel's small test runner. A test file defines tests with TEST(name) { ... } and includes this
  * header once; main() runs each test in its own process (fork) with a timeout (TEST_TIMEOUT
  * seconds, default 120), prints "ok"/"FAIL" per test, and exits non-zero if any failed.

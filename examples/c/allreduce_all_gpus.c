@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One process, every local GPU: ncclCommInitAll makes one communicator per GPU, then a single
  * thread enqueues an AllReduce (sum of floats) on each GPU inside one ncclGroupStart/End, waits
  * for every stream and checks every element.

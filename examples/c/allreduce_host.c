@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One rank per process on host memory (Monel's CPU engine): each rank contributes
  * (rank + 1) * (i % 7 + 1) at index i, then an AllReduce (sum of floats) and a check of every
  * element against n(n+1)/2 * (i % 7 + 1), exact in float.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """AllReduce with Monel's Python bindings on host memory (the CPU engine).
 
 Run 4 ranks:  build/bin/monelrun -n 4 python3 examples/python/allreduce.py

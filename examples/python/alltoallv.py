@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """AlltoAllv with Monel's Python bindings on host memory (the CPU engine).
 
 Run 4 ranks:  build/bin/monelrun -n 4 python3 examples/python/alltoallv.py

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """A small DistributedDataParallel training run: three Linear(4000, 4000) layers with ReLU
 between them, gradients all-reduced in 25 MB buckets, MSE loss, SGD (lr 0.001), 10 steps on
 one random batch of 1000 per rank. The model starts from one fixed seed (identical on every

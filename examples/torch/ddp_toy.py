@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The smallest DistributedDataParallel program: y = w * 7 * x, with w a parameter (5.0) and
 x this rank's number. Each rank prints y, its own gradient dy/dw = 7x (from autograd on a
 plain, unwrapped copy of the model), the gradient DDP averaged over all ranks

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Monel: Python bindings of the Monel collective communication library.
 
 Two layers:

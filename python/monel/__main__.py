@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Command line of the monel package (also installed as the `monel` command):
 
     python -m monel run CMD [ARGS...]    run CMD with Monel's libnccl.so.2 preloaded, so that

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Which library this process's NCCL symbols are bound to (Linux, 64-bit ELF).
 
 A process may map more than one libnccl.so.2: `python -m monel run` preloads Monel's, and

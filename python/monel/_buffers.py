@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Turning user buffers and streams into (pointer, element count, NCCL dtype).
 
 Accepted buffers, in the order they are tried:

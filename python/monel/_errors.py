@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Errors and library facts of the Pythonic layer: MonelError, the version, the loaded library."""
 
 import ctypes

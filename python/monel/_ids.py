@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Unique ids and communicator configuration (Config, ncclConfig_t) of the Pythonic layer."""
 
 import ctypes

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """One-to-one ctypes bindings of Monel's C API (nccl.h and monel.h).
 
 Every C function keeps its name and its argument order; enums are module-level

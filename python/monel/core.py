@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The Pythonic layer: unique ids, communicators, collectives, groups.
 
 Every method checks its buffers (dtype, size, contiguity) before calling the C

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Recursive doubling AllReduce, for small buffers across hosts: in round k every rank exchanges
  * its whole current value with the rank whose number differs in bit k, and both fold the two
  * values lower rank first, so after log2(n) rounds every rank holds the same bits of the whole

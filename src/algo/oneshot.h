@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One-shot AllReduce, for small buffers: every rank sends its whole input to every other rank at
  * once, then reduces the n inputs itself, always in rank order, so that every rank computes the
  * same bits.

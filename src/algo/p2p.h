@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Point-to-point patterns: AlltoAll(v), Gather and Scatter as lists of sends and receives that
  * the engine's progress loop runs together.
  *

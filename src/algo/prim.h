@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The primitive verbs every algorithm is written with. A step of a schedule names one verb and
  * the chunk it works on; the engines execute the verbs (cpu/ with memcpy and reductions over a
  * transport's FIFO, device/ with GPU loads and stores). Compiles as C and as CUDA. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Ring AllReduce: reduce-scatter around the ring, then all-gather around it.
  *
  *   r0 -> r1 -> r2 -> r3 -> r0     data of each block cut in nranks chunks c0..c3

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Ring AllGather: each rank's block travels once around the ring; every rank stores each block
  * as it passes. Chunk c is the contribution of the rank at ring position c (`rank` is my position,
  * see ring.h): the engine puts it at that rank's place in the output.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Ring Broadcast: the root's buffer flows down the ring, one chunk per step, every rank storing
  * it and passing it on (a pipeline: chunk k+1 leaves the root while chunk k is still travelling).
  *

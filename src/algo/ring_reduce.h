@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Ring Reduce: a chain that starts just after the root and ends at the root; each rank adds its
  * input to the partial result it receives and passes it on; the root stores the final value.
  *

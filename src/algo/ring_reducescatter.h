@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Ring ReduceScatter: chunk c of the input (the part that the rank at ring position c keeps; the
  * engine reads it at that rank's place in the input) travels around the ring collecting every
  * rank's contribution and ends at position c. `rank` is my position (see ring.h).

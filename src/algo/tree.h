@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Double binary tree: AllReduce, Broadcast and Reduce over two binary trees that share their
  * root, each tree carrying half of the buffer, pipelined in chunks.
  *

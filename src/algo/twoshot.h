@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Two-shot AllReduce, for buffers too large for one shot and too small to fill a ring: the buffer
  * is cut in n pieces; every rank sends piece p of its input straight to rank p, folds the n
  * copies of its own piece in rank order, then sends the folded piece straight to every rank.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* How the api layer defines an exported function: the strong symbol is pncclX, and ncclX is a
  * weak alias of it (so a profiler or interposer can wrap ncclX). Only src/api uses this. */
 #ifndef MONEL_API_API_H

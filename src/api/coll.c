@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Exported collective and point-to-point calls: check arguments, build a task, queue it. */
 #include <stdint.h>
 #include <stdlib.h>

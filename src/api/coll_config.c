@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The nccl*Config collectives: the plain collectives with per-call options (ncclCollConfig_t).
  * The options are checked here and travel in the task: algSelection becomes the task's
  * algo_mask (core/algo.c picks among those by the cost model), minCTAs/maxCTAs/CTAPolicy narrow

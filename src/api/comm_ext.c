@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Exported communicator calls of NCCL 2.29-2.32: grow, suspend/resume and memory statistics,
  * properties, and socket encryption. */
 #include <string.h>

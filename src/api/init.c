@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Exported functions: version, unique id, communicator creation and life cycle, queries. */
 #include <stdlib.h>
 #include <string.h>

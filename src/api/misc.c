@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Exported functions: reduction op handles, memory, registration, windows, group simulation and
  * the host side of NCCL's device API. */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One-sided operations: ncclPutSignal, ncclSignal, ncclWaitSignal.
  *
  * A put is a small header (window id, offset, size, signal) followed by the data; ncclWaitSignal

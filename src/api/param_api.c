@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The parameter API (ncclParamBind, ncclParamGet*, ...) over Monel's one parameter table
  * (util/params.def): every key is the name of an environment variable Monel reads, NCCL's
  * (NCCL_*) and Monel's own (MONEL_*); NCCL's names are also accepted without "NCCL_". Values

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Exported window calls: registration (core/comm_ext.c keeps the list), the user pointer, and
  * the host-side device-pointer helpers of NCCL's device API. A rank reaches the window of a peer
  * of its process (its address; on the GPU engine, on the same GPU or one with peer access) and of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Bootstrap entry points: dispatch to the TCP or the in-process implementation, and the
  * collectives (allgather, barrier) written once over the implementations' send/recv. */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Bootstrap: out-of-band rendezvous and messaging between the ranks of a communicator.
  *
  * Two implementations behind one handle:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The TCP bootstrap's connections between ranks (boot_impl.h). Every rank listens on its own
  * socket; a message to a peer goes over this rank's outgoing connection to it, opened on first
  * use (the handshake of os/auth.h, then a hello with the job secret). A progress thread per rank

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The bootstrap's unique id: where the root listens, the job's secret and key (os/auth.h). A
  * fresh id starts a root in this process (boot_root.c) and draws its secret and key from the
  * kernel's random source; with NCCL_COMM_ID every rank builds the same id alone, its key from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Private to src/boot: the handle header shared by the TCP and in-process bootstraps, the
  * vtable that boot.c dispatches through, and the layout of the unique id. */
 #ifndef MONEL_BOOT_BOOT_IMPL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* In-process bootstrap: ranks that are threads of one process meet in a refcounted shared object
  * (one mutex, one condition variable, one mailbox per rank). The id carries its pointer. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The TCP bootstrap's messages (boot_impl.h): each is a header (secret, source rank, kind, tag,
  * size) and a body of at most BOOT_MSG_MAX bytes on the sender's outgoing connection
  * (boot_conn.c). The progress thread reads every incoming message into one queue, so sends never

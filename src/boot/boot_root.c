@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The bootstrap root: a thread that listens at the id's address, collects one hello per rank
  * (checking magic, secret, rank and size), and sends every rank the table of all ranks' listening
  * addresses. Hellos are read from all new connections at once (non-blocking), so a rank that is

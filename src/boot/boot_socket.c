@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The TCP bootstrap's handle (boot_impl.h): a rank presents itself to the root (boot_root.c)
  * and receives every rank's address, then starts its progress thread (boot_conn.c); messages
  * between ranks are boot_msg.c's. boot_abort shuts every socket down, which wakes every blocked

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Every tag of boot_send/boot_recv, in one place, so that no two users of a comm's bootstrap
  * share one. Messages between two ranks with the same tag arrive in order; a user that sets up
  * a connection sends its descriptor on the tag and the acknowledgement on tag + 1 (the tree

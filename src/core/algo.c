@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* NCCL_ALGO parsing, and NCCL's list syntax that NCCL_PROTO shares (core/plan.c). */
 #include <ctype.h>
 #include <pthread.h>

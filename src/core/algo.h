@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Algorithm choice: which schedule runs a collective. NCCL_ALGO restricts the candidates with
  * NCCL's syntax (names case-insensitive):
  *   "Ring,Tree"                      allow these for every collective

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Communicator life cycle: create (bootstrap, peer exchange, engine), split, shrink, finalize,
  * abort, free; and the registry that lets the API reject destroyed or foreign comm pointers. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The communicator object. Fields are written during init (by one thread) and then read-only,
  * except the atomics noted. */
 #ifndef MONEL_CORE_COMM_H

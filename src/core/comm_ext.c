@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Windows, one-sided signal counts, grow and suspend of a communicator (core/comm_ext.h). */
 #include <stdlib.h>
 #include <string.h>

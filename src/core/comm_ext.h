@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What NCCL 2.29-2.32 added to a communicator: growing it (ncclCommGetUniqueId, ncclCommGrow),
  * suspending it (ncclCommSuspend/Resume/MemStats), its windows as one-sided targets, and the
  * signals of one-sided operations. The api layer checks arguments; these do the work. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ncclConfig_t parsing, exactly as the ABI asks: read the caller's size, take what it holds over
  * the defaults, accept newer versions, reject structs not made by NCCL_CONFIG_INITIALIZER. */
 #include <limits.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Which device a rank uses by default. Without the CUDA engine (or with MONEL_ENGINE=cpu) there
  * is none and ranks run on the CPU engine. */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The engine interface: what runs a comm's operations. The CPU engine (cpu/) moves host memory
  * with host threads; the CUDA engine (gpu/) launches kernels on the user's stream. core/ picks
  * one per comm at init and never looks inside. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Mismatched calls caught: see fingerprint.h.
  *
  * Wire (FP_MSG_DATA, to the next rank): struct data_hdr, ncoll struct coll_rec (this rank's latest

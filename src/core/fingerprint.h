@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Mismatched calls caught (on by default; MONEL_CHECK_CALLS=0 turns it off): each rank
  * fingerprints the operations it is asked for, and the watch ring (watch.c) carries the
  * fingerprints to the other ranks, off the critical path: the user's thread only hashes two words

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Per-thread groups. See group.h. */
 #include <stdlib.h>
 #include <string.h>

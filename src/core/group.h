@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Groups: ncclGroupStart/End are per thread and nest. Operations and grouped inits collect in the
  * thread's group and run when the outermost ncclGroupEnd is reached; several comms in one group
  * run concurrently (one thread each) so that one thread can drive many ranks. */

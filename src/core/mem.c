@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Host-memory side of ncclMemAlloc: page-aligned, zeroed. The CUDA engine takes over when the
  * calling thread has a GPU, unless MONEL_ENGINE=cpu (whose comms move host memory only).
  *

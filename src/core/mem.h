@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ncclMemAlloc/ncclMemFree: device memory peers can map (CUDA engine) or page-aligned host memory
  * (no GPU), in a shared-memory segment that other processes of the host can map. */
 #ifndef MONEL_CORE_MEM_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* This host's topology as the library uses it (node_topo.h): built once per process from the
  * topology file, sysfs, NVML and the devices of the network this process uses; rebuilt when an
  * engine names a GPU that NVML did not list (no NVML, or a GPU it cannot see). */

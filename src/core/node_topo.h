@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* This host's topology (topo/topo.h) with the network this process uses: built once, read by
  * the engines to pick each GPU's network devices, by the api for monel-info, and dumped at init
  * when NCCL_TOPO_DUMP_FILE asks. */

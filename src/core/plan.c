@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The plan (core/plan.h): NCCL_PROTO parsing, the choice of (algorithm, protocol, channels,
  * chunk) for every task of a group from the engine's table, and the TUNING log.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The plan: for every operation of a group, one place in core (core/plan.c) decides the
  * algorithm, the protocol, the channels (thread blocks on the GPU) and the chunk size, from the
  * engine's capability and cost table (struct engine.caps). NCCL_ALGO / NCCL_PROTO restrict the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The plan's functions (types in core/plan.h). */
 #ifndef MONEL_CORE_PLAN_CHOOSE_H
 #define MONEL_CORE_PLAN_CHOOSE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Profiler plugins (core/profiler.h). Monel's events, in NCCL's order for one group on one comm:
  *   GroupApi start, state 23            at the group's first operation (API thread)
  *   CollApi/P2pApi start, stop          per operation, around its enqueue

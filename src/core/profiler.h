@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* NCCL's profiler plugins (ncclProfiler_v7..v1) fed by the group machinery (core/group.c). The
  * library is loaded by the first comm (NCCL_PROFILER_PLUGIN, libnccl-profiler.so, the net
  * plugin's library) and closed when the last comm using it is freed; each comm has a context

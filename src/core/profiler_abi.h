@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* NCCL's profiler plugin ABI, versions 1-7 (docs/PLUGINS.md): the function table a library
  * exports as ncclProfiler_vN and the event descriptors of each version. Layouts are NCCL's; the
  * unions are cut down to the members Monel fills, their sizes kept by the pad members. */

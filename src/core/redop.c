@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* PreMulSum handles live in a small per-comm table: handle = ncclNumOps + slot. A host-immediate
  * scalar is copied at creation; a device-resident one is a pointer read when the op runs (the CPU
  * engine runs ops when they are queued or when their group ends, so it reads it then). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Reduction operators: NCCL's built-in ops and the per-comm PreMulSum handles. */
 #ifndef MONEL_CORE_REDOP_H
 #define MONEL_CORE_REDOP_H

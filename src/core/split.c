@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ncclCommSplit and ncclCommShrink: derive a new comm from a parent. The new comm's leader (its
  * rank 0) makes a fresh bootstrap id of the parent's kind and sends it to the other members over
  * the parent's bootstrap; then every member initialises the new comm with it. */

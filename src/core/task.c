@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Names of operations, as logs and errors print them, and the messages of point-to-point
  * operations. */
 #include "core/task.h"

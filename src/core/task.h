@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A task: one operation a user enqueued on a comm, waiting for its group to end. */
 #ifndef MONEL_CORE_TASK_H
 #define MONEL_CORE_TASK_H

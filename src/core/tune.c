@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Alpha-beta estimates per collective and algorithm, from the figures of one row of an engine's
  * table (core/plan.h; the rows say where their figures were measured):
  *   steps * alpha + bytes_moved_per_rank / bandwidth + pipeline fill.

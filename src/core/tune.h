@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The cost model: predicted time of an operation from its size, the rank count and the figures
  * of a row of the engine's table (alpha-beta), for the plan (core/plan.c); and the GPU engine's
  * thread-block and copy-engine models. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tuner plugins (core/tuner.h). What each version receives follows NCCL's adapters: v2 gets the
  * CollNet/NVLS support flags read from the table and answers with one pair, which becomes a 0.0
  * entry; v3 gets the table without regBuff; v4 with it; v5+ also the comm's id, NVL domains and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* NCCL's tuner plugins (ncclTunerPlugin_v7..v2) in the plan (docs/PLUGINS.md). The library is a
  * process singleton, found once (NCCL_TUNER_PLUGIN, libnccl-tuner.so, the net plugin's library);
  * each comm has its own context from init and finalizes it when it is freed. */

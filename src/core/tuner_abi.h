@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* NCCL's tuner plugin ABI, versions 2-7 (docs/PLUGINS.md): the tables a library exports as
  * ncclTunerPlugin_vN. Layouts are NCCL's; every member is documented where core/tuner.c uses it. */
 #ifndef MONEL_CORE_TUNER_ABI_H

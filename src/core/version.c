@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Version strings and the NCCL_DEBUG=VERSION banner. */
 #include <pthread.h>
 #include <stdio.h>

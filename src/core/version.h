@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Monel's version, build description and the VERSION banner (printed once per process). */
 #ifndef MONEL_CORE_VERSION_H
 #define MONEL_CORE_VERSION_H

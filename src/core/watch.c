@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The watch (watch.h): what it knows and does: the operations a comm was given, a dead peer
  * (told around the ring both ways, failing the comm when something waits), hang reports (a token
  * around the ring collecting every rank's state). The connections, the wire and the thread are

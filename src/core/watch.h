@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The watch: every communicator of more than one rank keeps two TCP connections, to the previous
  * and to the next rank in rank order, and one thread per process looks after them for every
  * comm. Through them a rank learns, while its user thread is elsewhere:

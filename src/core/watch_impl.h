@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The watch's insides, shared by its two files: watch.c (what the watch knows: operations, dead
  * peers, hang reports) and watch_link.c (how it talks: the TCP connections to the neighbours, the
  * wire format, the thread that serves every comm of the process). Who may include: those two.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The watch's connections (watch_impl.h): a TCP connection to the next and from the previous
  * rank of every comm, the messages on them, and the one thread per process that serves them all.
  * What the messages mean is watch.c's. */

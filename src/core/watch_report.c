@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The sentences of the watch: an operation's description and a hang report. */
 #include "core/watch_report.h"
 #include <stdarg.h>

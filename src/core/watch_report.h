@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the watch (watch.c) records of each operation and sends around the ring when one hangs,
  * and the sentence a hang report makes of it (watch_report.c). */
 #ifndef MONEL_CORE_WATCH_REPORT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The CPU engine's capability and cost table (core/plan.h). It runs one protocol, Simple: a
  * slot's sequence number is stored after its data with a release store, and a receiver that
  * sees it with an acquire load sees the data. LL and LL128 put a flag beside every 8 or 120 bytes

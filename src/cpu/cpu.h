@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The CPU engine's private state and its algorithm runners. */
 #ifndef MONEL_CPU_CPU_H
 #define MONEL_CPU_CPU_H

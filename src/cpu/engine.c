@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The CPU engine: runs a comm's operations on host memory with the calling thread, moving slots
  * through transport FIFOs and reducing on the CPU. An operation is complete when run() returns;
  * the stream argument is ignored. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Waiting on a FIFO counter. Ranks often outnumber cores, so a waiter spins only a little, then
  * yields, then sleeps on a futex that the other side wakes when it moves the counter. Sleeps are
  * bounded (MONEL_PEER_CHECK_MS) so a waiter notices a dead peer or an abort. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The CPU engine's side of a transport FIFO: wait for a slot (spin briefly, yield, then sleep on
  * a futex, checking that the peer is alive and the comm not aborted), fill or drain it, post. */
 #ifndef MONEL_CPU_FIFO_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One-shot AllReduce on the CPU engine (algo/oneshot.h): the input goes to every peer in one
  * message per round, and each rank folds the n inputs in rank order as they arrive (the first
  * two in one pass over the output when the operator has no pre step).

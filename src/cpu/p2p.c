@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Point-to-point on the CPU engine: Send/Recv of a group, and AlltoAll(v), Gather and Scatter,
  * become a list of messages that one progress loop moves together, slot by slot, never blocking
  * on a single one.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Reduction kernels of the CPU engine (the semantics, element by element, in util/red_op.h).
  *
  * red_apply runs in up to three steps, each a plain loop per type that the compiler vectorises:

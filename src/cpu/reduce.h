@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The CPU engine's reduction kernels: element-wise combine of host arrays for every NCCL data
  * type and reduction operator, with the semantics of util/red_op.h (the same the kernels use).
  * Called by the CPU engine only (src/cpu); no locks, no allocation. */

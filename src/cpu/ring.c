@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Ring algorithms on the CPU engine: the schedules of algo/ring*.h executed one FIFO slot per
  * step. AllReduce cuts a block of the buffer in nranks chunks of at most one slot each;
  * AllGather and ReduceScatter move one slot of each rank's part per step; Broadcast and Reduce

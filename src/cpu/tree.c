@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tree algorithms on the CPU engine: the double binary tree of algo/tree.h for AllReduce,
  * Broadcast and Reduce. Each tree has an up stream (children -> parent) and a down stream
  * (parent -> children) of chunk steps; one progress loop moves whichever step of the (up to)

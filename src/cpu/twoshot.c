@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Two-shot AllReduce on the CPU engine (algo/twoshot.h), over the point-to-point FIFOs the
  * one-shot uses (cpu_oneshot_connect). One progress loop per round moves whatever is ready:
  * shot-1 sends of my input's pieces, the fold of my piece in rank order, shot-2 sends of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The ring and tree kernels, each written once over the primitives (prims.cuh prim_step) and
  * instantiated per (protocol, data type) in files that CMakeLists.txt generates (so that the build
  * compiles them side by side); ring.cu picks the instantiation of a launch.

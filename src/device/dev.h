@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the host side of the CUDA engine (gpu/) hands to the kernels (device/): plain C structs
  * passed by value as kernel arguments, so a launch needs no allocation and no copy and can be
  * captured in a CUDA graph. Compiles as C11 and as CUDA.

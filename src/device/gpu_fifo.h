@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The layout of a GPU engine FIFO, shared by the kernels (device/dev.h) and the proxy thread
  * (proxy/fifo_net.h), which moves the slots of network connections. No CUDA here.
  *

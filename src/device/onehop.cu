@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One hop over the point-to-point FIFOs (dev.h, dev_onehop_args): AllReduce, AllGather,
  * ReduceScatter, Broadcast and Reduce of small buffers on a comm with a peer across the network,
  * where a ring step costs a trip through both proxies and the network, so the ring's n-1 or

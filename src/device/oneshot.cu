@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One-shot AllReduce, AllGather and ReduceScatter for small messages, LL protocol: every rank
  * pushes what each peer needs from it (dev.h), 8 bytes per 16-byte line with the launch's flag
  * beside each half, straight into a buffer of every peer's GPU; then every rank polls its own

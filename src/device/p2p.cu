@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Point-to-point kernel: each block moves its channel's part of every message of one
  * (peer, direction) list, in order, through the FIFO the receiver owns for (sender, channel)
  * (dev.h), or the sender's mirror of it when the two are on different hosts. Sends and receives of

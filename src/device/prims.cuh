@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The data primitives the ring kernels share: volatile counters, FIFO loads that bypass L1, and
  * move(), which executes one verb of a schedule over a chunk (receive from a FIFO slot, reduce
  * with my input, store to my output, send to the next FIFO slot; any of them optional). */

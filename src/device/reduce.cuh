@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Element-wise reductions on the GPU for every NCCL data type, bit for bit like the CPU engine:
  * both run the element functions of util/red_op.h (semantics there). One overload set per type;
  * combine() and elem() pick by the reduction op. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Launches of the ring and tree kernels (colls.cuh): the instantiation of the launch's protocol
  * and data type (generated files, one per pair; CMakeLists.txt). */
 #include "device/colls.cuh"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The CUDA engine's capability and cost table (core/plan.h) and its fit.
  *
  * Rows for every pair the engine runs: the one-shot LL kernel (device/oneshot.cu) within a host

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The CUDA engine's capability and cost table and the rules of its fit (core/plan.h). Free of
  * CUDA, so that the unit tests run it on any machine. */
 #ifndef MONEL_GPU_CAPS_H

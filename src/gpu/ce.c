@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The copy-engine path: AllGather, Broadcast, AlltoAll(v), Gather, Scatter and Send/Recv between
  * GPUs of one host with no thread block at all. Data moves with cudaMemcpyAsync (the GPU's copy
  * engines); ranks synchronise through 32-bit flags in memory every rank maps, written and waited

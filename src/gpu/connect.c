@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Connections of the CUDA engine, made at init through the bootstrap: the ring (each rank maps the
  * FIFOs of the next rank), the one-shot LL buffers and the point-to-point FIFOs (each rank maps
  * every peer's on its host). Connections to another host (gpu/net.c) are not mapped: the kernels

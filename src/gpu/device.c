@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The device hooks of the CUDA engine (members of gpu_engine, called by core/): which GPU the
  * calling thread uses, how many there are, and ncclMemAlloc/ncclMemFree on device memory. With no
  * driver or no GPU every hook says "none" and the library runs its CPU engine. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Driver calls reached through the runtime (cudaGetDriverEntryPoint*), so the library still loads
  * and runs its CPU engine without a driver: the capture question every launch asks, and the
  * launch with attributes: a launch-completion event (ncclCollConfig_t.launchCompletionEvent) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The CUDA engine: connects the ring, the one-shot buffers and the point-to-point FIFOs at init
  * (gpu/connect.c), then enqueues one kernel per operation on the user's stream. run() never
  * allocates device memory and never synchronises, so a CUDA graph may capture it; it waits for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The CUDA engine, host side: per-comm state and the CUDA error check. */
 #ifndef MONEL_GPU_GPU_H
 #define MONEL_GPU_GPU_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Launching one task's kernel on its stream, as its plan says (core/plan.c): the one-shot LL
  * kernel, the one hop over the point-to-point FIFOs, the ring or the tree (device/colls.cuh) with
  * the plan's protocol and channels; and the order of launches on the comm's streams. gpu/engine.c

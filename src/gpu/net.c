@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* GPU connections across hosts (NET connections): which ring hops and point-to-point peers go
  * over the network, the ring order that crosses hosts as rarely as possible, and their setup: the
  * ring's at comm init, a point-to-point peer's at the first group that uses it (or at init with

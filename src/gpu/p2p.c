@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Point-to-point on the CUDA engine: Send/Recv of a group, AlltoAll(v), Gather and Scatter become
  * messages (core/task.c), grouped into per-(peer, direction) lists and run by the p2p kernel
  * (device/p2p.cu) in one launch.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Which peers a task's kernel reaches through the point-to-point FIFOs: see peers.h. */
 #include "gpu/peers.h"
 #include "algo/doubling.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Which peers a task's kernel reaches through the point-to-point FIFOs: the pairs the CUDA engine
  * connects at their first use across the network (MONEL_P2P_CONNECT=lazy, gpu/net.c). Free of
  * CUDA, so that the unit tests run it on any machine.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the one-sided calls (api/onesided.c) need of the GPU engine: a wait for a stream and a
  * copy in stream order (struct engine's stream_wait and copy), and the direct signals (its
  * signal_direct, signal_raise and signal_wait). Each rank's signal words, ENGINE_SIGNAL_SLOTS

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Checks of a GPU task's buffers, stream and per-call options at enqueue, so that a wrong pointer
  * gets ncclInvalidArgument and a sentence instead of a kernel fault or a hang: host memory CUDA
  * does not know, memory of another GPU, a stream of another GPU; an option the engine cannot

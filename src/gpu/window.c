@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Windows in device memory (ncclGetPeerDevicePointer; the engine's win_* members, called by
  * core/comm_ext.c at registration): a peer's part as this rank can load and store it. A thread of
  * this process reaches it at its own address, on the same GPU or on one with peer access (enabled

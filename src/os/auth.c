@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Mutual challenge-response over the job's key: see auth.h. HMAC-SHA256 and SHA-256 come from
  * libcrypto (OpenSSL 3), loaded at run time. */
 #include "os/auth.h"

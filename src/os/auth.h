@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Proof that the other end of a connection belongs to the job: a mutual challenge-response over
  * the job's secret key, with HMAC-SHA256 from OpenSSL's libcrypto (loaded at run time: dlopen of
  * libcrypto.so.3; no cryptography of Monel's own).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A listener's table of connections whose handshake and hello are still arriving (pending.h). */
 #include "os/pending.h"
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Connections accepted by a listener until each proved the job's key (os/auth.h) and sent its
  * hello (a fixed number of bytes): read without blocking, all at once, so neither a rank slow to
  * speak nor a stranger holds up the others. A stranger (a failed handshake, one too slow, or,

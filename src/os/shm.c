@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Shared memory segments without a name in the file system: see shm.h.
  *
  * A segment is a memfd (anonymous tmpfs file) that its creator keeps open until every peer has

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Shared memory segments between processes of one host, with no name in the file system: one
  * process creates a segment (a memfd) and gets a handle string, peers map it by that handle
  * (through /proc/<pid>/fd), and the creator lets the handle go (os_shm_unlink: closes its fd) once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Linux TCP socket helpers: see socket.h. */
 #include "os/socket.h"
 #include <arpa/inet.h>

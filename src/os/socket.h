@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Small Linux TCP socket helpers for the bootstrap and the socket transport: addresses (IPv4 and
  * IPv6), interface selection (NCCL_SOCKET_IFNAME, NCCL_SOCKET_FAMILY), listen, connect with retry
  * until a deadline, and send/recv of whole buffers with a deadline and an abort flag.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* NET connections of GPU FIFOs: see fifo_net.h.
  *
  * Per connection the proxy keeps two step counters: posted (sends or receives handed to the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* NET connections of GPU FIFOs: the proxy's side of a FIFO connection whose two ranks talk over
  * the network (transport/net.h). Each side has a FIFO with the layout of device/gpu_fifo.h in
  * its own host memory: the receiver the FIFO its kernel reads, the sender a MIRROR of it that its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The host progress thread: see proxy.h. It passes over the live network links and the GPU's
  * network FIFO connections (fifo_net.h) without sleeping while data moves, yields for a while
  * when nothing did, then sleeps in net_link_wait: it first arms the links' waiting words

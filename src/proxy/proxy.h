@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The host progress thread. One per process, shared by every communicator that has a network
  * (net_socket) connection: it moves slots between the local FIFOs and the network so that the
  * engines wait on local memory only. A communicator takes the thread with

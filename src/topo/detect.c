@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* This host's topology tree from a file, sysfs and the devices found (detect.h). */
 #include "topo/detect.h"
 #include <limits.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Building this host's topology tree (NCCL's XML, xml.h) from a topology file, sysfs, NVML and
  * the network's devices, the way NCCL completes a file: a device the file names stays where the
  * file puts it and keeps the file's attributes; one it does not name is placed by walking sysfs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Host identity from the host name, the kernel boot id and the IPC/network namespaces, so that
  * network-namespace "hosts" on one machine count as different hosts; the machine (the cores a
  * rank shares) from the boot id alone. */

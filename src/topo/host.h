@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Host identity: which ranks share a host (and so can share memory), and what a rank tells its
  * peers about itself. */
 #ifndef MONEL_TOPO_HOST_H

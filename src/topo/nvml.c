@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The GPUs NVML sees, with their NVLinks (detect.h). NVML is loaded at run time, so that the
  * library loads where there is no driver; its few types are declared here as NVML documents
  * them. */

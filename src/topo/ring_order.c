@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Host-aware ring order. Walk the ranks in ascending order; the first rank of a host not seen yet
  * opens that host's run, which takes every rank of that host in ascending order. So hosts appear
  * in the order of their lowest rank and order[0] == 0.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Host-aware ring order: which rank sits at each ring position, so that a ring crosses between
  * hosts as few times as possible. Pure functions of the peers' host hashes; every rank computes
  * the same order from the same table. Compiles as C and as CUDA host code. */

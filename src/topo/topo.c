@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The topology's paths and the choice of network devices (topo.h). Link bandwidths are NCCL's
  * effective figures, kept in one table each below (TOPOLOGY.md 6.1 of the design notes). */
 #include "topo/topo.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The node's topology: its GPUs and network devices, the path between each pair as NCCL types
  * it (LOC ... SYS), and which network device each GPU's channels use.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* NCCL's topology XML: reader and writer (xml.h). The reader walks the text once, keeping the
  * open element as `cur` (no recursion, so a deep file cannot exhaust the stack). */
 #include "topo/xml.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* NCCL's topology XML (NCCL_TOPO_FILE, NCCL_TOPO_DUMP_FILE): a tree of elements with attributes
  * and no text. The reader accepts every file NCCL's reader accepts; it is more lenient in blank
  * space (tabs, newlines between attributes) and in an `<?xml ...?>` declaration, and refuses what

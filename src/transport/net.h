@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The network interface: how bytes cross between hosts, for both engines. It has the shape of
  * NCCL's net plugin API (devices, properties, listen/connect/accept, memory registration,
  * isend/irecv/test, close), so that an external NCCL net plugin (v8-v11, net_plugin.c) and the

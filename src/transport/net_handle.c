@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The handle table: see net_handle.h. A handle packs (generation, slot, kind) into a pointer-sized
  * word with its low bit set, so it is never NULL nor an aligned pointer. A slot's generation grows
  * each time it is freed, so an old handle to a reused slot no longer matches. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Opaque handles for the objects a network hands out (comms, requests, registrations): a
  * generation-checked table, so that a stale handle (used after close, or a request tested after
  * it finished) or a made-up one is refused with a sentence instead of touching freed memory.

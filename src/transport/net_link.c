@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The net transport: the same FIFO as shm, but each side keeps its own copy in local memory and
  * the proxy thread moves slots between them through the network of net.h (see net_link.h for
  * the link's life). The whole FIFO memory, plus a page of the link's own buffers, is registered

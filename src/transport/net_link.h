@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The net transport's side of the proxy thread. A "link" is one direction of data between two
  * ranks over the network this process uses (net.h: the built-in TCP one or a plugin): the
  * FIFO of this side in local memory, registered with the network, and two connections, the

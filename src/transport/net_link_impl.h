@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The net transport's insides, shared by net_link.c (a link's connections and the moving of its
  * slots, run by the proxy thread) and net_transport.c (the transport vtable that creates and
  * frees links). Who may include: those two. */

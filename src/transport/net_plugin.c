@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Choosing the network of this process (net_get), and the adapter that makes an external NCCL
  * net plugin (interface v8 to v11, net_plugin_abi.h) a `struct net`.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The binary interface of NCCL net plugins, versions 8 to 11, as Monel loads them (net_plugin.c):
  * the structs a plugin's `ncclNetPlugin_vN` symbol points to and the ones its calls fill. Written
  * from the published facts of the interface (member order and C types); names are Monel's.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The built-in TCP network, named "Socket" as in NCCL (see net_tcp.h for the wire format): one
  * device per usable interface (NCCL_SOCKET_IFNAME, NCCL_SOCKET_FAMILY), listen/connect/accept
  * without blocking, and the close calls. The data path is in net_tcp_io.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The built-in TCP network's private parts, shared by net_tcp.c (devices, listen/connect/accept,
  * close) and net_tcp_io.c (registration, isend/irecv/test, helper threads, wait).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The built-in TCP network's data path (see net_tcp.h): registration (host memory only; the
  * handle records nothing the sockets need), isend/irecv/test, the helper threads that move pieces
  * of large messages over the data sockets, and net_tcp_wait for a progress thread.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The net transport's vtable (net_socket_transport, transport.h): setup() and connect() create a
  * link (net_link_impl.h) with its local FIFO and hand it to the proxy thread, which makes the
  * connections (net_link.c); free() flushes, says goodbye and frees it. Messages and setup order

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The built-in UCX network ("UCX"): Monel's network interface (net.h) over UCP tagged messages,
  * so that InfiniBand and RoCE (UCX's rc, dc and ud transports), GPUDirect RDMA and UCX's TCP are
  * reached through one library that clusters already install. UCX is loaded at run time

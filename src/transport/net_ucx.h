@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The built-in UCX network's private parts, shared by net_ucx_lib.c (loading UCX at run time,
  * its context and the process's one worker) and net_ucx.c (the network over UCP tagged
  * messages). UCX is never linked: libucp.so.0 (MONEL_UCX_LIB) is opened with dlopen on first

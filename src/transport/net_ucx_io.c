@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The UCX network's data path (net_ucx.c has the design): memory registration, tagged sends
  * and receives, test (which progresses the worker), close, and the `struct net` itself. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Loading UCX at run time for the UCX network (net_ucx.c): dlopen of MONEL_UCX_LIB (default
  * libucp.so.0), the functions by dlsym, a version check (UCX_MIN_MAJOR.UCX_MIN_MINOR or later),
  * one context (tagged messages) and one worker per process, and what UCX found: its transports,

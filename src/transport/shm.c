@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Shared-memory transport between ranks of one host. Between processes the FIFO is a memfd
  * segment (os/shm.h: never named in /dev/shm), whose handle the receiver lets go as soon as the
  * sender has mapped it; between threads of one process it is the same memory shared by pointer,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Transports connect two ranks with a FIFO of `nslots` slots of `slot_size` bytes and two
  * counters: `tail` (slots the sender has filled) and `head` (slots the receiver has emptied).
  * Each slot starts with a cell of one cache line: its size, its data when that is small

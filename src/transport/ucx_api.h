@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The part of UCX's UCP interface that the UCX network uses, declared here so that every build
  * of Monel carries the UCX network with no UCX headers installed: UCX itself is loaded at run
  * time (net_ucx_lib.c, dlopen of libucp.so.0), and these are the types, flags and codes its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Error-check macros shared by all host code. WARN once where an error starts; propagate quietly.
  */
 #ifndef MONEL_UTIL_CHECK_H

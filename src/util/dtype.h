@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Data types of the NCCL API: element sizes, names, and the conversions between float and the
  * narrow floating formats (fp16, bfloat16, fp8 e4m3, fp8 e5m2).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The env plugin (util/env_plugin.h). Its getEnv may be called from any thread at once, as
  * NCCL's is; the pointer it returns is copied by param.c before the next read of that name. */
 #include <dlfcn.h>

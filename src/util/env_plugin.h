@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* NCCL's env plugin (ncclEnvPlugin_v2, _v1): a library that answers every variable read in place
  * of the process environment. Only util/param.c calls these. */
 #ifndef MONEL_UTIL_ENV_PLUGIN_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* NCCL-compatible logging. The level, subsystems and file are read once (log_init) from the
  * params table; log_reset() forgets them so the next line re-reads (ncclResetDebugInit). */
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* NCCL-compatible logging: NCCL_DEBUG, NCCL_DEBUG_SUBSYS, NCCL_DEBUG_FILE.
  * Line prefix "host:pid:tid [dev] NCCL INFO ...". WARN also records the text as the thread's
  * last error (ncclGetLastError). Nothing is printed at INFO on hot paths. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The parameter table: read each variable once, parse it, serve it. Reads go through the env
  * plugin (util/env_plugin.h) once it is loaded, as NCCL's do, except NCCL_ENV_PLUGIN itself and
  * the logging variables: the logger is needed while the plugin loads, so those come from the

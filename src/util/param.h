@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The parameter table (util/params.def) and its accessors. Values are read from the environment
  * once per process, through the env plugin when one is loaded (param_reload() re-reads them).
  * Nothing else in src/ calls getenv. */

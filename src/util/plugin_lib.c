@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Finding a plugin library by NCCL's rules (util/plugin_lib.h). */
 #include <dlfcn.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Opening an optional plugin library as NCCL finds its tuner, profiler and env plugins, and the
  * logger NCCL hands every plugin. Failures are not errors: the caller logs `why` at INFO. */
 #ifndef MONEL_UTIL_PLUGIN_LIB_H

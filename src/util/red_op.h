@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Reduction operators: the type every layer passes around (struct red_op, RED_*) and what each
  * operator does to one pair of elements, written once for the CPU engine (cpu/reduce.c) and the
  * kernels (device/reduce.cuh). Header-only; compiles as C11 host code and as CUDA (MONEL_HD).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A record written by one thread and read by others without a lock (a seqlock per slot): the
  * slot's version is odd while the writer changes it; a reader keeps what it read only when the
  * version was even and the same before and after. The caller moves the record's members as

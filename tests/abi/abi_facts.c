@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * abi_facts.c - writes a table of ABI facts about one nccl.h.
  *

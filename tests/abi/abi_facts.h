@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The ABI fact tables: one producer per (header, language), see abi_facts.c. */
 #ifndef MONEL_TESTS_ABI_FACTS_H
 #define MONEL_TESTS_ABI_FACTS_H

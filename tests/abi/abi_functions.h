@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The functions of the NCCL 2.28.9 API, as X-macro lists shared by the ABI
  * tests. Each name X stands for ncclX and pncclX. Keep in step with
  * include/nccl.h and include/monel.h; check_exports.sh finds the same lists by

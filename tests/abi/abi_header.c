@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * abi_header - proves that Monel's nccl.h describes the same ABI as NVIDIA's.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # check_exports.sh LIB [NVIDIA_NCCL_H]
 # check_exports.sh --list [NVIDIA_NCCL_H]   (print the expected names, one per line)
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * compile_test.c - nccl.h and monel.h as a client sees them.
  *

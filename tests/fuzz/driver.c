@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A standalone driver for the fuzz targets where libFuzzer is not at hand: replays every file of
  * the corpus directories given, then runs random inputs (random lengths up to 4 KB, and inputs
  * that keep a corpus file's first bytes) until SECONDS pass. Usage: fuzz_X SECONDS DIR... */

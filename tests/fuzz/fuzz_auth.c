@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Fuzz target: the server side of the handshake (os/auth.c, auth_srv_step), which reads the first
  * bytes of every bootstrap and watch connection, fed the input through a socket pair. */
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Fuzz target: the bootstrap root's reading of a new connection (boot/boot_root.c: the handshake,
  * then the length word and hello), through a real root on the loopback. With FUZZ_NO_AUTH set the
  * root runs without the handshake (MONEL_AUTH=0), so the hello parser itself gets the bytes. Each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Fuzz target: the fingerprint messages of the watch ring (core/fingerprint.c, fp_on_msg) as a
  * rank of 3 receives them from its previous rank. Input: byte 0 picks the message type (even:
  * data, odd: mismatch), byte 1 how many collectives this rank issued first (0..15), the rest is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Fuzz target: what Monel parses of a network connection a peer describes
  * (transport/net_transport.c): the descriptor a receiving rank sends over the bootstrap (magic,
  * FIFO slots and size, the network's handle), taken by the sending rank's connect, then the

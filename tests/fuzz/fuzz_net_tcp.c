@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Fuzz target: the built-in TCP network's parsers of bytes from a peer (transport/net_tcp*.c),
  * on the loopback. Byte 0 picks what the rest is:
  *   0  the first bytes of a new connection to a listener with a key (handshake, then hello)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Fuzz target: NCCL topology XML (topo/xml.c) as NCCL_TOPO_FILE hands it over, then the system
  * built from what parsed (topo/topo.c): every GPU's choice of network devices, and the tree
  * written back out and read again, which must give the same text. */

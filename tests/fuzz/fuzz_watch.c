@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Fuzz target: the watch ring's reading of a connection (core/watch_link.c: the framing of
  * {magic, type, len, from} messages, then core/watch.c's handling of each: BYE, DEAD, HANG,
  * REPORT and the fingerprint messages) as rank 1 of 3 reads what its previous rank sent. Each

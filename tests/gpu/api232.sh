@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The NCCL 2.29-2.32 functions on the GPU engine (tests/gpu/test_gpu_api232.c): the nccl*Config
 # collectives, launch-completion events (ncclCollConfig_t.launchCompletionEvent: rank 0's event
 # must fire before rank 1 calls), a per-call NCCL_CTA_POLICY_ZERO on the copy-engine path (set up

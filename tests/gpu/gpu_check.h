@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Helpers of the GPU tests: check macros, the data types and test ops, inputs that every order of
  * reduction sums to the same bits, and the expected results. */
 #ifndef MONEL_TESTS_GPU_CHECK_H

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Sourced by the GPU scripts: gpu_count prints how many GPUs this process may use, nvidia-smi's
 # count cut down to the entries of CUDA_VISIBLE_DEVICES when that is set (the scripts run on one
 # GPU of a larger machine with CUDA_VISIBLE_DEVICES=0).

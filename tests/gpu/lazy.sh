@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Point-to-point connections made at their first use across hosts (MONEL_P2P_CONNECT, gpu/net.c),
 # on this machine's GPU(s): every rank its own fake host (monelrun --fake-hosts: every pair over
 # the network, NCCL_NET=Socket), the ranks sharing the GPUs (under MPS where it starts), one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The exact-check matrix: every collective x dtype x op x count x root x in/out of place, checked
  * bit for bit, in the three ways a program drives ranks:
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The exact-check matrix (tests/gpu/matrix.c): what every element of every buffer must hold.
  *
  * One formula, compiled twice: as host C for the CPU engine and for messages, and as CUDA device

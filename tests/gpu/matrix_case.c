@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One case on one rank of the exact-check matrix (see matrix.c): which buffers the call gets, the
  * input, the call itself, the check of every region afterwards and the FAIL lines; and the loops
  * that run every case, one rank per thread or all ranks of the process in one group. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The device side of the exact-check matrix: fill a rank's input and check its buffers on the GPU
  * with the formulas of matrix.h, so that a case with 64M elements costs a few kernel passes and
  * one small copy to the host. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The host side of the exact-check matrix, shared by matrix.c (the case list, the modes, the
  * watchdog, the summary, the options) and matrix_case.c (one case on one rank: buffers, input,
  * call, check, report; the loops over the cases). */

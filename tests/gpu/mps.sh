@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Sourced by the GPU scripts whose ranks share a GPU as processes: NVIDIA's MPS control daemon
 # runs their kernels side by side (without it two processes' kernels take turns, and every call
 # takes milliseconds). Pipe and log folders default to /tmp/monel-mps and /tmp/monel-mpsl.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Every (algorithm, protocol) of the GPU engine, forced, checked exactly on this machine's GPUs
 # (one GPU is enough: ranks share it): the exact-check matrix (tests/gpu/matrix.c: every
 # collective the ring and tree run x dtype x op x counts {0, 1, 1023, PLAN_LARGE} x roots, in and

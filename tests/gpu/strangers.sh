@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The GPU checks of mismatched calls and of the job secret, on a machine of one GPU or more (two
 # ranks as two fake hosts, sharing GPU 0 when there is one), logs in $OUT (or /tmp):
 #   1. mismatch-*: gpu_test_gpu_mismatch for every kind (count, dtype, op, root, coll, p2p) and

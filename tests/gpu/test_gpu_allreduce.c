@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* AllReduce on GPUs, checked exactly: every dtype x op (sum, prod, max, min, avg, premulsum with a
  * host and a device scalar) x counts {0, 1, 1023, 100003, 1M+3} x in/out-of-place, with
  * ncclCommInitAll (one thread drives every GPU in one group) and with one thread per GPU

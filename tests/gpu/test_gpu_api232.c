@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* NCCL 2.29-2.32 functions on the GPU engine, ranks as threads (on one GPU they share it):
  * the nccl*Config collectives with per-call algorithm and block limits, checked exactly; the
  * launch-completion event of ncclCollConfig_t (rank 0's event must fire while rank 1 has not yet

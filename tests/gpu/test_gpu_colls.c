@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Broadcast, Reduce, AllGather and ReduceScatter on GPUs, checked exactly: every dtype, every op
  * for the reducing ones (sum, prod, max, min, avg, premulsum with a host and a device scalar),
  * counts {0, 1, 1023, 256K+3}, in place and out of place (NCCL's definitions: AllGather in place

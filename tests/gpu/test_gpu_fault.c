@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Failures on GPUs: nothing hangs, every survivor says why, abort cleans up.
  *   kill OP      2 processes (a GPU each) run OP in a loop on a nonblocking comm, polling the
  *                stream and ncclCommGetAsyncError like PyTorch's watchdog; rank 1 kills itself

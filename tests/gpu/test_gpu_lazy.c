@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One rank of the check of point-to-point connections made at first use (tests/gpu/lazy.sh),
  * started by monelrun with every rank its own fake host, so that every pair talks over the network
  * (on one GPU the ranks share it: rank r uses GPU MONEL_LOCAL_RANK mod count).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Mismatched calls on the GPU engine (core/fingerprint.c): one rank of a job started by monelrun
  * (MONEL_RANK, MONEL_NRANKS, NCCL_COMM_ID; with --fake-hosts the ranks are hosts of their own and
  * may share one GPU: rank r uses GPU MONEL_LOCAL_RANK mod count). The last rank calls something

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Point-to-point on GPUs, checked byte for byte: AlltoAll, AlltoAllv (random counts with zeros),
  * Gather and Scatter (every root, in place and out of place), Send/Recv patterns in one group
  * (ring, all pairs with self, many messages per pair: more than one launch holds), a group over

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The GPU engine across hosts over the UCX network (NCCL_NET=UCX), on the GPU machine:
 #   1. which UCX is used: MONEL_UCX_LIB when set; else the CUDA-aware wheel carried in .whl/
 #      (libucx_cu13-*.whl or libucx_cu12-*.whl, installed with pip into /tmp/ucx-site, whose

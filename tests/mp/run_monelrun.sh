@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Tests of monelrun: environment of each rank, output prefixes, failure propagation, multi-host
 # options, fake hosts and translation of a torchrun, Open MPI or srun environment.
 # Usage: tests/mp/run_monelrun.sh BUILD_DIR

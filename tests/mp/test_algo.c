@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Algorithm choice on the CPU engine: AllReduce, Broadcast and Reduce with NCCL_ALGO forcing Tree
  * and Ring (and OneShot and TwoShot for AllReduce), on 1, 2, 3, 4, 5 and 8 ranks as processes:
  * every dtype (x every op for the reductions, PreMulSum with both scalar residences) x counts {0,

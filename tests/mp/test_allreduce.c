@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* AllReduce on the CPU engine: every dtype x op (PreMulSum with both scalar residences) x counts
  * {0, 1, 7, 1023, 1M+3} x in/out of place, for 1..8 ranks as processes, and as threads.
  * Results are checked element by element, exactly. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The functions NCCL 2.29-2.32 added, on the CPU engine, ranks as threads and as processes:
  * the nccl*Config collectives, ncclCommGrow, ncclCommSuspend/Resume/MemStats, one-sided
  * ncclPutSignal/ncclSignal/ncclWaitSignal, the window helpers, the parameter API,

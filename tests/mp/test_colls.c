@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Broadcast, Bcast, Reduce, AllGather, ReduceScatter, AlltoAll, Gather and Scatter on the CPU
  * engine: every dtype (x every op where the collective reduces) x nranks {1,2,3,4,5,8} x counts
  * {0, 1, 7, 1023, 64K+3} x in/out of place x roots (all roots for small counts, first and last

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Communicators: nonblocking init, grouped init, scalable init, split (with NOCOLOR), shrink,
  * finalize, queries; each new comm proven by an AllReduce checked exactly. */
 #include <stdio.h>

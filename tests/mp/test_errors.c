@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Errors: bad arguments give the right code and a sentence saying what is wrong; a rank killed
  * in the middle of any collective (over shared memory or TCP) makes every other rank return
  * ncclRemoteError or ncclSystemError within 10 s, naming the dead rank; ncclCommAbort then

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Mismatched calls (core/fingerprint.c, MONEL_CHECK_CALLS) on the CPU engine, with the default
  * settings (the check is on unless MONEL_CHECK_CALLS=0): the last rank calls something else than
  * the others (count, a type of the same size, op, root, another collective, a Send/Recv size,

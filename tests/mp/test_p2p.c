@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Point-to-point on the CPU engine: ncclSend/ncclRecv in groups (ring, all pairs, self, zero
  * size, many messages of varied sizes to varied peers, messages of several MB), AlltoAllv with
  * random counts including zeros, an in-place AllReduce behind a Send on the same FIFO, and a rank

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The watch (core/watch.c) on the CPU engine: an operation that hangs is explained on every rank.
  *  - missing: 3 ranks run an AllReduce, then ranks 0 and 1 call a second one that rank 2 never
  *    calls. With MONEL_HANG_TIMEOUT=1, every rank (rank 2 too) logs one report naming rank 2 as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A user's MPI program on Monel, started by a real mpirun (tests/mpi/run): rank 0's
  * ncclGetUniqueId travels by MPI_Bcast, as NCCL's documentation shows, every rank joins with
  * ncclCommInitRank, and MPI's own collectives are the reference: each result of Monel's must equal

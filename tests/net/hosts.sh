@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Namespace hosts for the multi-host tests (sourced by tests/net/run and tests/net/scale): each
 # "host" a network namespace ${tag}h<i> with veth<i> at 10.77.0.<i+1>/24, bridged in a "switch"
 # namespace ${tag}sw. The caller sets `tag` and keeps the names made in the array `namespaces`

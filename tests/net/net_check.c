@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One rank of a multi-host check, started by monelrun (MONEL_RANK, MONEL_NRANKS, NCCL_COMM_ID):
  * every collective and point-to-point pattern on a few types and counts (0, 1, 1023, 1M+3),
  * AllReduce, AllGather and ReduceScatter also in place, Broadcast and Reduce also from every

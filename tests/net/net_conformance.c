@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The network interface's own test (transport/net.h), against the built-in TCP network and
  * against a plugin through the loader:
  *

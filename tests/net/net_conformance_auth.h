@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Part of net_conformance.c (included once, after its helpers): the built-in TCP network and
  * strangers at its listening port. With a key (net.h), a connection must prove it before any
  * other byte is read; whatever fails is closed at once and the job's own connection still gets

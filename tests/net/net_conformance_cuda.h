@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* CUDA memory through the interface (included by net_conformance.c): reg_mr with NET_PTR_CUDA
  * where a device's properties allow it (NET_PTR_CUDA, or cuda_copy), refused with a NULL handle
  * elsewhere; and, through the plugin adapter, a plugin that advertises NCCL_PTR_CUDA: its CUDA

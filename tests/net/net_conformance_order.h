@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Part of net_conformance.c (included once, after its helpers): between two processes, the
  * messages of one connection are matched in order while the connections are still being set
  * up. Each round connects as a net link does (transport/net_link.c): the sender connects and

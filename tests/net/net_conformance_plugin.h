@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Part of net_conformance.c (included once, after its helpers): the plugin loader's rules
  * (chosen, expect: also used by the UCX network's choice), the v8 interface's limits through
  * the adapter, and the test plugin's own count of requests in flight at close. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Part of net_conformance.c (included once, after its helpers): what is particular to net_tcp's
  * data sockets and helper threads: a large message cut over several sockets, small ones on the
  * control socket alone, the 64-socket bound, and how many helper threads a connection gets

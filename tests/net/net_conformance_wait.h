@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Part of net_conformance.c (included once, after its helpers): net.h's wait and wake, with
  * which a progress thread sleeps on a network and is woken. */
 #ifndef MONEL_TESTS_NET_CONFORMANCE_WAIT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One rank of the check that a rank's descriptors and threads stay within a bound once it has
  * talked to every peer, started by monelrun (every rank its own fake host, or namespace hosts):
  * AllReduce of 8 B and 4 MB and a Broadcast of 4 MB (the plan's algorithms), an AlltoAll of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One rank of the network path's resource check, started by monelrun with every rank its own
  * (fake) host, so that every connection between ranks goes through the network (TCP):
  *   1. AllReduce (8 B and 1 MB, on whatever algorithm the runner forces), then one Send/Recv of

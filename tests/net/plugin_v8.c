@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A small NCCL net plugin of interface v8 ("TestV8"), built as libnccl-net-testv8.so, for
  * Monel's tests: it carries bytes between processes and hosts over one TCP connection per comm,
  * with its own code (it calls nothing of Monel), and counts what its sends and receives carried.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One rank of the forced-plan check (tests/plan/run starts it under monelrun): every collective
  * that the forced algorithm runs on the CPU engine (NCCL_ALGO and NCCL_PROTO come from the
  * environment), over dtypes {int8, float32, bfloat16} x ops {sum, max, avg} x counts {0, 1, 7,

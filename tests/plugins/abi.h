@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The plugin ABIs as NCCL's documentation states them, written for the test plugins apart from
  * Monel's own headers, so that a layout mistake in either shows. */
 #ifndef MONEL_TESTS_PLUGINS_ABI_H

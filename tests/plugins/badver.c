@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A library with plugin symbols of versions Monel does not accept (NCCL does not either): each
  * must be refused as unsupported. NOSYM builds the same file with no plugin symbol at all. */
 #include "abi.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One process of the plugin tests (tests/plugins/run): ranks as threads of this process on the
  * CPU engine run a fixed list of operations, check every result exactly, and then compare what
  * the loaded test plugin counted (its test_plugin_count, reached through the library Monel

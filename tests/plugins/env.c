@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A test env plugin, built once per version (ENV_VERSION 1 or 2). It answers
  * TEST_ENV_SUPPLY="NAME=VALUE"'s NAME with VALUE, which the environment does not have, and every
  * other name from the environment; test_plugin_count tells what Monel called. */

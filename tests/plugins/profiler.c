@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A test profiler plugin, built once per version (PROF_VERSION 1..7). It reads every descriptor
  * by the byte offsets NCCL's documentation gives, keeps a record per event and checks the tree
  * as events arrive: parents are live records of the right type, every start gets one stop,

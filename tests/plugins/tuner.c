@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A test tuner plugin, built once per version (TUNER_VERSION 2..7). TEST_TUNER_RULE =
  * "func,min,max,algo,proto,channels" forces (algo, proto) for NCCL function id func when
  * min <= nBytes <= max, and sets nChannels when channels > 0; TEST_TUNER_FORCE=1 forces it even

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Shared fixtures of the Python tests.
 
 test_cpu.py runs as N identical pytest processes, one per rank (tests/python/run

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Monel's Python bindings on the CPU engine, run by every rank of a job:
 
     build/bin/monelrun -n 4 python3 -m pytest -q tests/python/test_cpu.py

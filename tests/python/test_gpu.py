@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Monel's Python bindings on GPUs: torch tensors and CuPy arrays on 2 GPUs.
 
 Run by tests/python/run (one process; the two communicators come from

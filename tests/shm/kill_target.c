@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A job for tests/shm/run to kill with SIGKILL at a chosen point: ranks as threads of this process
  * or as forked processes, in a loop of comm inits (init), a loop of AllReduces (coll), or in an
  * AllReduce that rank 1 never joins (hang). Each rank appends "<pid> <rank>" to the ready file

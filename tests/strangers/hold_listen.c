@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A test aid for tests/strangers/run, preloaded into every process of a job (LD_PRELOAD): each
  * TCP listen() of the job is held until the strangers had their turn at the new port. It tells
  * the stranger (stranger.py, at the Unix socket named by STRANGER_HOLD_SOCK) "pid host port",

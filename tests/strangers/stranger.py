@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Strangers at every listening port of a job, each port visited before the job accepts anything
 there (tests/strangers/run).
 

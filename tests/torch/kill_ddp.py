@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """A DDP job that loses a rank: under torchrun with 2 GPUs (or one that both ranks share), rank 1
 kills itself (SIGKILL) at step 5. The survivor must end with PyTorch's DistBackendError carrying Monel's sentence (which rank
 died, its host and pid, and the operation that waited on it) instead of hanging. Each rank prints

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """CuPy's NCCL bindings (cupy.cuda.nccl) on Monel, over every local GPU:
 
 1. one process: NcclCommunicator.initAll over all GPUs, an allReduce on each GPU in one

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """torch.distributed on Monel: every collective, dtype and feature PyTorch drives through NCCL.
 
 Run one process per GPU (backend "nccl", rank i on cuda:LOCAL_RANK), Monel preloaded:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Values of the torch.distributed suite (tests/torch/test_torch.py): CPU tensors computed from
 rank numbers only, so that every expected result is known without any communication library, and
 their bit-exact comparison."""

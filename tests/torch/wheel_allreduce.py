@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """An all_reduce through torch.distributed's NCCL backend, run under `python -m monel run
 torchrun ...` (tests/torch/run-wheel). PyTorch's __init__ maps the nvidia-nccl wheel's
 libnccl.so.2 too (by its path, RTLD_LOCAL), so which file is mapped proves nothing: after the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A call's own algorithm selection (task algo_mask, from ncclCollConfig_t.algSelection) decides
  * the algorithm of the task's plan (core/plan.c), whatever the cost model prefers and whatever
  * NCCL_ALGO says; and the per-call thread-block limits narrow the comm's (tune_task_cta). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Bootstrap tests: TCP rendezvous (threads and processes), NCCL_COMM_ID on IPv4 and IPv6, bad
  * connections to the root, rendezvous timeout, dead peers (with and without a connection, and
  * a peer that exits right after sending), abort, and the in-process bootstrap. */

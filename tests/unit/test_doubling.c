@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* algo/doubling.h: recursive doubling AllReduce, played for every rank count 2..64 with values
  * that record how they were made ("x3" an input, "P3" its pre step, "(a+b)" a fold, "A(...)" the
  * post step):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* util/dtype.h: exhaustive round trips, ties to even, overflow, subnormals, NaN, sizes, names. */
 #include <float.h>
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* proxy/fifo_net.c: the proxy's side of GPU FIFO connections across hosts, with host threads
  * playing the kernels, over the built-in TCP network (net_tcp). Two processes ("hosts" a and b,
  * MONEL_HOST_ID) each send on 3 connections and receive on 3, every one with its own FIFO shape

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The GPUDirect RDMA path of proxy/fifo_net.c, watched from the network's side (included by
  * test_fifo_net.c, whose wrapped network this extends). The kernels' slots live apart from their
  * counters (spec.slots, as device memory would), and are registered as NET_PTR_CUDA:

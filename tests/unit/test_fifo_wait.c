@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cpu/fifo.c: an engine thread that sleeps on a FIFO counter rings the proxy thread's doorbell
  * while it sleeps (proxy_kick, about every 10 ms), so that a network event that the proxy
  * thread's own sleep missed costs milliseconds, not a hang: tests/net/run's UCX runs hung that

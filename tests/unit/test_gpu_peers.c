@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpu/peers.c: the peers a task's kernel reaches through the GPU engine's point-to-point FIFOs,
  * which the engine connects across the network at their first use (MONEL_P2P_CONNECT=lazy).
  *  - Each kind of task names the peers its kernel exchanges with: Send/Recv their peer, AlltoAll

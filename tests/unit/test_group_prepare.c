@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* core/group.c and the engine's prepare hooks (struct engine prepare_needed / prepare): the
  * collective setup some tasks need before run() (the GPU engine's copy-engine path for a call
  * with a per-call NCCL_CTA_POLICY_ZERO). One thread's group holding two ranks of a comm prepares

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* core/plan.c: NCCL_PROTO's grammar (NCCL's names, "^", per-collective lists, refusals), and the
  * plan's choices from the engines' tables: the GPU engine keeps its paths (one-shot LL within its
  * crossover and the LL buffers' capacity, one hop across the network within its crossover and a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cpu/reduce.c: every type x operator against known results, flags, aliasing, wraparound,
  * average truncation and rounding, PreMulSum, NaN and signed zeros in max/min. */
 #include <math.h>

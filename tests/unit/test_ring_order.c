@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* topo/ring_order.c: for 1..8 hosts and 1..64 ranks in interleaved, blocked and random layouts the
  * order is a permutation, starts at rank 0, keeps each host's ranks contiguous and ascending, lists
  * hosts in the order of their lowest rank, and crosses hosts exactly (number of hosts) times, or

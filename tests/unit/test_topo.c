@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The topology: NCCL's XML read, refused and written back (topo/xml.c); path types and the
  * GPU->NIC choice on the topology files of tests/topo and on a fake sysfs tree (topo/detect.c,
  * topo/topo.c). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* algo/tree.h and core/algo.c: the two trees are trees (every rank but the root has one parent
  * that lists it as a child, the root is the operation's root, depth within tree_height) for
  * every rank count to 300 and every root; the trees are complementary (at most one rank is a

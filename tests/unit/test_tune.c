@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* core/tune.c's thread-block model (the fewest blocks that fill the link, one per block_bytes
  * below that, half with the efficiency policy, the limits applied last), the CTA limits'
  * precedence (environment over config over NCCL_*_NCHANNELS) and their clamping to 1..64, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The watch's reading of a GPU comm's progress counters (core/watch_report.h
  * watch_progress_from): what counts as pending after eager launches, graph replays, a running
  * block of a partly finished operation, and nothing at all. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Monel's declarations of UCX's interface (src/transport/ucx_api.h) against UCX's own header:
  * every size, field offset and constant that the UCX network relies on must be the same, or the
  * UCX network, built without UCX's headers, would hand UCX wrong structs. Built where UCX's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One entry of tests/unit/ucx_api_list.h as each side of tests/unit/test_ucx_api.c computes
  * it. */
 #ifndef TESTS_UNIT_UCX_API_ITEM_H

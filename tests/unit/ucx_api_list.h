@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What tests/unit/test_ucx_api.c compares between UCX's header and Monel's own declarations
  * (src/transport/ucx_api.h): SZ(type) its size, OFF(type, field) a field's offset, VAL(name) a
  * constant. Included by both sides of the test, each with its own SZ, OFF and VAL. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Monel's side of tests/unit/test_ucx_api.c: the list of sizes, offsets and values computed
  * from src/transport/ucx_api.h (UCX's header is not included here: the two declare the same
  * names). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * all_gather_perf - ncclAllGather; size = total bytes, busbw = algbw * (n-1)/n.
  */

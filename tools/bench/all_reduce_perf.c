@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * all_reduce_perf - ncclAllReduce; busbw = algbw * 2(n-1)/n.
  */

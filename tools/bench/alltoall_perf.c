@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * alltoall_perf - ncclAlltoAll; size = total bytes per rank, busbw = algbw * (n-1)/n.
  */

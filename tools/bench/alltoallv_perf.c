@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * alltoallv_perf - ncclAlltoAllv (Monel extension, VCCL's signature) with a
  * deterministic uneven split: rank i sends rank j

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * args.c - parses the nccl-tests 2.x command line.
  */

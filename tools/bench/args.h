@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * args.h - the command line of the benches (nccl-tests 2.x flags and defaults).
  */

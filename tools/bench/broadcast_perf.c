@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * broadcast_perf - ncclBroadcast from -r root; busbw = algbw.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cuda_rt.c - run-time loading of the CUDA runtime for the benches.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cuda_rt.h - the few CUDA runtime calls the benches use, loaded at run time.
  *

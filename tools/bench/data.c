@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * data.c - types, operators, input values and exact checking for the benches.
  *

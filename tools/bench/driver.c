@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * driver.c - the shared driver of the *_perf programs.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * driver.h - the shared driver of the *_perf programs (nccl-tests compatible).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * hypercube_perf - an all-gather made of ncclSend/ncclRecv exchanges along
  * the dimensions of a hypercube: at step k each rank swaps the 2^k blocks it

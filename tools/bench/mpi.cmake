@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The MPI_Allreduce reference program (mpi_allreduce.c), for tools/bench/cpu-vs-mpi. Optional:
 # built only where CMake finds MPI for C. Include this file from tools/bench/CMakeLists.txt.
 find_package(MPI COMPONENTS C QUIET)

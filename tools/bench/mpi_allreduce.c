@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* MPI_Allreduce timed the way all_reduce_perf times ncclAllReduce, for side-by-side figures:
  * float sum, sizes from -b to -e bytes multiplied by -f, -w warm-up calls at the largest size,
  * then per size -n timed calls out of place and -n in place; the time of a call is averaged over

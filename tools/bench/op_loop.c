@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One AllReduce size in a loop, timed in blocks: the time per operation in ns with one decimal,
  * for per-operation costs below all_reduce_perf's 0.01 us (an 8-byte AllReduce on the CPU engine
  * takes about 0.13 us). Host buffers (the CPU engine), float sum, out of place, each call in its

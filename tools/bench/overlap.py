@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Overlap of a GEMM loop and collectives: how much each slows the other down.
 
 One process per GPU (torchrun). On each GPU a bf16 GEMM loop (M=N=K=8192 by default) runs on one

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Sourced by the bench scripts that read a *_perf table (nccl-tests' columns: size count type
 # redop root, then time algbw busbw #wrong for out of place, and the same for in place).
 #   perf_rows KEY...   the table on stdin -> "KEY... size time_us busbw_GBs", out-of-place columns

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What one rank holds and spends, run under monelrun (MONEL_RANK, MONEL_NRANKS): after init, and
  * again after a few AllReduce sizes and one Send/Recv with each ring neighbour, the open file
  * descriptors (/proc/self/fd), the threads (/proc/self/task) and the resident memory; then the CPU

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * reduce_perf - ncclReduce to -r root; busbw = algbw. Only the root is checked.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * reduce_scatter_perf - ncclReduceScatter; size = total bytes, busbw = algbw * (n-1)/n.
  */

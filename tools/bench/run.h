@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * run.h - state shared by the driver (driver.c) and the sweep (sweep.c).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * scatter_perf - ncclScatter from -r root; size = total bytes, busbw = algbw * (n-1)/n.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sendrecv_perf - each rank sends to rank+1 and receives from rank-1 (a ring
  * shift) with ncclSend/ncclRecv in one group; busbw = algbw.

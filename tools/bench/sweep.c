@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sweep.c - one thread's sweep: sizes x types x ops x roots, each timed
  * out-of-place and in-place, checked exactly, and printed by global rank 0.

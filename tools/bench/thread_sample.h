@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A sample of every thread of this process: its name, its CPU time in ns (the thread's CPU-time
  * clock, which counts what utime + stime of /proc/self/task/<tid>/stat count, to the nanosecond),
  * the part of it spent in the kernel (stime, in clock ticks: 10 ms steps on most systems) and its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* monel-info: Monel's version and build, the engine a rank would use here, and every parameter
  * with its doc, default and current value. `monel-info --markdown` prints the parameter table
  * as docs/params.md. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * monelrun: start the ranks of a Monel job as local processes.
  *

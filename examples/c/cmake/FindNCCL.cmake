@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # FindNCCL: finds an NCCL library (NVIDIA's, or Monel's drop-in libnccl.so.2) the way projects
 # written for NCCL commonly do.
 # Hints: NCCL_ROOT, NCCL_HOME or NCCL_DIR (CMake or environment variables; NCCL_ROOT is also

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A stand-in for PyTorch's libtorch_cuda.so: a library that needs libnccl.so.2 (DT_NEEDED, with a
  * run path to the nvidia wheel's directory, as PyTorch's libraries have) and calls it. */
 #include "nccl.h"

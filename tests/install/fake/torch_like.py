@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Loads NCCL the way PyTorch 2.11 does, from a fake site directory laid out like PyTorch's
 (tests/install/run copies this file into it, next to nvidia/nccl/lib/libnccl.so.2, a stand-in
 for NVIDIA's library, and torch_like/lib/libconsumer.so, one for libtorch_cuda.so):
