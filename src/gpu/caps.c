@@ -32,27 +32,29 @@
 #define NET   (1u << PLAN_PATH_NET)
 #define MB    (1u << 20)
 
-/* docs/PERFORMANCE.md, "Every GPU collective on 4 H200": one-shot 5.3 us at 8 B, 23.5 us at
- * 512 KB (3 peers); the ring 342 GB/s per rank at 512 MB and 13.9 us at 128 KB in 6 steps. */
-#define H200_ONESHOT "4 H200, AllReduce -t 4 -g 1 (PERFORMANCE.md): 5.3 us at 8 B, 23.5 at 512 KB"
-#define H200_RING    "4 H200, AllReduce -t 4 -g 1 (PERFORMANCE.md): 342 GB/s at 512 MB"
-/* docs/PERFORMANCE.md, "On a quiet machine (2 H200 as two hosts)": 45.7 us at 8 B in two network
- * steps, 9.07 GB/s at 128 MB; the one hop: 30.0-38.9 us at 8 B on 2 hosts (H100, MPS).
- * The one hop's bound, per peer (PERFORMANCE.md, "The one hop of every collective"; one H200,
- * ranks as hosts under MPS, medians of 4 rounds against the ring): AllGather and ReduceScatter on
- * 4 hosts 49-61 us against the ring's 62-75 up to 8 KB a peer, 180-190 against 148-152 at 64 KB;
- * AllReduce on 8 hosts 235 us against 374 at 32 KB a peer, 1738 against 571 at 256 KB; Reduce
- * level with the ring up to 32 KB; Broadcast 1.4-1.5x the ring's time from 8 B to 4 KB with the
- * kernel that served its peers one after another, level with it with every peer at once (15.4-18.0
- * against 16.2-19.2 us up to 4 KB, 29.6 against 22.1 at 32 KB). From 8 ranks AllReduce and
- * AllGather double (gpu/peers.h; PERFORMANCE.md, "Recursive doubling across hosts"): AllReduce at
- * 8 hosts 138.0-142.5 us at 32 KB against every peer at once's 170.4; at 256 KB doubling took 680
- * us against the ring's 507, so the bound stays 32 KB. */
-#define NET_RING "2 H200 as 2 hosts over TCP (PERFORMANCE.md): 45.7 us at 8 B, 9.07 GB/s"
+/* docs/PERFORMANCE.md at 212cdd8, "Every GPU collective on 4 H200": one-shot 5.3 us at 8 B, 23.5 us
+ * at 512 KB (3 peers); the ring 342 GB/s per rank at 512 MB and 13.9 us at 128 KB in 6 steps. */
+#define H200_ONESHOT                                                                               \
+  "4 H200, AllReduce -t 4 -g 1 (docs/PERFORMANCE.md at 212cdd8): 5.3 us at 8 B, 23.5 at 512 KB"
+#define H200_RING "4 H200, AllReduce -t 4 -g 1 (docs/PERFORMANCE.md at 212cdd8): 342 GB/s at 512 MB"
+/* docs/PERFORMANCE.md at 212cdd8, "On a quiet machine (2 H200 as two hosts)": 45.7 us at 8 B in two
+ * network steps, 9.07 GB/s at 128 MB; the one hop: 30.0-38.9 us at 8 B on 2 hosts (H100, MPS). The
+ * one hop's bound, per peer (docs/PERFORMANCE.md at 212cdd8, "The one hop of every collective"; one
+ * H200, ranks as hosts under MPS, medians of 4 rounds against the ring): AllGather and
+ * ReduceScatter on 4 hosts 49-61 us against the ring's 62-75 up to 8 KB a peer, 180-190 against
+ * 148-152 at 64 KB; AllReduce on 8 hosts 235 us against 374 at 32 KB a peer, 1738 against 571 at
+ * 256 KB; Reduce level with the ring up to 32 KB; Broadcast 1.4-1.5x the ring's time from 8 B to 4
+ * KB with the kernel that served its peers one after another, level with it with every peer at once
+ * (15.4-18.0 against 16.2-19.2 us up to 4 KB, 29.6 against 22.1 at 32 KB). From 8 ranks AllReduce
+ * and AllGather double (gpu/peers.h; docs/PERFORMANCE.md at 212cdd8, "Recursive doubling across
+ * hosts"): AllReduce at 8 hosts 138.0-142.5 us at 32 KB against every peer at once's 170.4; at 256
+ * KB doubling took 680 us against the ring's 507, so the bound stays 32 KB. */
+#define NET_RING                                                                                   \
+  "2 H200 as 2 hosts over TCP (docs/PERFORMANCE.md at 212cdd8): 45.7 us at 8 B, 9.07 GB/s"
 #define NET_ONEHOP                                                                                 \
   "1 H100/H200, n ranks as n hosts under MPS: 30.0-38.9 us at 8 B on 2 hosts; AllReduce 235 us "   \
   "at 32 KB a peer on 8 hosts (the ring 374), 138-143 by recursive doubling; GB/s an estimate"
-/* docs/PERFORMANCE.md, "Tree and protocols across hosts: n ranks as n hosts on one H100"
+/* docs/PERFORMANCE.md at 212cdd8, "Tree and protocols across hosts: n ranks as n hosts on one H100"
  * (AllReduce, medians of 5 rounds, Simple). The tree's time has a large fixed part across hosts:
  * 2 MB took 1.13 ms on 2 hosts, 2.05 ms on 4, 2.7 ms on 8 (2h network trips of the whole
  * pipeline, h = 1, 2, 3), so its latency figure is 500 us per step, not the 24 us of an 8-byte
@@ -64,10 +66,11 @@
  * except 32 KB on 8 hosts (337 us against the ring's 444), which this model leaves to the ring.
  * Measured with 8 point-to-point channels per network peer (MONEL_NET_P2P_CHANNELS): with 2 the
  * tree lost a third of its bandwidth at 4 hosts, with 8 again it took 15.0 ms at 128 MB on 2
- * hosts where the ring took 22.3 (PERFORMANCE.md, "Socket on the GPU engine: the open
- * measurements..."). */
+ * hosts where the ring took 22.3 (docs/PERFORMANCE.md at 212cdd8, "Socket on the GPU engine: the
+ * open measurements..."). */
 #define NET_TREE                                                                                   \
-  "1 H100, n ranks as n hosts under MPS (PERFORMANCE.md): tree 11.55 GB/s against ring 7.62 at "   \
+  "1 H100, n ranks as n hosts under MPS (docs/PERFORMANCE.md at 212cdd8): tree 11.55 GB/s "        \
+  "against ring 7.62 at "                                                                          \
   "128 MB on 2 hosts, 4.60/4.11 on 4, 2.11/1.97 on 8; 2 MB: 1.13 ms on 2 hosts"
 #define EST "estimate, not measured (taken only when NCCL_ALGO/NCCL_PROTO ask)"
 

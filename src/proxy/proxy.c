@@ -13,7 +13,7 @@
  * enqueues work (gpu_run), a socket's news wakes it, and a graph replay's first step waits at
  * most DEEP_MS. Napping NAP_NS for ever woke every idle rank's thread thousands of times a second,
  * a CPU cost measured on a GPU host ("The network path's CPU time" in git's history of
- * docs/PERFORMANCE.md). */
+ * docs/PERFORMANCE.md at 212cdd8). */
 #include "proxy/proxy.h"
 #include <pthread.h>
 #include <sched.h>
