@@ -87,14 +87,9 @@ static void load(void) {
     INFO(LOG_INIT | LOG_PROFILE, "PROFILER/Plugin: NCCL_PROFILER_PLUGIN=none: no profiler");
     return;
   }
-  void* lib = plugin_lib_open(spec, "libnccl-profiler.so", "libnccl-profiler-", plug.used,
-                              sizeof plug.used, why, sizeof why);
   int from_net = 0;
-  if (lib == NULL && net_plugin_lib() != NULL) {
-    snprintf(plug.used, sizeof plug.used, "%s", net_plugin_lib());
-    lib = dlopen(plug.used, RTLD_NOW | RTLD_LOCAL);
-    from_net = 1;
-  }
+  void* lib = plugin_lib_find(spec, "libnccl-profiler.so", "libnccl-profiler-", net_plugin_lib(),
+                              plug.used, sizeof plug.used, why, sizeof why, &from_net);
   if (lib == NULL) {
     INFO(LOG_INIT | LOG_PROFILE, "PROFILER/Plugin: no profiler plugin loaded (%s)", why);
     return;

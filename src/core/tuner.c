@@ -59,14 +59,9 @@ static void load(void) {
     INFO(LOG_INIT | LOG_TUNING, "TUNER/Plugin: NCCL_TUNER_PLUGIN=none: no tuner plugin");
     return;
   }
-  void* lib = plugin_lib_open(spec, "libnccl-tuner.so", "libnccl-tuner-", plug.used,
-                              sizeof plug.used, why, sizeof why);
   int from_net = 0;
-  if (lib == NULL && net_plugin_lib() != NULL) {
-    snprintf(plug.used, sizeof plug.used, "%s", net_plugin_lib());
-    lib = dlopen(plug.used, RTLD_NOW | RTLD_LOCAL);
-    from_net = 1;
-  }
+  void* lib = plugin_lib_find(spec, "libnccl-tuner.so", "libnccl-tuner-", net_plugin_lib(),
+                              plug.used, sizeof plug.used, why, sizeof why, &from_net);
   if (lib == NULL) {
     INFO(LOG_INIT | LOG_TUNING, "TUNER/Plugin: no tuner plugin loaded (%s); Monel's own plan", why);
     return;

@@ -22,13 +22,13 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include "util/check.h"
 #include "util/param.h"
+#include "util/plugin_lib.h"
 #include "transport/net.h"
 #include "transport/net_handle.h"
 #include "transport/net_plugin_abi.h"
@@ -75,18 +75,6 @@ struct pwrap {
 };
 
 /* ---- what the plugin calls ------------------------------------------------------------------ */
-
-static void plugin_log(int level, unsigned long subsys, const char* file, int line, const char* fmt,
-                       ...) {
-  int lvl = level == LOG_ABORT ? LOG_WARN : level == LOG_VERSION ? LOG_INFO : level;
-  if (lvl <= LOG_NONE || lvl > LOG_TRACE || (lvl != LOG_WARN && !LOG_ENABLED(lvl))) return;
-  char msg[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  log_emit(lvl, subsys, file, line, "%s", msg);
-}
 
 static ncclResult_t plugin_profile(void** event, int type, void* phandle, int64_t id, void* ext) {
   if (event != NULL) *event = NULL;
@@ -431,13 +419,13 @@ static int plugin_start(const char* path) {
   int ndev = 0;
   ncclResult_t res;
   if (plug.version == 8)
-    res = plug.t.v8->init(plugin_log);
+    res = plug.t.v8->init(plugin_lib_log);
   else if (plug.version == 9)
-    res = plug.t.v9->init(plugin_log);
+    res = plug.t.v9->init(plugin_lib_log);
   else if (plug.version == 10)
-    res = plug.t.v10->init(plugin_log, plugin_profile);
+    res = plug.t.v10->init(plugin_lib_log, plugin_profile);
   else
-    res = plug.t.v11->init(&plug.ctx, 0, &(struct netp_config){.traffic_class = -1}, plugin_log,
+    res = plug.t.v11->init(&plug.ctx, 0, &(struct netp_config){.traffic_class = -1}, plugin_lib_log,
                            plugin_profile);
   if (res != ncclSuccess) {
     INFO(LOG_INIT | LOG_NET, "NET/Plugin: %s (%s) failed to initialize (error %d); skipped", name,

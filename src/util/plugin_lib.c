@@ -59,6 +59,16 @@ void* plugin_lib_open(const char* spec, const char* def, const char* prefix, cha
   return NULL;
 }
 
+void* plugin_lib_find(const char* spec, const char* def, const char* prefix, const char* fallback,
+                      char* used, size_t used_len, char* why, size_t why_len, int* from_fallback) {
+  void* lib = plugin_lib_open(spec, def, prefix, used, used_len, why, why_len);
+  *from_fallback = 0;
+  if (lib != NULL || fallback == NULL) return lib;
+  snprintf(used, used_len, "%s", fallback);
+  *from_fallback = 1;
+  return dlopen(used, RTLD_NOW | RTLD_LOCAL);
+}
+
 void plugin_lib_log(int level, unsigned long subsys, const char* file, int line, const char* fmt,
                     ...) {
   /* NCCL's ABORT is an error the plugin reports; VERSION lines are informative */

@@ -12,6 +12,12 @@
 void* plugin_lib_open(const char* spec, const char* def, const char* prefix, char* used,
                       size_t used_len, char* why, size_t why_len);
 
+/* plugin_lib_open, then (when that finds nothing and fallback is not NULL) the library fallback
+ * names, as NCCL looks for a tuner or profiler inside the net plugin's library; *from_fallback
+ * says which opened it. */
+void* plugin_lib_find(const char* spec, const char* def, const char* prefix, const char* fallback,
+                      char* used, size_t used_len, char* why, size_t why_len, int* from_fallback);
+
 /* 1 when spec is "none" in any case (no plugin of that kind, no fallback). */
 int plugin_lib_is_none(const char* spec);
 
