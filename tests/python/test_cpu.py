@@ -10,6 +10,7 @@ gives the same bits; only floating-point avg is compared with a tolerance.
 
 import ctypes
 import os
+import re
 import pickle
 import time
 
@@ -77,7 +78,19 @@ def test_every_function_bound():
         fn = getattr(lib, name)
         assert fn.argtypes == argtypes and fn.restype == restype, name
         assert getattr(lib, "p" + name), "p" + name
-    assert len(C.FUNCTIONS) == 55  # 52 of nccl.h, 3 of monel.h
+    assert len(C.FUNCTIONS) == 56  # 52 of nccl.h, 4 of monel.h
+
+
+def test_topo_info():
+    """ncclMonelTopoInfo: success, and every line in monel-info --topo's form (none without a GPU
+    or NCCL_TOPO_FILE)."""
+    lib = C.load()
+    buf = ctypes.create_string_buffer(1 << 16)
+    assert lib.ncclMonelTopoInfo(buf, len(buf)) == 0
+    pat = re.compile(r"^GPU -?[0-9]+ [0-9a-f:.]+ -> NIC \S+ \S+ [A-Z]{3} [0-9.]+$")
+    for line in buf.value.decode().splitlines():
+        assert pat.match(line), line
+    assert lib.ncclMonelTopoInfo(buf, 0) == 4  # ncclInvalidArgument
 
 
 def test_struct_layout():
