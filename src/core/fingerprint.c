@@ -76,10 +76,9 @@ struct fp {
   int npend;
   struct send_side* snd; /* [kind * nranks + peer] */
   struct recv_side* rcv;
-  struct pair_rec* fwd; /* records of others to pass on, grown as they come (fwd_keep) */
-  int64_t nfwd, fwd_cap;
-  int fwd_warned; /* a record was dropped for lack of memory */
-  char* buf;      /* outgoing message */
+  struct pair_rec* fwd; /* records of others to pass on */
+  int nfwd, fwd_cap;
+  char* buf; /* outgoing message */
   size_t buf_cap;
 };
 
@@ -106,9 +105,14 @@ struct fp* fp_create(struct ncclComm* comm) {
   if (f == NULL) return NULL;
   int n = comm->nranks;
   f->comm = comm, f->rank = comm->rank, f->nranks = n;
-  f->snd = calloc((size_t)FP_KINDS * n, sizeof *f->snd);
-  f->rcv = calloc((size_t)FP_KINDS * n, sizeof *f->rcv);
-  f->pairs = f->snd != NULL && f->rcv != NULL;
+  f->pairs = n <= FP_PAIR_MAX_RANKS;
+  if (f->pairs) {
+    f->snd = calloc((size_t)FP_KINDS * n, sizeof *f->snd);
+    f->rcv = calloc((size_t)FP_KINDS * n, sizeof *f->rcv);
+    f->fwd_cap = FP_KINDS * n * n;
+    f->fwd = calloc((size_t)f->fwd_cap, sizeof *f->fwd);
+    if (f->snd == NULL || f->rcv == NULL || f->fwd == NULL) f->pairs = 0;
+  }
   pthread_mutex_init(&f->mu, NULL);
   return f;
 }
@@ -332,7 +336,7 @@ void fp_service(struct fp* f, double now, fp_send_fn send, void* ctx) {
   }
   uint64_t last = ncoll_now(f), first = f->sent_ncoll + 1;
   if (last >= FP_BATCH && first < last - FP_BATCH + 1) first = last - FP_BATCH + 1;
-  int ncoll = (int)(last + 1 - first), npair = (int)f->nfwd;
+  int ncoll = (int)(last + 1 - first), npair = f->nfwd;
   for (int i = 0; f->pairs && i < FP_KINDS * f->nranks; i++)
     npair += f->snd[i].n != f->snd[i].sent_n;
   size_t len = sizeof(struct data_hdr) + (size_t)ncoll * sizeof(struct coll_rec) +
@@ -355,8 +359,10 @@ void fp_service(struct fp* f, double now, fp_send_fn send, void* ctx) {
       memcpy(at, &p, sizeof p), at += sizeof p;
       s->sent_n = s->n;
     }
-    memcpy(at, f->fwd, (size_t)f->nfwd * sizeof(struct pair_rec));
-    at += (size_t)f->nfwd * sizeof(struct pair_rec);
+    if (f->nfwd > 0) { /* none: fwd may be NULL (no pair records above FP_PAIR_MAX_RANKS) */
+      memcpy(at, f->fwd, (size_t)f->nfwd * sizeof(struct pair_rec));
+      at += (size_t)f->nfwd * sizeof(struct pair_rec);
+    }
     struct data_hdr h = {f->rank, ncoll, npair, 0};
     memcpy(f->buf, &h, sizeof h);
     len = (size_t)(at - f->buf);
@@ -371,39 +377,13 @@ void fp_service(struct fp* f, double now, fp_send_fn send, void* ctx) {
     (void)send(ctx, FP_MSG_DATA, f->buf, (uint32_t)len);
 }
 
-/* Most records a data message may carry: every ordered pair's chain of every kind from the list
- * passed on plus the rank's own, within half of what a message's 32-bit length can describe. */
-static int64_t pair_max(const struct fp* f) {
-  int64_t pairs = (int64_t)FP_KINDS * f->nranks * f->nranks + (int64_t)FP_KINDS * f->nranks;
-  int64_t fits = (int64_t)(UINT32_MAX / 2 / sizeof(struct pair_rec));
-  return pairs < fits ? pairs : fits;
-}
-
-/* Another rank's record to pass on with the next message: the list doubles when full, up to
- * pair_max; a record that finds no memory is dropped (see fingerprint.h), said once. */
-static void fwd_keep(struct fp* f, const struct pair_rec* p) {
-  if (f->nfwd == f->fwd_cap) {
-    int64_t cap = f->fwd_cap ? 2 * f->fwd_cap : (int64_t)FP_KINDS * f->nranks;
-    if (cap > pair_max(f)) cap = pair_max(f);
-    struct pair_rec* grown = cap > f->fwd_cap ? realloc(f->fwd, (size_t)cap * sizeof *grown) : NULL;
-    if (grown == NULL) {
-      if (!f->fwd_warned)
-        WARN("rank %d: no host memory to pass on the Send/Recv fingerprints of other ranks "
-             "(%lld kept): a mismatch between two of them may go unnoticed",
-             f->rank, (long long)f->nfwd);
-      f->fwd_warned = 1;
-      return;
-    }
-    f->fwd = grown, f->fwd_cap = cap;
-  }
-  f->fwd[f->nfwd++] = *p;
-}
-
 /* Checks a data message's shape; returns 0 when it is whole and consistent. */
 static int data_ok(const struct fp* f, const void* body, uint32_t len, struct data_hdr* h) {
   if (len < sizeof *h) return -1;
   memcpy(h, body, sizeof *h);
-  if (h->ncoll < 0 || h->npair < 0 || h->ncoll > FP_BATCH || h->npair > pair_max(f)) return -1;
+  if (h->ncoll < 0 || h->npair < 0 || h->ncoll > FP_BATCH ||
+      h->npair > FP_KINDS * f->nranks * f->nranks + FP_KINDS * f->nranks)
+    return -1;
   size_t want = sizeof *h + (size_t)h->ncoll * sizeof(struct coll_rec) +
                 (size_t)h->npair * sizeof(struct pair_rec);
   return want == len ? 0 : -1;
@@ -433,7 +413,7 @@ static int on_data(struct fp* f, const void* body, uint32_t len, char* text) {
         p.kind >= FP_KINDS || p.src == f->rank)
       continue;
     if (p.dst != f->rank) {
-      fwd_keep(f, &p);
+      if (f->nfwd < f->fwd_cap) f->fwd[f->nfwd++] = p;
       continue;
     }
     int res = pair_compare(f, &p, text);
