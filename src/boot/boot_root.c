@@ -40,8 +40,17 @@ struct boot_root {
   int64_t timeout;
   int nranks; /* 0 until the first valid hello */
   int arrived;
-  int* fds; /* per rank, -1 until it arrives */
-  union sock_addr* addrs;
+  /* The ranks that arrived, in arrival order, and an open-addressing set of their ranks (slot:
+   * index into arrivals + 1, 0 when empty). Both grow with the connections that came, never with
+   * the rank count a hello names, so a hello cannot make the root allocate for ranks that do not
+   * exist; the table of every rank's address is built once all of them are here. */
+  struct arrival {
+    int rank;
+    int fd;
+    union sock_addr addr;
+  }* arrivals;
+  int* slots;
+  int nslots; /* a power of two, at least twice arrived; 0 before the first */
   pthread_t thread;
   atomic_int done;
 };
@@ -52,16 +61,53 @@ static struct boot_root* registry;
 static void root_free(struct boot_root* r) {
   if (r == NULL) return;
   sock_close(&r->listen_fd);
-  for (int i = 0; r->fds != NULL && i < r->nranks; i++) sock_close(&r->fds[i]);
-  free(r->fds);
-  free(r->addrs);
+  for (int i = 0; i < r->arrived; i++) sock_close(&r->arrivals[i].fd);
+  free(r->arrivals);
+  free(r->slots);
   free(r);
 }
 
+static int slot_of(const struct boot_root* r, int rank) {
+  unsigned mask = (unsigned)r->nslots - 1, i = ((unsigned)rank * 2654435761u) & mask;
+  while (r->slots[i] != 0 && r->arrivals[r->slots[i] - 1].rank != rank) i = (i + 1) & mask;
+  return (int)i;
+}
+
+static int has_arrived(const struct boot_root* r, int rank) {
+  return r->nslots != 0 && r->slots[slot_of(r, rank)] != 0;
+}
+
+/* Room for one more arrival (the list doubles, the set stays at most half full); 0 on success. */
+static int arrival_room(struct boot_root* r) {
+  if ((r->arrived & (r->arrived - 1)) == 0) { /* 0, 1, 2, 4, ...: the list is full */
+    size_t cap = r->arrived ? 2 * (size_t)r->arrived : 1;
+    struct arrival* a = realloc(r->arrivals, cap * sizeof(*a));
+    if (a == NULL) return -1;
+    r->arrivals = a;
+  }
+  if (2 * (r->arrived + 1) > r->nslots) {
+    int n = r->nslots ? 2 * r->nslots : 8;
+    int* old = r->slots;
+    r->slots = calloc((size_t)n, sizeof(int));
+    if (r->slots == NULL) {
+      r->slots = old;
+      return -1;
+    }
+    r->nslots = n;
+    for (int i = 0; i < r->arrived; i++) r->slots[slot_of(r, r->arrivals[i].rank)] = i + 1;
+    free(old);
+  }
+  return 0;
+}
+
+static int by_rank(const void* a, const void* b) {
+  int x = ((const struct arrival*)a)->rank, y = ((const struct arrival*)b)->rank;
+  return (x > y) - (x < y);
+}
+
 /* Validate a hello; returns a reason to drop the connection, or NULL to accept it. The secret is
- * checked first: only a rank of this job (it holds the unique id) can make the root allocate its
- * per-rank tables, and the rank count it names bounds nothing but that memory, whose allocation
- * failing is reported (take_hello). */
+ * checked first: only a rank of this job (it holds the unique id) is kept. The rank count it names
+ * bounds no allocation: the root's tables grow with the ranks that arrive. */
 static const char* hello_check(struct boot_root* r, const struct boot_hello* h, char* why,
                                size_t n) {
   if (h->magic != BOOT_MAGIC_TCP) return "it is not a Monel bootstrap peer (bad magic)";
@@ -75,7 +121,7 @@ static const char* hello_check(struct boot_root* r, const struct boot_hello* h, 
     snprintf(why, n, "rank %d says nranks %d but the job has %d", h->rank, h->nranks, r->nranks);
     return why;
   }
-  if (r->nranks != 0 && r->fds[h->rank] >= 0) {
+  if (has_arrived(r, h->rank)) {
     snprintf(why, n, "rank %d arrived twice", h->rank);
     return why;
   }
@@ -105,19 +151,14 @@ static ncclResult_t take_hello(struct boot_root* r, int fd, const struct boot_he
     drop(r, fd, bad);
     return ncclSuccess;
   }
-  if (r->nranks == 0) {
-    r->fds = malloc(sizeof(int) * (size_t)h->nranks);
-    r->addrs = calloc((size_t)h->nranks, sizeof(*r->addrs));
-    if (r->fds == NULL || r->addrs == NULL) {
-      WARN("bootstrap root: out of host memory for %d ranks", h->nranks);
-      close(fd);
-      return ncclSystemError;
-    }
-    for (int i = 0; i < h->nranks; i++) r->fds[i] = -1;
-    r->nranks = h->nranks;
+  if (arrival_room(r) != 0) {
+    WARN("bootstrap root: out of host memory after %d ranks arrived", r->arrived);
+    close(fd);
+    return ncclSystemError;
   }
-  r->fds[h->rank] = fd;
-  r->addrs[h->rank] = h->addr;
+  r->nranks = h->nranks;
+  r->arrivals[r->arrived] = (struct arrival){.rank = h->rank, .fd = fd, .addr = h->addr};
+  r->slots[slot_of(r, h->rank)] = r->arrived + 1;
   r->arrived++;
   INFO(LOG_BOOTSTRAP, "bootstrap root: rank %d of %d arrived (%d/%d)", h->rank, h->nranks,
        r->arrived, h->nranks);
@@ -140,25 +181,38 @@ static int take_msg(struct boot_root* r, int fd, const unsigned char* bytes) {
   return take_hello(r, fd, &h) == ncclSuccess ? 0 : -1;
 }
 
+/* Answer every rank that arrived; with BOOT_REPLY_OK (every rank is here, the arrivals sorted by
+ * rank) the answer carries the table of all ranks' addresses. */
 static void answer_all(struct boot_root* r, uint32_t status, const char* text) {
   struct boot_reply rep = {
       .magic = BOOT_MAGIC_TCP, .status = status, .nranks = (uint32_t)r->nranks};
+  union sock_addr* addrs = NULL;
   enum sock_err err;
   rep.text_len = text ? (uint32_t)strlen(text) : 0;
-  for (int i = 0; i < r->nranks; i++) {
-    if (r->fds[i] < 0) continue;
+  if (status == BOOT_REPLY_OK) {
+    addrs = malloc(sizeof(*addrs) * (size_t)r->nranks);
+    if (addrs == NULL) {
+      WARN("bootstrap root: out of host memory for the table of %d ranks", r->nranks);
+      return; /* the ranks see their connection close */
+    }
+    for (int i = 0; i < r->nranks; i++) addrs[i] = r->arrivals[i].addr;
+  }
+  for (int i = 0; i < r->arrived; i++) {
+    int fd = r->arrivals[i].fd;
     double dl = sock_time_now() + 10.0;
-    if (sock_send_all(r->fds[i], &rep, sizeof(rep), dl, NULL, &err) != ncclSuccess) goto lost;
-    if (status == BOOT_REPLY_OK &&
-        sock_send_all(r->fds[i], r->addrs, sizeof(*r->addrs) * (size_t)r->nranks, dl, NULL, &err) !=
+    if (sock_send_all(fd, &rep, sizeof(rep), dl, NULL, &err) != ncclSuccess) goto lost;
+    if (addrs != NULL &&
+        sock_send_all(fd, addrs, sizeof(*addrs) * (size_t)r->nranks, dl, NULL, &err) !=
             ncclSuccess)
       goto lost;
-    if (text != NULL && sock_send_all(r->fds[i], text, rep.text_len, dl, NULL, &err) != ncclSuccess)
+    if (text != NULL && sock_send_all(fd, text, rep.text_len, dl, NULL, &err) != ncclSuccess)
       goto lost;
     continue;
   lost:
-    INFO(LOG_BOOTSTRAP, "bootstrap root: could not answer rank %d: %s", i, sock_err_str(err));
+    INFO(LOG_BOOTSTRAP, "bootstrap root: could not answer rank %d: %s", r->arrivals[i].rank,
+         sock_err_str(err));
   }
+  free(addrs);
 }
 
 static void report_timeout(struct boot_root* r) {
@@ -171,9 +225,14 @@ static void report_timeout(struct boot_root* r) {
     return;
   }
   text[0] = '\0';
-  for (int i = 0; i < r->nranks && used + 16 < sizeof(text); i++)
-    if (r->fds[i] < 0)
+  qsort(r->arrivals, (size_t)r->arrived, sizeof(*r->arrivals), by_rank);
+  /* the missing ranks are the gaps between the sorted arrivals */
+  for (int a = 0, next = 0; next < r->nranks && used + 16 < sizeof(text); a++) {
+    int upto = a < r->arrived ? r->arrivals[a].rank : r->nranks;
+    for (int i = next; i < upto && used + 16 < sizeof(text); i++)
       used += (size_t)snprintf(text + used, sizeof(text) - used, "%s%d", used ? " " : "", i);
+    next = upto + 1;
+  }
   WARN("bootstrap root %s: rendezvous timed out after %lld s: rank(s) %s of %d never arrived; "
        "start every rank or raise MONEL_BOOT_TIMEOUT",
        me, (long long)r->timeout, text, r->nranks);
@@ -214,13 +273,14 @@ static void* root_main(void* arg) {
   }
   pend_close_all(&ps);
   if (r->nranks != 0 && r->arrived == r->nranks) {
+    qsort(r->arrivals, (size_t)r->arrived, sizeof(*r->arrivals), by_rank);
     answer_all(r, BOOT_REPLY_OK, NULL);
     INFO(LOG_BOOTSTRAP, "bootstrap root: all %d ranks arrived; the root exits", r->nranks);
   } else {
     report_timeout(r);
   }
   sock_close(&r->listen_fd);
-  for (int i = 0; i < r->nranks; i++) sock_close(&r->fds[i]);
+  for (int i = 0; i < r->arrived; i++) sock_close(&r->arrivals[i].fd);
   atomic_store(&r->done, 1);
   return NULL;
 }

@@ -14,6 +14,7 @@
 #include "boot/boot_impl.h"
 #include "util/log.h"
 #include "util/param.h"
+#include "os/auth.h"
 #include "os/socket.h"
 #include "harness.h"
 
@@ -310,6 +311,42 @@ TEST(rendezvous_timeout_names_missing) {
       fprintf(stderr, "rank %d error: %s\n", i, args[i].err);
     CHECK(strstr(args[i].err, "rank(s) 3 of 4 never arrived") != NULL);
   }
+}
+
+/* A hello that passed the handshake and names a rank count no job has (2^31 - 1) makes the root
+ * allocate nothing by that count: it waits for the others and, at its deadline, answers with the
+ * first missing ranks. Tables sized by the named count (68 GB) would fail or take the machine. */
+TEST(huge_rank_count_allocates_nothing) {
+  ncclUniqueId id;
+  struct boot_id raw;
+  struct boot_reply rep;
+  char text[BOOT_REPLY_TEXT_MAX + 1];
+  enum sock_err err;
+  const char* why = NULL;
+  int fd = -1;
+  setenv("MONEL_BOOT_TIMEOUT", "1", 1);
+  param_reload();
+  CHECK_RES(boot_id_create(&id), ncclSuccess);
+  memcpy(&raw, &id, sizeof(raw));
+  uint32_t len = sizeof(struct boot_hello);
+  struct boot_hello h = {
+      .magic = BOOT_MAGIC_TCP, .secret = raw.secret, .rank = 2, .nranks = 0x7fffffff};
+  h.addr = raw.root;
+  double dl = sock_time_now() + 20;
+  CHECK_RES(sock_conn_open(&raw.root, dl, NULL, &fd, &err), ncclSuccess);
+  CHECK_RES(auth_client(fd, raw.key, dl, NULL, &why), ncclSuccess);
+  CHECK_RES(sock_send_all(fd, &len, sizeof(len), dl, NULL, &err), ncclSuccess);
+  CHECK_RES(sock_send_all(fd, &h, sizeof(h), dl, NULL, &err), ncclSuccess);
+  CHECK_RES(sock_recv_all(fd, &rep, sizeof(rep), dl, NULL, &err), ncclSuccess);
+  CHECK_EQ(rep.status, BOOT_REPLY_TIMEOUT);
+  CHECK_EQ(rep.nranks, 0x7fffffffu);
+  CHECK(rep.text_len <= BOOT_REPLY_TEXT_MAX);
+  CHECK_RES(sock_recv_all(fd, text, rep.text_len, dl, NULL, &err), ncclSuccess);
+  text[rep.text_len] = '\0';
+  CHECK(strncmp(text, "0 1 3 4 5 6 ", 12) == 0);
+  close(fd);
+  unsetenv("MONEL_BOOT_TIMEOUT");
+  param_reload();
 }
 
 TEST(unreachable_root_reported) {
