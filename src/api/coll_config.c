@@ -9,6 +9,7 @@
 #include "api/api.h"
 #include "core/algo.h"
 #include "core/comm.h"
+#include "core/plan_choose.h"
 #include "core/tune.h"
 #include "util/check.h"
 #include "util/param.h"
@@ -83,7 +84,7 @@ static ncclResult_t check_algo(ncclComm_t comm, enum coll_kind coll, const ncclC
                                struct task* o, const char* fn) {
   unsigned allowed[COLL_COUNT];
   char err[256];
-  unsigned avail = algo_available(coll);
+  unsigned avail = plan_algos(comm, coll);
   if (c->algSelection == NULL || c->algSelection[0] == '\0' || avail == 0) return ncclSuccess;
   if (algo_parse(c->algSelection, allowed, err, sizeof err) != ncclSuccess) {
     WARN("%s: config->algSelection \"%s\" does not parse: %s", fn, c->algSelection, err);

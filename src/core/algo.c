@@ -27,21 +27,6 @@ const char* algo_name(enum algo_id a) {
   return (unsigned)a < ALGO_COUNT ? names[a] : "unknown";
 }
 
-unsigned algo_available(enum coll_kind coll) {
-  switch (coll) {
-  case COLL_ALLREDUCE:
-    return 1u << ALGO_RING | 1u << ALGO_TREE | 1u << ALGO_ONESHOT | 1u << ALGO_TWOSHOT;
-  case COLL_BROADCAST:
-  case COLL_REDUCE:
-    return 1u << ALGO_RING | 1u << ALGO_TREE;
-  case COLL_ALLGATHER:
-  case COLL_REDUCESCATTER:
-    return 1u << ALGO_RING;
-  default:
-    return 0;
-  }
-}
-
 /* [*s, end) without leading and trailing blanks. */
 static void trim(const char** s, const char** end) {
   while (*s < *end && isspace((unsigned char)**s)) (*s)++;

@@ -18,10 +18,6 @@
 
 const char* algo_name(enum algo_id a);
 
-/* The algorithms Monel can run a collective with (bit 1 << ALGO_*); 0 for operations NCCL_ALGO
- * does not apply to (point-to-point, AlltoAll, Gather, Scatter). */
-unsigned algo_available(enum coll_kind coll);
-
 /* Parse an NCCL_ALGO value into one mask of allowed algorithms per collective. On error returns
  * ncclInvalidUsage and writes a sentence into err. */
 ncclResult_t algo_parse(const char* s, unsigned allowed[COLL_COUNT], char* err, size_t errlen);

@@ -70,6 +70,15 @@ static int row_applies(const struct plan_row* r, enum coll_kind coll, enum plan_
   return (r->colls >> coll & 1u) && (r->paths >> path & 1u);
 }
 
+unsigned plan_algos(const struct ncclComm* comm, enum coll_kind coll) {
+  unsigned m = 0;
+  if (!algo_coll_is_tunable(coll)) return 0;
+  for (int i = 0; i < comm->engine->ncaps; i++)
+    if (row_applies(&comm->engine->caps[i], coll, comm->plan.path))
+      m |= 1u << comm->engine->caps[i].algo;
+  return m;
+}
+
 /* "Ring/Simple, Tree/LL" for the rows of mask (bit i: rows[i]); algos_only: "Ring, Tree". */
 static void row_words(const struct plan_in* in, uint64_t mask, int algos_only, char* out,
                       size_t len) {
@@ -479,5 +488,23 @@ void plan_log_table(struct ncclComm* comm) {
                tune_row_us(r, colls[c], comm->nranks, 128 << 20), on ? "" : " off");
     }
     INFO(LOG_TUNING, "  %-13s %s", coll_name(colls[c]), line);
+  }
+  /* where each row's figures come from, once per source */
+  for (int i = 0; i < e->ncaps; i++) {
+    const struct plan_row* r = &e->caps[i];
+    int seen = 0;
+    if (!(r->paths >> comm->plan.path & 1u)) continue;
+    for (int j = 0; j < i && !seen; j++)
+      seen = (e->caps[j].paths >> comm->plan.path & 1u) && e->caps[j].source == r->source;
+    if (seen) continue;
+    char rows[256] = "";
+    for (int j = i; j < e->ncaps; j++) {
+      const struct plan_row* q = &e->caps[j];
+      if (!(q->paths >> comm->plan.path & 1u) || q->source != r->source) continue;
+      size_t at = strlen(rows);
+      snprintf(rows + at, sizeof rows - at, "%s%s/%s", at ? ", " : "", algo_name(q->algo),
+               proto_name(q->proto));
+    }
+    INFO(LOG_TUNING, "  figures of %s: %s", rows, r->source);
   }
 }

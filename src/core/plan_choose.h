@@ -48,6 +48,11 @@ ncclResult_t plan_tasks(struct ncclComm* comm, struct task* tasks, int ntasks);
  * ring's model when it would be refused. */
 double plan_estimate_us(struct ncclComm* comm, const struct task* t);
 
+/* The algorithms comm's engine runs coll with on the comm's path (bit 1 << ALGO_*): the union of
+ * its table's rows, the one list that the plan and the nccl*Config checks read; 0 for operations
+ * without a choice of algorithm (point-to-point, AlltoAll, Gather, Scatter). */
+unsigned plan_algos(const struct ncclComm* comm, enum coll_kind coll);
+
 /* The comm's table (per collective, every row for its path: algorithm/protocol, latency and
  * bandwidth, allowed or not by NCCL_ALGO/NCCL_PROTO) at INFO TUNING. */
 void plan_log_table(struct ncclComm* comm);

@@ -15,11 +15,8 @@
  * NCCL_SHM_DISABLE=1) has no figures of its own yet: estimate, not measured, the host-memory
  * ones with a TCP round trip through the progress thread per step (NET_EST); but its one-shot
  * moves each peer's whole buffer as one message, unpipelined, and was measured against the ring
- * on 2 hosts (network namespaces joined by veth pairs, Socket, a 2-core machine;
- * `NET_AB_SIDES="Socket Socket,NCCL_ALGO=allreduce:ring" tools/bench/net-ab`, medians of 5
- * rounds): 0.45-0.56x the ring's time up to 4 KB, 0.85x at 32 KB, 1.30x at 256 KB. With the
- * estimate's bandwidth the model tied them at 256 KB and took the one-shot there; half of it
- * puts the crossover near 64 KB. */
+ * on 2 hosts (NET_ONE): with the estimate's bandwidth the model tied them where the ring was
+ * already faster, so its bandwidth is halved. */
 #include "core/algo.h"
 #include "cpu/cpu.h"
 
@@ -32,7 +29,11 @@
 #define NET       (1u << PLAN_PATH_NET)
 #define FITTED    "fitted to all_reduce_perf, 4 processes of a 64-core Xeon (core/tune.c)"
 #define NET_EST   "estimate, not measured (host-memory bandwidth, 20 us per TCP step)"
-#define NET_ONE   "estimate, its bandwidth halved: ring crossover measured between 32 and 256 KB"
+#define NET_ONE                                                                                    \
+  "estimate, its bandwidth halved; against the ring on 2 hosts (network namespaces joined by "    \
+  "veth pairs, Socket, a 2-core machine; NET_AB_SIDES=\"Socket Socket,NCCL_ALGO=allreduce:ring\" " \
+  "tools/bench/net-ab, medians of 5 rounds): 0.45-0.56x the ring's time up to 4 KB, 0.85x at 32 " \
+  "KB, 1.30x at 256 KB"
 
 /* Ring first: on a tie the cost model keeps the earlier row. */
 const struct plan_row cpu_caps[CPU_NCAPS] = {

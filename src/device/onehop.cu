@@ -22,9 +22,9 @@
  * and uncached load, so thread p waits for peer p's free slot and publishes its step, the block
  * fills all slots together, thread r waits for sender r's tail, and each thread of the fold has
  * the loads of up to ONEHOP_BATCH sources in flight. Peer after peer, the sends of one 8-byte
- * AllReduce on 8 hosts reached the proxy spread over 47 us (a traced run: 111 us an operation);
- * in one A/B call it took 99.8 us peer after peer and 75.6 us at once (docs/PERFORMANCE.md at
- * 212cdd8, "The one hop of every collective"). Cost: one trip (alpha) plus (n-1) x bytes sent or
+ * AllReduce on 8 hosts reached the proxy spread over a large part of the operation's time, and
+ * every peer at once was faster in an A/B (docs/PERFORMANCE.md at 212cdd8, "The one hop of every
+ * collective"). Cost: one trip (alpha) plus (n-1) x bytes sent or
  * received by a rank (bytes: the count argument's; the root's for Broadcast and Reduce): it wins
  * while that is small (MONEL_NET_ONEHOP_MAX, gpu/caps.c). Preconditions: count * size <= slot_bytes
  * (one slot per peer); at most DEV_MAX_PEERS ranks. In place is safe: a rank sends before it writes

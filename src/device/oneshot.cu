@@ -76,8 +76,8 @@ __device__ static __forceinline__ void oneshot_part(const struct dev_oneshot_arg
     T e[8 / sizeof(T)];
   };
   /* Every thread reads the part's launch counter itself (one broadcast load a warp): no barrier
-   * and no shared-memory round trip before the first push (about 0.07 us of a 2.3 us AllReduce
-   * of 8 B replayed in CUDA graphs). Thread 0 writes it back only after the barrier at the end,
+   * and no shared-memory round trip before the first push (a measurable part of an AllReduce of
+   * 8 B replayed in CUDA graphs). Thread 0 writes it back only after the barrier at the end,
    * once every thread has read it. */
   const uint32_t flag = a.seq[b] + 1;
   /* total: bytes each rank sends each peer; this block's part of it: [lo, lo + bytes). */
@@ -157,7 +157,7 @@ __device__ static __forceinline__ void oneshot_part(const struct dev_oneshot_arg
  * parts in turn. Every rank takes part b only after its parts before b in the same block, each
  * pushed before it waits, so by induction on b every part completes whatever the grids. The usual
  * grid, a block per part, runs its part outside the loop: the loop around the part made an
- * AllReduce of 8 B in CUDA graphs about 0.03 us slower (docs/PERFORMANCE.md at 212cdd8). */
+ * AllReduce of 8 B in CUDA graphs slower (docs/PERFORMANCE.md at 212cdd8). */
 template <typename T, int OP>
 __global__ void __launch_bounds__(DEV_LL_NTHREADS) oneshot_kernel(struct dev_oneshot_args a) {
   dev_after_previous();

@@ -22,9 +22,9 @@ __device__ static inline void st_volatile(uint64_t* p, uint64_t v) {
 }
 /* An acquire load at system scope: what the writer stored before it published this value (a
  * proxy's slot bytes before its tail, a peer kernel's before its fenced tail) is seen by this
- * thread's later loads, and by the block's after a barrier. A poll of a tail takes about 0.5 us
- * less per step than volatile loads followed by a system fence (one H200, docs/PERFORMANCE.md at
- * 212cdd8, "What a small operation costs on the GPU"). */
+ * thread's later loads, and by the block's after a barrier. A poll of a tail by it is cheaper per
+ * step than volatile loads followed by a system fence (one H200, docs/PERFORMANCE.md at 212cdd8,
+ * "What a small operation costs on the GPU"). */
 __device__ static inline uint64_t ld_acquire_sys(const uint64_t* p) {
   uint64_t v;
   asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
@@ -34,8 +34,8 @@ __device__ static inline uint64_t ld_acquire_sys(const uint64_t* p) {
 /* Whether the tail of FIFO fifo (its host-memory or peer counters, dev.h) reached step `want`,
  * with acquire; if not, says that the kernel now waits for that step (the want word, which tells
  * a network proxy to test the connection on every pass; gpu_fifo.h) before the caller polls.
- * Writing the want word first made a step's wait about 1 us longer where the data was already
- * there (the read of the tail behind the write, one H200, docs/PERFORMANCE.md at 212cdd8). */
+ * Writing the want word first made a step's wait longer where the data was already there (the
+ * read of the tail behind the write, one H200, docs/PERFORMANCE.md at 212cdd8). */
 __device__ static inline bool tail_reached(char* fifo, uint64_t want) {
   if (ld_acquire_sys((const uint64_t*)(fifo + DEV_FIFO_TAIL)) >= want) return true;
   st_volatile((uint64_t*)(fifo + DEV_FIFO_WANT), want);

@@ -18,7 +18,14 @@
  * point-to-point FIFOs are chosen by the engine outside this table: NCCL_ALGO and NCCL_PROTO do
  * not name them.
  *
- * Figures (per-step latency us, per-rank bandwidth GB/s) and where they come from: */
+ * Each row's figures (per-step latency, per-rank bandwidth) and where they were measured are in
+ * its provenance string (plan_row.source); the reasoning is
+ * here, the numbers only there. The tree's latency across hosts stands for its fixed part (2h
+ * network trips of the whole pipeline at depth h), not for one trip; its bandwidth is in the
+ * model's units (an inner node moves 1.5 x 2 x the buffer, core/tune.c), set so that its
+ * crossover with the ring lands where the tree was measured faster. The one hop's bound is per
+ * peer (its steps stay one where the ring's grow with the ranks); from 8 ranks AllReduce and
+ * AllGather double (gpu/peers.h), with the same bound. */
 #include "gpu/caps.h"
 #include "core/algo.h"
 #include "util/dtype.h"
@@ -32,46 +39,30 @@
 #define NET   (1u << PLAN_PATH_NET)
 #define MB    (1u << 20)
 
-/* docs/PERFORMANCE.md at 212cdd8, "Every GPU collective on 4 H200": one-shot 5.3 us at 8 B, 23.5 us
- * at 512 KB (3 peers); the ring 342 GB/s per rank at 512 MB and 13.9 us at 128 KB in 6 steps. */
+#define AT_212 "docs/PERFORMANCE.md at 212cdd8"
 #define H200_ONESHOT                                                                               \
-  "4 H200, AllReduce -t 4 -g 1 (docs/PERFORMANCE.md at 212cdd8): 5.3 us at 8 B, 23.5 at 512 KB"
-#define H200_RING "4 H200, AllReduce -t 4 -g 1 (docs/PERFORMANCE.md at 212cdd8): 342 GB/s at 512 MB"
-/* docs/PERFORMANCE.md at 212cdd8, "On a quiet machine (2 H200 as two hosts)": 45.7 us at 8 B in two
- * network steps, 9.07 GB/s at 128 MB; the one hop: 30.0-38.9 us at 8 B on 2 hosts (H100, MPS). The
- * one hop's bound, per peer (docs/PERFORMANCE.md at 212cdd8, "The one hop of every collective"; one
- * H200, ranks as hosts under MPS, medians of 4 rounds against the ring): AllGather and
- * ReduceScatter on 4 hosts 49-61 us against the ring's 62-75 up to 8 KB a peer, 180-190 against
- * 148-152 at 64 KB; AllReduce on 8 hosts 235 us against 374 at 32 KB a peer, 1738 against 571 at
- * 256 KB; Reduce level with the ring up to 32 KB; Broadcast 1.4-1.5x the ring's time from 8 B to 4
- * KB with the kernel that served its peers one after another, level with it with every peer at once
- * (15.4-18.0 against 16.2-19.2 us up to 4 KB, 29.6 against 22.1 at 32 KB). From 8 ranks AllReduce
- * and AllGather double (gpu/peers.h; docs/PERFORMANCE.md at 212cdd8, "Recursive doubling across
- * hosts"): AllReduce at 8 hosts 138.0-142.5 us at 32 KB against every peer at once's 170.4; at 256
- * KB doubling took 680 us against the ring's 507, so the bound stays 32 KB. */
+  "4 H200, AllReduce -t 4 -g 1 (" AT_212 ", 'Every GPU collective on 4 H200'): 5.3 us at 8 B, "   \
+  "23.5 us at 512 KB (3 peers)"
+#define H200_RING                                                                                  \
+  "4 H200, AllReduce -t 4 -g 1 (" AT_212 "): 342 GB/s per rank at 512 MB, 13.9 us at 128 KB in 6 " \
+  "steps"
 #define NET_RING                                                                                   \
-  "2 H200 as 2 hosts over TCP (docs/PERFORMANCE.md at 212cdd8): 45.7 us at 8 B, 9.07 GB/s"
+  "2 H200 as 2 hosts over TCP (" AT_212 ", 'On a quiet machine'): 45.7 us at 8 B in two network "  \
+  "steps, 9.07 GB/s at 128 MB"
 #define NET_ONEHOP                                                                                 \
-  "1 H100/H200, n ranks as n hosts under MPS: 30.0-38.9 us at 8 B on 2 hosts; AllReduce 235 us "   \
-  "at 32 KB a peer on 8 hosts (the ring 374), 138-143 by recursive doubling; GB/s an estimate"
-/* docs/PERFORMANCE.md at 212cdd8, "Tree and protocols across hosts: n ranks as n hosts on one H100"
- * (AllReduce, medians of 5 rounds, Simple). The tree's time has a large fixed part across hosts:
- * 2 MB took 1.13 ms on 2 hosts, 2.05 ms on 4, 2.7 ms on 8 (2h network trips of the whole
- * pipeline, h = 1, 2, 3), so its latency figure is 500 us per step, not the 24 us of an 8-byte
- * trip (47.5 us in 2 steps on 2 hosts). Its bandwidth figure is in the model's units (an inner
- * node moves 1.5 x 2 x the buffer, core/tune.c): against the ring's 9.1, 30 puts the crossover
- * near 97 MB on 2 hosts, 29 MB on 4 and 30 MB on 8. Measured: the tree is 1.52x the ring's bus
- * bandwidth at 128 MB on 2 hosts (11.55 / 7.62 GB/s), 1.12x on 4 (4.60 / 4.11) and 1.07x on 8
- * (2.11 / 1.97); 16 MB: 1.03x, 1.12x, 0.97x; 2 MB and below it loses (0.36x on 2 hosts at 2 MB),
- * except 32 KB on 8 hosts (337 us against the ring's 444), which this model leaves to the ring.
- * Measured with 8 point-to-point channels per network peer (MONEL_NET_P2P_CHANNELS): with 2 the
- * tree lost a third of its bandwidth at 4 hosts, with 8 again it took 15.0 ms at 128 MB on 2
- * hosts where the ring took 22.3 (docs/PERFORMANCE.md at 212cdd8, "Socket on the GPU engine: the
- * open measurements..."). */
+  "1 H100/H200, n ranks as n hosts under MPS (" AT_212 ", 'The one hop of every collective', "     \
+  "medians of 4 rounds): 30.0-38.9 us at 8 B on 2 hosts; AllGather and ReduceScatter on 4 hosts "  \
+  "49-61 us against the ring's 62-75 up to 8 KB a peer, 180-190 against 148-152 at 64 KB; "        \
+  "AllReduce on 8 hosts 235 us against the ring's 374 at 32 KB a peer, 1738 against 571 at 256 "   \
+  "KB; by recursive doubling 138.0-142.5 us at 32 KB, 680 against the ring's 507 at 256 KB "       \
+  "('Recursive doubling across hosts'); Broadcast 15.4-18.0 against the ring's 16.2-19.2 us up "   \
+  "to 4 KB, 29.6 against 22.1 at 32 KB; GB/s an estimate"
 #define NET_TREE                                                                                   \
-  "1 H100, n ranks as n hosts under MPS (docs/PERFORMANCE.md at 212cdd8): tree 11.55 GB/s "        \
-  "against ring 7.62 at "                                                                          \
-  "128 MB on 2 hosts, 4.60/4.11 on 4, 2.11/1.97 on 8; 2 MB: 1.13 ms on 2 hosts"
+  "1 H100, n ranks as n hosts under MPS (" AT_212 ", 'Tree and protocols across hosts', "          \
+  "AllReduce, medians of 5 rounds, 8 point-to-point channels per network peer): 2 MB took 1.13 "   \
+  "ms on 2 hosts, 2.05 on 4, 2.7 on 8; tree against ring bus bandwidth at 128 MB 11.55/7.62 "      \
+  "GB/s on 2 hosts, 4.60/4.11 on 4, 2.11/1.97 on 8; 16 MB 1.03x, 1.12x, 0.97x; 2 MB 0.36x on 2 "   \
+  "hosts; with 2 channels per peer a third less bandwidth on 4 hosts"
 #define EST "estimate, not measured (taken only when NCCL_ALGO/NCCL_PROTO ask)"
 
 const struct plan_row gpu_caps[GPU_NCAPS] = {

@@ -143,6 +143,8 @@ static int chain(const struct topo_xml* x, const struct topo_xml** out, int max)
 }
 
 #define CHAIN_MAX 80 /* deeper than any tree xml.c reads */
+/* NVLink 3 and 4: GB/s per link and direction (NVLink 5 carries twice it) */
+#define NVLINK_LANE_GBPS 25.0
 
 /* The PCIe path between two devices a and b (the <pci> of each, or a CPU's <nic>); through_cpu
  * routes it through their CPU even when a switch joins them. */
@@ -531,6 +533,7 @@ double topo_gpu_nvlink_gbps(const struct topo_system* s, int g) {
     const char* c = topo_xml_get(gpu->kids[i], "count");
     if (strcmp(gpu->kids[i]->name, "nvlink") == 0) links += c ? atoi(c) : 1;
   }
-  /* NVLink 3 and 4 carry 25 GB/s per link and direction, NVLink 5 twice that. */
-  return (double)links * (s->gpus[g].sm >= 100 ? 50.0 : 25.0);
+  /* per link and direction: NVLink 3 and 4 (compute capability below 10) one lane rate, NVLink 5
+   * twice it */
+  return (double)links * (s->gpus[g].sm >= 100 ? 2 * NVLINK_LANE_GBPS : NVLINK_LANE_GBPS);
 }

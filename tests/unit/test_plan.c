@@ -364,3 +364,30 @@ TEST(rows_name_their_source) {
   for (int i = 0; i < GPU_NCAPS; i++)
     CHECK(gpu_caps[i].source != NULL && strlen(gpu_caps[i].source) > 8);
 }
+
+/* plan_algos: the algorithms of an engine's table for a collective on the comm's path, the list
+ * that ncclAllGatherConfig and the others check algSelection against. */
+static unsigned algos_of(const struct plan_row* caps, int ncaps, enum plan_path path,
+                         enum coll_kind coll) {
+  struct engine e = {.name = "test", .caps = caps, .ncaps = ncaps};
+  struct ncclComm comm;
+  memset(&comm, 0, sizeof comm);
+  comm.engine = &e;
+  comm.plan.path = path;
+  return plan_algos(&comm, coll);
+}
+
+TEST(algorithms_from_the_engine_tables) {
+  unsigned ring = bit(ALGO_RING), tree = bit(ALGO_TREE), one = bit(ALGO_ONESHOT);
+  CHECK_EQ(algos_of(cpu_caps, CPU_NCAPS, PLAN_PATH_SHM, COLL_ALLREDUCE),
+           ring | tree | one | bit(ALGO_TWOSHOT));
+  CHECK_EQ(algos_of(cpu_caps, CPU_NCAPS, PLAN_PATH_NET, COLL_BROADCAST), ring | tree);
+  CHECK_EQ(algos_of(cpu_caps, CPU_NCAPS, PLAN_PATH_SHM, COLL_ALLGATHER), ring);
+  /* the GPU engine runs AllGather in one shot (LL, peer memory) and in one hop (the network) */
+  CHECK_EQ(algos_of(gpu_caps, GPU_NCAPS, PLAN_PATH_PEER, COLL_ALLGATHER), ring | one);
+  CHECK_EQ(algos_of(gpu_caps, GPU_NCAPS, PLAN_PATH_NET, COLL_ALLGATHER), ring | one);
+  CHECK_EQ(algos_of(gpu_caps, GPU_NCAPS, PLAN_PATH_PEER, COLL_BROADCAST), ring | tree);
+  CHECK_EQ(algos_of(gpu_caps, GPU_NCAPS, PLAN_PATH_NET, COLL_BROADCAST), ring | tree | one);
+  CHECK_EQ(algos_of(gpu_caps, GPU_NCAPS, PLAN_PATH_NET, COLL_SEND), 0);
+  CHECK_EQ(algos_of(cpu_caps, CPU_NCAPS, PLAN_PATH_SHM, COLL_ALLTOALL), 0);
+}

@@ -137,15 +137,6 @@ TEST(parse_rejects_unknown_names) {
   CHECK_RES(algo_parse("allreduce:tree;bogus", m, err, sizeof err), ncclInvalidUsage);
 }
 
-TEST(available_algorithms) {
-  CHECK_EQ(algo_available(COLL_ALLREDUCE),
-           bit(ALGO_RING) | bit(ALGO_TREE) | bit(ALGO_ONESHOT) | bit(ALGO_TWOSHOT));
-  CHECK_EQ(algo_available(COLL_BROADCAST), bit(ALGO_RING) | bit(ALGO_TREE));
-  CHECK_EQ(algo_available(COLL_REDUCE), bit(ALGO_RING) | bit(ALGO_TREE));
-  CHECK_EQ(algo_available(COLL_ALLGATHER), bit(ALGO_RING));
-  CHECK_EQ(algo_available(COLL_SEND), 0);
-}
-
 /* Links of tree t (rooted at root) whose two ranks are on different hosts. */
 static int tree_cross_links(int n, int root, int t, const uint64_t* h, const int* order,
                             const int* pos) {
