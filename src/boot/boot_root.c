@@ -48,7 +48,7 @@ struct boot_root {
     int rank;
     int fd;
     union sock_addr addr;
-  }* arrivals;
+  } * arrivals;
   int* slots;
   int nslots; /* a power of two, at least twice arrived; 0 before the first */
   pthread_t thread;
@@ -202,8 +202,7 @@ static void answer_all(struct boot_root* r, uint32_t status, const char* text) {
     double dl = sock_time_now() + 10.0;
     if (sock_send_all(fd, &rep, sizeof(rep), dl, NULL, &err) != ncclSuccess) goto lost;
     if (addrs != NULL &&
-        sock_send_all(fd, addrs, sizeof(*addrs) * (size_t)r->nranks, dl, NULL, &err) !=
-            ncclSuccess)
+        sock_send_all(fd, addrs, sizeof(*addrs) * (size_t)r->nranks, dl, NULL, &err) != ncclSuccess)
       goto lost;
     if (text != NULL && sock_send_all(fd, text, rep.text_len, dl, NULL, &err) != ncclSuccess)
       goto lost;

@@ -8,9 +8,9 @@
 #include "util/check.h"
 #include "util/param.h"
 
-static const char* const names[ALGO_COUNT] = {"Tree",         "Ring",    "CollnetDirect",
-                                              "CollnetChain", "NVLS",    "NVLSTree",
-                                              "PAT",          "OneShot", "TwoShot"};
+static const char* const names[ALGO_COUNT] = {
+    "Tree",     "Ring", "CollnetDirect", "CollnetChain", "NVLS",
+    "NVLSTree", "PAT",  "OneShot",       "TwoShot",      "RecDoubling"};
 
 /* The collectives NCCL_ALGO can name, by their lower-case NCCL names. */
 static const struct {

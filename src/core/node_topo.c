@@ -14,8 +14,8 @@
 #include "util/param.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct topo_system* sys;
-static ncclResult_t sys_res = ncclSuccess;
+static struct topo_system* machine;
+static ncclResult_t machine_res = ncclSuccess;
 static struct topo_gpu_desc* extra; /* GPUs named by engines that NVML did not list */
 static int nextra;
 
@@ -137,9 +137,9 @@ out:
 
 ncclResult_t node_topo_get(const struct topo_system** out) {
   pthread_mutex_lock(&lock);
-  if (sys == NULL && sys_res == ncclSuccess) sys_res = build(&sys);
-  *out = sys;
-  ncclResult_t res = sys_res;
+  if (machine == NULL && machine_res == ncclSuccess) machine_res = build(&machine);
+  *out = machine;
+  ncclResult_t res = machine_res;
   pthread_mutex_unlock(&lock);
   return res;
 }
@@ -168,8 +168,8 @@ ncclResult_t node_topo_gpu(const char* busid, int cuda_dev, int* g) {
       res = build(&fresh);
       if (res == ncclSuccess) {
         /* The old system stays allocated: comms made before may still read it. */
-        sys = fresh;
-        *g = topo_gpu_find(sys, busid);
+        machine = fresh;
+        *g = topo_gpu_find(machine, busid);
       }
     }
   }

@@ -22,6 +22,7 @@ enum algo_id {
   ALGO_PAT,
   ALGO_ONESHOT, /* Monel's own (algo/oneshot.h): AllReduce of small buffers in one step */
   ALGO_TWOSHOT, /* Monel's own (algo/twoshot.h): AllReduce in two steps, pieces straight to peers */
+  ALGO_RECDOUBLING, /* Monel's own (algo/doubling.h): log2(n) rounds, each with one peer */
   ALGO_COUNT
 };
 
@@ -29,7 +30,7 @@ enum algo_id {
 enum proto_id { PROTO_LL, PROTO_LL128, PROTO_SIMPLE, PROTO_COUNT };
 
 struct plan_op {
-  enum algo_id algo;   /* ALGO_RING, ALGO_TREE, ALGO_ONESHOT, ALGO_TWOSHOT, ... */
+  enum algo_id algo;   /* ALGO_RING, ALGO_TREE, ALGO_ONESHOT, ... */
   enum proto_id proto; /* how a slot is laid out, waited on and published */
   int nchannels;       /* channels (GPU: thread blocks per peer path); >= 1 */
   size_t chunk_bytes;  /* bytes one step of the schedule moves per channel; 0: the engine's own */

@@ -202,9 +202,9 @@ static const char* const dtype_names[] = {"ncclInt8",     "Unknown",        "ncc
                                           "ncclBfloat16", "ncclFloat8e4m3", "ncclFloat8e5m2"};
 /* NCCL's algorithm strings, then Monel's own (no NCCL id: v1 plugins get PAT, as NCCL maps an
  * unknown string). */
-static const char* const algo_names[] = {"TREE",          "RING",    "COLLNET_DIRECT",
-                                         "COLLNET_CHAIN", "NVLS",    "NVLS_TREE",
-                                         "PAT",           "ONESHOT", "TWOSHOT"};
+static const char* const algo_names[] = {
+    "TREE",      "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS",
+    "NVLS_TREE", "PAT",  "ONESHOT",        "TWOSHOT",       "REC_DOUBLING"};
 static const char* const proto_names[] = {"LL", "LL128", "SIMPLE"};
 
 #define NAME_OF(tab, i, other)                                                                     \

@@ -83,6 +83,17 @@ static double twoshot_us(const struct figures* f, double n, double bytes) {
   return 2 * f->alpha_us + TWOSHOT_COPY_FACTOR * 2 * (n - 1) / n * bytes / (f->gbps * 1e3);
 }
 
+/* log2(p) rounds (p the largest power of two <= n; AllReduce takes 2 more where n is not one),
+ * each a trip with one peer: AllReduce moves the whole buffer every round, AllGather doubles
+ * what it moves, (n-1) x bytes in all. */
+static double doubling_us(const struct figures* f, enum coll_kind coll, double n, double bytes) {
+  int p = 1, rounds = 0;
+  while (2 * p <= (int)n) p *= 2, rounds++;
+  if (coll == COLL_ALLGATHER) return rounds * f->alpha_us + (n - 1) * bytes / (f->gbps * 1e3);
+  if (p != (int)n) rounds += 2;
+  return rounds * (f->alpha_us + bytes / (f->gbps * 1e3));
+}
+
 double tune_row_us(const struct plan_row* row, enum coll_kind coll, int nranks, double bytes) {
   struct figures f = {row->alpha_us, row->gbps > 0 ? row->gbps : 1, (double)row->pipe_bytes};
   double n = nranks;
@@ -95,6 +106,8 @@ double tune_row_us(const struct plan_row* row, enum coll_kind coll, int nranks, 
     return oneshot_us(&f, n, bytes);
   case ALGO_TWOSHOT:
     return twoshot_us(&f, n, bytes);
+  case ALGO_RECDOUBLING:
+    return doubling_us(&f, coll, n, bytes);
   default:
     return ring_us(&f, coll, n, bytes);
   }

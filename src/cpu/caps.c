@@ -30,9 +30,9 @@
 #define FITTED    "fitted to all_reduce_perf, 4 processes of a 64-core Xeon (core/tune.c)"
 #define NET_EST   "estimate, not measured (host-memory bandwidth, 20 us per TCP step)"
 #define NET_ONE                                                                                    \
-  "estimate, its bandwidth halved; against the ring on 2 hosts (network namespaces joined by "    \
+  "estimate, its bandwidth halved; against the ring on 2 hosts (network namespaces joined by "     \
   "veth pairs, Socket, a 2-core machine; NET_AB_SIDES=\"Socket Socket,NCCL_ALGO=allreduce:ring\" " \
-  "tools/bench/net-ab, medians of 5 rounds): 0.45-0.56x the ring's time up to 4 KB, 0.85x at 32 " \
+  "tools/bench/net-ab, medians of 5 rounds): 0.45-0.56x the ring's time up to 4 KB, 0.85x at 32 "  \
   "KB, 1.30x at 256 KB"
 
 /* Ring first: on a tie the cost model keeps the earlier row. */

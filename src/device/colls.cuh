@@ -43,8 +43,8 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) ring_kernel(struct dev_ring_a
   if (tid == 0) {
     uint64_t* steps = a.steps + DEV_STEP_WORDS * c;
     p.nrecv = p.nsend = 1;
-    p.recv[0].fifo = a.ch[c].recv_fifo, p.recv[0].words = steps, p.recv[0].sys = a.sysmem;
-    p.send[0].fifo = a.ch[c].send_fifo, p.send[0].words = steps, p.send[0].sys = a.send_sys;
+    p.recv[0].fifo = a.ch[c].recv_fifo, p.recv[0].words = steps, p.recv[0].by_tail = a.recv_by_tail;
+    p.send[0].fifo = a.ch[c].send_fifo, p.send[0].words = steps, p.send[0].by_tail = a.send_by_tail;
     p.recv[0].delta = a.recv_delta, p.send[0].delta = a.send_delta;
     p.nslots = a.nslots;
     p.slot_bytes = a.slot_bytes;
@@ -110,7 +110,7 @@ __device__ static inline void tree_conn(const struct dev_tree_args& a, int r, in
                                         struct prim_conn* cn) {
   cn->fifo = (send ? a.send_fifo[r] : a.recv_fifo[r]) + (size_t)pc * a.fifo_bytes;
   cn->words = a.steps + DEV_STEP_WORDS * ((size_t)r * a.p2p_nch + pc);
-  cn->sys = (int)(((send ? a.send_sys : a.recv_sys) >> r) & 1u);
+  cn->by_tail = (int)(((send ? a.send_by_tail : a.recv_by_tail) >> r) & 1u);
   cn->delta = a.slot_delta[r];
 }
 

@@ -104,12 +104,12 @@ DEV_HD static inline size_t dev_proto_step_bytes(int proto, size_t slot_bytes) {
   if (proto == DEV_PROTO_LL128) return dev_ll128_slot(slot_bytes) / DEV_LL128_LINE * DEV_LL128_DATA;
   return slot_bytes;
 }
-/* Offset in a FIFO of the slot of step `step` for protocol proto; sys: a host-memory connection
- * (every protocol in the Simple area). */
-DEV_HD static inline size_t dev_slot_offset(int proto, int sys, int nslots, size_t slot_bytes,
+/* Offset in a FIFO of the slot of step `step` for protocol proto; by_tail: a connection that
+ * publishes by the tail (every protocol in the Simple area). */
+DEV_HD static inline size_t dev_slot_offset(int proto, int by_tail, int nslots, size_t slot_bytes,
                                             uint64_t step) {
   size_t s = (size_t)(step % (uint64_t)nslots);
-  if (sys || proto == DEV_PROTO_SIMPLE) return DEV_FIFO_HEADER + s * slot_bytes;
+  if (by_tail || proto == DEV_PROTO_SIMPLE) return DEV_FIFO_HEADER + s * slot_bytes;
   size_t ll = dev_ll_slot(slot_bytes);
   if (proto == DEV_PROTO_LL) return DEV_FIFO_HEADER + (size_t)nslots * slot_bytes + s * ll;
   return DEV_FIFO_HEADER + (size_t)nslots * (slot_bytes + ll) + s * dev_ll128_slot(slot_bytes);
@@ -161,13 +161,14 @@ struct dev_ring_args {
   const int* order; /* device: order[position] = rank, or NULL (position == rank) */
   int nchannels, nslots;
   size_t slot_bytes;
-  int dtype;                      /* ncclDataType_t */
-  int op;                         /* RED_* of util/red_op.h */
-  unsigned char scalar[8];        /* PREMULSUM factor in the data type (host scalar) */
-  const void* device_scalar;      /* PREMULSUM factor read by the kernel, or NULL */
-  uint64_t* steps;                /* DEV_STEP_WORDS per channel */
-  int sysmem;                     /* my receive FIFOs are pinned host memory: slots read uncached */
-  int send_sys;                   /* the FIFOs I send into are pinned host memory (or my mirror) */
+  int dtype;                 /* ncclDataType_t */
+  int op;                    /* RED_* of util/red_op.h */
+  unsigned char scalar[8];   /* PREMULSUM factor in the data type (host scalar) */
+  const void* device_scalar; /* PREMULSUM factor read by the kernel, or NULL */
+  uint64_t* steps;           /* DEV_STEP_WORDS per channel */
+  int recv_by_tail; /* my receive FIFOs publish every step by the tail (Simple's area): pinned
+                      host memory, the network, or LL128 without safe lines */
+  int send_by_tail; /* ... the FIFOs I send into (pinned host memory, my mirror of them) */
   int64_t recv_delta, send_delta; /* slot deltas of my receive FIFOs, of those I send into */
   int proto;                      /* enum dev_proto */
   struct dev_ctl ctl;
@@ -196,9 +197,9 @@ struct dev_tree_args {
   struct tree_node node[TREE_COUNT];
   int p2p_nch, nslots; /* of the point-to-point FIFOs */
   size_t slot_bytes, fifo_bytes;
-  unsigned recv_sys, send_sys;       /* bit r: the FIFOs with peer r are pinned host memory */
-  uint64_t* steps;                   /* DEV_STEP_WORDS per (peer, point-to-point channel) */
-  int64_t slot_delta[DEV_MAX_PEERS]; /* of the FIFOs with peer r, both ways */
+  unsigned recv_by_tail, send_by_tail; /* bit r: the FIFOs with peer r publish by the tail */
+  uint64_t* steps;                     /* DEV_STEP_WORDS per (peer, point-to-point channel) */
+  int64_t slot_delta[DEV_MAX_PEERS];   /* of the FIFOs with peer r, both ways */
   struct dev_ctl ctl;
   char* send_fifo[DEV_MAX_PEERS]; /* channel 0 of the FIFOs I fill for peer r (or my mirror) */
   char* recv_fifo[DEV_MAX_PEERS]; /* channel 0 of my FIFOs that peer r fills */
@@ -274,7 +275,7 @@ struct dev_p2p_args {
   uint64_t* steps;                /* device: DEV_STEP_WORDS per (peer, channel) */
   int rank, nch;
   int nslots, nblocks;
-  unsigned sysmem;                   /* bit r: my FIFOs for peer r are pinned host memory (read
+  unsigned hostmem;                  /* bit r: my FIFOs for peer r are pinned host memory (read
                                         uncached) */
   size_t slot_bytes, fifo_bytes;     /* one FIFO: dev_fifo_bytes(nslots, slot_bytes) */
   int64_t slot_delta[DEV_MAX_PEERS]; /* of the FIFOs with peer r, both ways */
@@ -303,7 +304,7 @@ struct dev_onehop_args {
   const void* device_scalar;
   int nch, nslots; /* of the point-to-point FIFOs (steps are DEV_STEP_WORDS per peer and channel) */
   size_t slot_bytes;
-  unsigned sysmem; /* bit r: my FIFO for peer r is pinned host memory */
+  unsigned hostmem; /* bit r: my FIFO for peer r is pinned host memory */
   uint64_t* steps;
   int64_t slot_delta[DEV_MAX_PEERS]; /* of the FIFOs with peer r, both ways */
   struct dev_ctl ctl;

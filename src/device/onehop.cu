@@ -41,7 +41,7 @@ __device__ static inline bool onehop_sends(int coll, int from, int to, int root)
 
 /* Whether my slots from peer r are pinned host memory (read uncached). */
 __device__ static inline bool onehop_uncached(const struct dev_onehop_args& a, int r) {
-  return (a.sysmem >> r & 1) != 0 && a.slot_delta[r] == 0;
+  return (a.hostmem >> r & 1) != 0 && a.slot_delta[r] == 0;
 }
 
 /* Loads of as many sources as this in flight per thread: a slot in host memory answers after a
@@ -119,11 +119,11 @@ __device__ static void gather(const struct dev_onehop_args& a, const char* const
     const size_t i = j % per;
     char* dst = out + (size_t)(r - lo) * bytes;
     if (src[r] == dst) continue;
-    const bool sys = r != a.rank && onehop_uncached(a, r);
+    const bool uncached = r != a.rank && onehop_uncached(a, r);
     if (wide)
-      ((unsigned long long*)dst)[i] = ld_slot((const unsigned long long*)src[r] + i, sys);
+      ((unsigned long long*)dst)[i] = ld_slot((const unsigned long long*)src[r] + i, uncached);
     else
-      dst[i] = (char)ld_slot((const unsigned char*)src[r] + i, sys);
+      dst[i] = (char)ld_slot((const unsigned char*)src[r] + i, uncached);
   }
 }
 
@@ -204,12 +204,13 @@ template <typename T, int OP> __device__ static inline T pre_of(T x, bool raw, T
 }
 
 /* out[i] = pre(lo[i]) op pre(hi[i]) (pre where raw: an input; post, AVG's division, where post),
- * a source in a slot read with ld_slot (sys: pinned host memory), the other with plain loads (my
- * input, or out as this block wrote it); 8 bytes a thread while the buffers allow. In place is
+ * a source in a slot read with ld_slot (uncached: pinned host memory), the other with plain loads
+ * (my input, or out as this block wrote it); 8 bytes a thread while the buffers allow. In place is
  * safe: each thread reads element i of both before it writes out[i]. */
 template <typename T, int OP>
 __device__ static void fold2(const T* lo, bool lo_raw, bool lo_slot, const T* hi, bool hi_raw,
-                             bool hi_slot, bool sys, T* out, size_t count, bool post, T s, int n) {
+                             bool hi_slot, bool uncached, T* out, size_t count, bool post, T s,
+                             int n) {
   const int tid = threadIdx.x, nt = blockDim.x, E = 8 / sizeof(T);
   union line {
     unsigned long long u;
@@ -221,8 +222,8 @@ __device__ static void fold2(const T* lo, bool lo_raw, bool lo_slot, const T* hi
     const unsigned long long *pl = (const unsigned long long*)lo + i,
                              *ph = (const unsigned long long*)hi + i;
     union line x, y, v;
-    x.u = lo_slot ? ld_slot(pl, sys) : *pl;
-    y.u = hi_slot ? ld_slot(ph, sys) : *ph;
+    x.u = lo_slot ? ld_slot(pl, uncached) : *pl;
+    y.u = hi_slot ? ld_slot(ph, uncached) : *ph;
 #pragma unroll
     for (int e = 0; e < E; e++) {
       v.e[e] = combine<T, OP>(pre_of<T, OP>(x.e[e], lo_raw, s), pre_of<T, OP>(y.e[e], hi_raw, s));
@@ -231,7 +232,8 @@ __device__ static void fold2(const T* lo, bool lo_raw, bool lo_slot, const T* hi
     ((unsigned long long*)out)[i] = v.u;
   }
   for (size_t i = nl * E + tid; i < count; i += nt) {
-    T x = lo_slot ? ld_fifo(lo + i, sys) : lo[i], y = hi_slot ? ld_fifo(hi + i, sys) : hi[i];
+    T x = lo_slot ? ld_fifo(lo + i, uncached) : lo[i],
+      y = hi_slot ? ld_fifo(hi + i, uncached) : hi[i];
     T v = combine<T, OP>(pre_of<T, OP>(x, lo_raw, s), pre_of<T, OP>(y, hi_raw, s));
     if (OP == RED_AVG && post) v = red_div(v, n);
     out[i] = v;
@@ -281,15 +283,15 @@ __device__ static int reduce_doubling(const struct dev_onehop_args& a, struct fi
     if (!doubling_receives(d.kind)) continue;
     const T* theirs = (const T*)hop_recv(a, st, q, aborted);
     if (theirs == NULL) return 0;
-    const bool sys = onehop_uncached(a, q);
+    const bool uncached = onehop_uncached(a, q);
     if (d.kind == DOUBLING_GIVE)
-      copy_any((const uint8_t*)theirs, (uint8_t*)out, NULL, bytes, sys);
+      copy_any((const uint8_t*)theirs, (uint8_t*)out, NULL, bytes, uncached);
     else if (d.mine_lower)
-      fold2<T, OP>(mine, d.mine_raw, false, theirs, d.theirs_raw, true, sys, out, a.count, d.last,
-                   s, n);
+      fold2<T, OP>(mine, d.mine_raw, false, theirs, d.theirs_raw, true, uncached, out, a.count,
+                   d.last, s, n);
     else
-      fold2<T, OP>(theirs, d.theirs_raw, true, mine, d.mine_raw, false, sys, out, a.count, d.last,
-                   s, n);
+      fold2<T, OP>(theirs, d.theirs_raw, true, mine, d.mine_raw, false, uncached, out, a.count,
+                   d.last, s, n);
     hop_done(a, st, q);
   }
   return 1;

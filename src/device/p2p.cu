@@ -50,7 +50,7 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) p2p_kernel(struct dev_p2p_arg
   rc.nslots = a.nslots;
   rc.slot_bytes = a.slot_bytes;
   rc.delta = a.slot_delta[peer];
-  rc.sysmem = (a.sysmem >> peer & 1) != 0 && rc.delta == 0;
+  rc.hostmem = (a.hostmem >> peer & 1) != 0 && rc.delta == 0;
   rc.abort = a.ctl.abort;
   uint64_t* steps = a.steps + DEV_STEP_WORDS * ((size_t)peer * a.nch + c);
   if (tid == 0) {

@@ -58,24 +58,24 @@ __device__ static inline void dev_after_previous(void) {
 }
 
 /* A FIFO slot's bytes: from L2 for device memory (never a stale L1 line); fetched again from
- * memory for pinned host memory (sys), which another GPU writes behind this GPU's L2. */
-template <typename U> __device__ static inline U ld_slot(const U* p, bool sys) {
-  return sys ? __ldcv(p) : __ldcg(p);
+ * memory for pinned host memory (uncached), which another GPU writes behind this GPU's L2. */
+template <typename U> __device__ static inline U ld_slot(const U* p, bool uncached) {
+  return uncached ? __ldcv(p) : __ldcg(p);
 }
 
-template <typename T> __device__ static inline T ld_fifo(const T* p, bool sys) {
+template <typename T> __device__ static inline T ld_fifo(const T* p, bool uncached) {
   T r;
   if (sizeof(T) == 1) {
-    unsigned char v = ld_slot((const unsigned char*)p, sys);
+    unsigned char v = ld_slot((const unsigned char*)p, uncached);
     memcpy(&r, &v, 1);
   } else if (sizeof(T) == 2) {
-    unsigned short v = ld_slot((const unsigned short*)p, sys);
+    unsigned short v = ld_slot((const unsigned short*)p, uncached);
     memcpy(&r, &v, 2);
   } else if (sizeof(T) == 4) {
-    unsigned int v = ld_slot((const unsigned int*)p, sys);
+    unsigned int v = ld_slot((const unsigned int*)p, uncached);
     memcpy(&r, &v, 4);
   } else {
-    unsigned long long v = ld_slot((const unsigned long long*)p, sys);
+    unsigned long long v = ld_slot((const unsigned long long*)p, uncached);
     memcpy(&r, &v, 8);
   }
   return r;
@@ -107,12 +107,12 @@ __device__ static inline int4 shift_pack(int4 lo, int4 hi, unsigned shift) {
  * stores, each composed from the two aligned 16-byte loads of src it spans (never a byte outside
  * [src, src + n)), then the last bytes one by one. */
 __device__ static void copy_any(const uint8_t* src, uint8_t* dst, uint8_t* dst2, size_t n,
-                                bool sys) {
+                                bool uncached) {
   const int nt = blockDim.x, tid = threadIdx.x;
   size_t head = (16 - ((uintptr_t)dst & 15)) & 15;
   if (head > n) head = n;
   for (size_t i = tid; i < head; i += nt) {
-    uint8_t v = ld_slot(src + i, sys);
+    uint8_t v = ld_slot(src + i, uncached);
     dst[i] = v;
     if (dst2) dst2[i] = v;
   }
@@ -127,8 +127,8 @@ __device__ static void copy_any(const uint8_t* src, uint8_t* dst, uint8_t* dst2,
     for (int u = 0; u < COPY_UNROLL; u++) {
       size_t i = base + (size_t)u * nt;
       if (i < npk) {
-        int4 lo = ld_slot(a + i, sys);
-        v[u] = shift ? shift_pack(lo, ld_slot(a + i + 1, sys), shift) : lo;
+        int4 lo = ld_slot(a + i, uncached);
+        v[u] = shift ? shift_pack(lo, ld_slot(a + i + 1, uncached), shift) : lo;
       }
     }
 #pragma unroll
@@ -140,7 +140,7 @@ __device__ static void copy_any(const uint8_t* src, uint8_t* dst, uint8_t* dst2,
     }
   }
   for (size_t i = npk * 16 + tid; i < n; i += nt) {
-    uint8_t v = ld_slot(src + i, sys);
+    uint8_t v = ld_slot(src + i, uncached);
     dst[i] = v;
     if (dst2) dst2[i] = v;
   }
@@ -150,14 +150,14 @@ __device__ static void copy_any(const uint8_t* src, uint8_t* dst, uint8_t* dst2,
  * element is read before it is written, by the same thread. */
 template <typename T, int OP>
 __device__ static void move(const T* rs, const T* in, T* out, T* ss, size_t n, bool post, T s,
-                            int nranks, bool sys = false) {
+                            int nranks, bool uncached = false) {
   const int P = 16 / sizeof(T);
   /* A plain copy (one source, no factor, no division), aligned or not: 16 bytes a thread (byte
    * shifts for misaligned buffers), COPY_UNROLL packs in flight. */
   if ((rs == NULL) != (in == NULL) && !(OP == RED_PREMULSUM && in) && !(OP == RED_AVG && post) &&
       (out || ss) && (!out || !ss || (((uintptr_t)out ^ (uintptr_t)ss) & 15) == 0)) {
     copy_any((const uint8_t*)(rs ? rs : in), (uint8_t*)(out ? out : ss), out ? (uint8_t*)ss : NULL,
-             n * sizeof(T), rs != NULL && sys);
+             n * sizeof(T), rs != NULL && uncached);
     return;
   }
   union pack {
@@ -175,7 +175,7 @@ __device__ static void move(const T* rs, const T* in, T* out, T* ss, size_t n, b
       r[u].q = make_int4(0, 0, 0, 0);
       x[u].q = make_int4(0, 0, 0, 0);
       if (i < npk) {
-        if (rs) r[u].q = ld_slot((const int4*)rs + i, sys);
+        if (rs) r[u].q = ld_slot((const int4*)rs + i, uncached);
         if (in) x[u].q = ((const int4*)in)[i];
       }
     }
@@ -192,7 +192,7 @@ __device__ static void move(const T* rs, const T* in, T* out, T* ss, size_t n, b
     }
   }
   for (size_t i = npk * P + tid; i < n; i += nt) {
-    T r = rs ? ld_fifo(rs + i, sys) : T(), x = in ? in[i] : T();
+    T r = rs ? ld_fifo(rs + i, uncached) : T(), x = in ? in[i] : T();
     T v = elem<T, OP>(r, x, rs != NULL, in != NULL, post, s, nranks);
     if (out) out[i] = v;
     if (ss) ss[i] = v;
@@ -225,7 +225,7 @@ struct fifo_ctx {
   char* recv_fifo;
   int nslots;
   size_t slot_bytes;
-  bool sysmem; /* the slots are pinned host memory (read uncached) */
+  bool hostmem; /* the slots are pinned host memory (read uncached) */
   const volatile uint32_t* abort;
   int64_t delta; /* slots at the FIFO's address + their offset + delta (dev.h slot_delta) */
 };
@@ -307,7 +307,7 @@ __device__ static __noinline__ void fifo_step(struct fifo_state* cs, const struc
   /* In place copies need no store (only collectives that do not reduce copy without post). */
   if (xin != NULL && xin == xout && !post) xout = NULL;
   if (xin != NULL || xout != NULL || rs != NULL || ss != NULL)
-    move<T, OP>(rs, xin, xout, ss, len, post, s, nranks, rc->sysmem);
+    move<T, OP>(rs, xin, xout, ss, len, post, s, nranks, rc->hostmem);
   /* The slot's byte count, for the proxy of a network connection; the fence below orders it
    * before the tail. */
   __syncthreads();
@@ -335,18 +335,18 @@ __device__ static __noinline__ void fifo_step(struct fifo_state* cs, const struc
 
 /* One direction of a connection. words: its step counters in device memory (DEV_STEP_WORDS:
  * [0] steps sent, [1] steps received, [2] head seen), a send connection uses [0] and [2], a
- * receive connection [1]. sys: every step published by the tail in the Simple area (pinned host
- * memory, a network connection); delta: the slots are at fifo + their offset + delta (a network
- * FIFO whose slots are in device memory of their own: dev.h slot_delta). Slots are read
- * uncached where they are host memory (sys, no delta). */
+ * receive connection [1]. by_tail: every step published by the tail in the Simple area (pinned
+ * host memory, a network connection, LL128 without safe lines); delta: the slots are at fifo +
+ * their offset + delta (a network FIFO whose slots are in device memory of their own: dev.h
+ * slot_delta). Slots are read uncached where they are published by the tail with no delta. */
 struct prim_conn {
   char* fifo;
   uint64_t* words;
-  int sys;
+  int by_tail;
   int64_t delta;
 };
 __device__ static inline bool prim_uncached(const struct prim_conn* c) {
-  return c->sys && c->delta == 0;
+  return c->by_tail && c->delta == 0;
 }
 
 /* A block's connections and their counters (in shared memory; thread 0 writes them). */
@@ -421,8 +421,8 @@ __device__ static inline uint64_t red_word(uint64_t r0, uint64_t r1, uint64_t x,
 /* Simple, two sources or two destinations (a tree's inner node): dst(s) = r0 . x . r1 over n
  * elements, 16-byte packs where every pointer allows, elements after that. */
 template <typename T, int OP>
-__device__ static void move_multi(const T* r0, const T* r1, bool sys, const T* in, T* out, T* s0,
-                                  T* s1, size_t n, bool post, T s, int nranks) {
+__device__ static void move_multi(const T* r0, const T* r1, bool uncached, const T* in, T* out,
+                                  T* s0, T* s1, size_t n, bool post, T s, int nranks) {
   const int nr = r1 ? 2 : r0 ? 1 : 0;
   const int tid = threadIdx.x, nt = blockDim.x;
   uintptr_t bits = (uintptr_t)r0 | (uintptr_t)r1 | (uintptr_t)in | (uintptr_t)out | (uintptr_t)s0 |
@@ -431,11 +431,11 @@ __device__ static void move_multi(const T* r0, const T* r1, bool sys, const T* i
   for (size_t i = tid; i < npk; i += nt) {
     uint64_t a[2] = {0, 0}, b[2] = {0, 0}, x[2] = {0, 0}, v[2];
     if (r0) {
-      int4 q = ld_slot((const int4*)r0 + i, sys);
+      int4 q = ld_slot((const int4*)r0 + i, uncached);
       memcpy(a, &q, 16);
     }
     if (r1) {
-      int4 q = ld_slot((const int4*)r1 + i, sys);
+      int4 q = ld_slot((const int4*)r1 + i, uncached);
       memcpy(b, &q, 16);
     }
     if (in) memcpy(x, (const int4*)in + i, 16);
@@ -448,7 +448,7 @@ __device__ static void move_multi(const T* r0, const T* r1, bool sys, const T* i
     if (s1) ((int4*)s1)[i] = q;
   }
   for (size_t i = npk * 16 / sizeof(T) + tid; i < n; i += nt) {
-    T a = r0 ? ld_fifo(r0 + i, sys) : T(), b = r1 ? ld_fifo(r1 + i, sys) : T(),
+    T a = r0 ? ld_fifo(r0 + i, uncached) : T(), b = r1 ? ld_fifo(r1 + i, uncached) : T(),
       x = in ? in[i] : T();
     T v = elem<T, OP>(a, x, nr >= 1, in != NULL, post && nr < 2, s, nranks);
     if (nr == 2) {
@@ -504,7 +504,7 @@ __device__ static void move_ll(struct prim* p, int nr, int ns, char* const* rs, 
   for (size_t l = threadIdx.x; l < nlines; l += blockDim.x) {
     uint64_t r[PRIM_MAX] = {0, 0};
     for (int i = 0; i < nr; i++)
-      r[i] = ll_read(rs[i] + l * DEV_LL_LINE, rflag[i], p->recv[i].sys != 0,
+      r[i] = ll_read(rs[i] + l * DEV_LL_LINE, rflag[i], p->recv[i].by_tail != 0,
                      prim_uncached(&p->recv[i]), p->abort, &aborted);
     if (aborted) break;
     uint64_t x = in ? ld8((const char*)in, l * 8, total) : 0;
@@ -536,7 +536,7 @@ __device__ static void move_ll128(struct prim* p, int nr, int ns, char* const* r
     const size_t off = line * DEV_LL128_LINE + 16 * (size_t)j;
     uint64_t r[PRIM_MAX][2] = {{0, 0}, {0, 0}};
     for (int i = 0; i < nr; i++) {
-      const bool sys = p->recv[i].sys != 0, uncached = prim_uncached(&p->recv[i]);
+      const bool by_tail = p->recv[i].by_tail != 0, uncached = prim_uncached(&p->recv[i]);
       unsigned spins = 0;
       for (;;) {
         uint64_t a = 0, b = 0;
@@ -553,7 +553,7 @@ __device__ static void move_ll128(struct prim* p, int nr, int ns, char* const* r
                          : "memory");
         }
         r[i][0] = a, r[i][1] = b;
-        bool ok = sys || !active || j != 7 || b == rflag[i];
+        bool ok = by_tail || !active || j != 7 || b == rflag[i];
         if (__all_sync(0xffffffffu, ok)) break;
         if (__any_sync(0xffffffffu, wait_aborted(p->abort, &spins))) {
           aborted = 1;
@@ -610,7 +610,7 @@ __device__ static __noinline__ void prim_step(struct prim* p, enum verb verb, co
   if (tid == 0) {
     unsigned spins = 0;
     for (int i = 0; i < nr && !p->aborted; i++) {
-      if (PROTO != DEV_PROTO_SIMPLE && !p->recv[i].sys) continue;
+      if (PROTO != DEV_PROTO_SIMPLE && !p->recv[i].by_tail) continue;
       if (tail_reached(p->recv[i].fifo, p->rstep[i] + 1)) continue;
       const uint64_t* tail = (const uint64_t*)(p->recv[i].fifo + DEV_FIFO_TAIL);
       while (ld_acquire_sys(tail) < p->rstep[i] + 1)
@@ -636,10 +636,10 @@ __device__ static __noinline__ void prim_step(struct prim* p, enum verb verb, co
   char* ss[PRIM_MAX] = {NULL, NULL};
   for (int i = 0; i < nr; i++)
     rs[i] = p->recv[i].fifo + p->recv[i].delta +
-            dev_slot_offset(PROTO, p->recv[i].sys, p->nslots, p->slot_bytes, p->rstep[i]);
+            dev_slot_offset(PROTO, p->recv[i].by_tail, p->nslots, p->slot_bytes, p->rstep[i]);
   for (int i = 0; i < ns; i++)
     ss[i] = p->send[i].fifo + p->send[i].delta +
-            dev_slot_offset(PROTO, p->send[i].sys, p->nslots, p->slot_bytes, p->sstep[i]);
+            dev_slot_offset(PROTO, p->send[i].by_tail, p->nslots, p->slot_bytes, p->sstep[i]);
   const T* xin = NULL;
   T* xout = NULL;
   bool post = false;
@@ -667,14 +667,14 @@ __device__ static __noinline__ void prim_step(struct prim* p, enum verb verb, co
   if (xin != NULL && xin == xout && !post) xout = NULL;
   if (PROTO == DEV_PROTO_SIMPLE || (nr == 0 && ns == 0)) {
     /* Slots read uncached where any source is host memory. */
-    const bool sys =
+    const bool uncached =
         (nr > 0 && prim_uncached(&p->recv[0])) || (nr > 1 && prim_uncached(&p->recv[1]));
     if (nr <= 1 && ns <= 1) {
       if (xin != NULL || xout != NULL || nr || ns)
-        move<T, OP>((const T*)rs[0], xin, xout, (T*)ss[0], len, post, s, nranks, sys);
+        move<T, OP>((const T*)rs[0], xin, xout, (T*)ss[0], len, post, s, nranks, uncached);
     } else {
-      move_multi<T, OP>((const T*)rs[0], (const T*)rs[1], sys, xin, xout, (T*)ss[0], (T*)ss[1], len,
-                        post, s, nranks);
+      move_multi<T, OP>((const T*)rs[0], (const T*)rs[1], uncached, xin, xout, (T*)ss[0], (T*)ss[1],
+                        len, post, s, nranks);
     }
   } else if (PROTO == DEV_PROTO_LL) {
     move_ll<T, OP>(p, nr, ns, rs, ss, xin, xout, len, post, s, nranks);
@@ -684,7 +684,7 @@ __device__ static __noinline__ void prim_step(struct prim* p, enum verb verb, co
   /* Steps published by the tail: the slot's byte count (for a network proxy), then a system
    * fence, which orders the slot and the count before the tail. */
   bool tails = false;
-  for (int i = 0; i < ns; i++) tails |= PROTO == DEV_PROTO_SIMPLE || p->send[i].sys;
+  for (int i = 0; i < ns; i++) tails |= PROTO == DEV_PROTO_SIMPLE || p->send[i].by_tail;
   __syncthreads();
   if (tid == 0 && !p->aborted) {
     if (tails) { /* after the barrier, thread 0's fence orders the whole block's stores */
@@ -700,7 +700,7 @@ __device__ static __noinline__ void prim_step(struct prim* p, enum verb verb, co
     }
     for (int i = 0; i < ns; i++) {
       ++p->sstep[i];
-      if (PROTO == DEV_PROTO_SIMPLE || p->send[i].sys)
+      if (PROTO == DEV_PROTO_SIMPLE || p->send[i].by_tail)
         st_volatile((uint64_t*)(p->send[i].fifo + DEV_FIFO_TAIL), p->sstep[i]);
     }
     if (nr) __threadfence();

@@ -27,6 +27,7 @@
  * peer (its steps stay one where the ring's grow with the ranks); from 8 ranks AllReduce and
  * AllGather double (gpu/peers.h), with the same bound. */
 #include "gpu/caps.h"
+#include "gpu/peers.h"
 #include "core/algo.h"
 #include "util/dtype.h"
 
@@ -41,7 +42,7 @@
 
 #define AT_212 "docs/PERFORMANCE.md at 212cdd8"
 #define H200_ONESHOT                                                                               \
-  "4 H200, AllReduce -t 4 -g 1 (" AT_212 ", 'Every GPU collective on 4 H200'): 5.3 us at 8 B, "   \
+  "4 H200, AllReduce -t 4 -g 1 (" AT_212 ", 'Every GPU collective on 4 H200'): 5.3 us at 8 B, "    \
   "23.5 us at 512 KB (3 peers)"
 #define H200_RING                                                                                  \
   "4 H200, AllReduce -t 4 -g 1 (" AT_212 "): 342 GB/s per rank at 512 MB, 13.9 us at 128 KB in 6 " \
@@ -70,6 +71,9 @@ const struct plan_row gpu_caps[GPU_NCAPS] = {
     {AR_RS, ALGO_ONESHOT, PROTO_LL, PEER, 5.0, 220, PLAN_CH_PARTS, GPU_LL_PART_BYTES, MB,
      H200_ONESHOT},
     {ALL, ALGO_ONESHOT, PROTO_SIMPLE, NET, 30, 9.1, PLAN_CH_FIXED, 0, MB, NET_ONEHOP},
+    /* From MONEL_NET_ONEHOP_DOUBLING ranks it takes the one hop's place (gpu/peers.h). */
+    {AR | 1u << COLL_ALLGATHER, ALGO_RECDOUBLING, PROTO_SIMPLE, NET, 30, 9.1, PLAN_CH_FIXED, 0, MB,
+     NET_ONEHOP},
     /* Ring, Simple: every collective. */
     {ALL, ALGO_RING, PROTO_SIMPLE, PEER, 2.0, 340, PLAN_CH_BLOCKS, 0, MB, H200_RING},
     {ALL, ALGO_RING, PROTO_SIMPLE, SHM, 3.0, 24, PLAN_CH_BLOCKS, 0, MB,
@@ -100,13 +104,13 @@ const struct plan_row gpu_caps[GPU_NCAPS] = {
  * Simple (one hop), the ring with every protocol, the tree with every protocol for AllReduce,
  * Broadcast and Reduce (the rows' collectives). */
 static int has_kernel(enum algo_id a, enum proto_id p) {
-  (void)p;
-  return a == ALGO_RING || a == ALGO_TREE || a == ALGO_ONESHOT;
+  return a == ALGO_RING || a == ALGO_TREE || a == ALGO_ONESHOT ||
+         (a == ALGO_RECDOUBLING && p == PROTO_SIMPLE);
 }
 
 /* Figures measured for this row and collective (the default choice may take it). */
 static int measured(const struct plan_row* row, enum coll_kind coll) {
-  if (row->algo == ALGO_ONESHOT) return 1;
+  if (row->algo == ALGO_ONESHOT || row->algo == ALGO_RECDOUBLING) return 1;
   if (row->algo == ALGO_RING && row->proto == PROTO_SIMPLE) return 1;
   return row->algo == ALGO_TREE && row->proto == PROTO_SIMPLE && row->paths == NET &&
          coll == COLL_ALLREDUCE;
@@ -134,15 +138,22 @@ struct plan_fit gpu_fit(const struct gpu_fit_in* in, const struct task* t,
       f.runs = 0, f.why = "needs every GPU of the comm to map every other's memory (peer access)";
     else if (bytes > in->ll_cap)
       f.runs = 0, f.why = "holds at most 512 KB per rank";
-  } else if (row->algo == ALGO_ONESHOT) {
+  } else if (row->algo == ALGO_ONESHOT || row->algo == ALGO_RECDOUBLING) {
     /* A rank's message to one peer up to MONEL_NET_ONEHOP_MAX for AllReduce, half of it for
      * AllGather, ReduceScatter and Reduce, whose rings take n-1 network steps where AllReduce's
      * takes 2(n-1): the ring's steps grow with the ranks, the one hop's stay one, so the bound is
      * per peer (NET_ONEHOP). Broadcast only when asked: its root sends every peer's copy itself,
      * and back to back the ring's pipeline went faster from 8 B to 2 MB on 4 hosts. */
     size_t bound = t->coll == COLL_ALLREDUCE ? in->onehop_max : in->onehop_max / 2;
+    int doubles = gpu_doubling_applies(t->coll, t->count * dtype_size(t->dtype), in->nranks,
+                                       in->doubling, in->doubling_pow2, in->p2p_slot_bytes);
     f.crossover = 1, f.crossover_bytes = t->coll == COLL_BROADCAST ? 0 : bound;
-    if (!in->onehop_ok)
+    /* Where doubling applies it takes the one hop's crossover; the one hop (every peer at once)
+     * then runs only when asked, and doubling nowhere else. */
+    if (row->algo == ALGO_ONESHOT && doubles) f.crossover_bytes = 0;
+    if (row->algo == ALGO_RECDOUBLING && !doubles)
+      f.runs = 0, f.why = gpu_doubling_why(t->coll, in->nranks, in->doubling, in->doubling_pow2);
+    else if (!in->onehop_ok)
       f.runs = 0, f.why = "is off (MONEL_NET_ONEHOP_MAX=0, or a peer's FIFOs are not mapped)";
     else if (bytes > in->p2p_slot_bytes)
       f.runs = 0, f.why = "must fit one point-to-point slot (NCCL_P2P_NVL_CHUNKSIZE)";

@@ -6,7 +6,7 @@
 #include "core/plan.h"
 #include "core/task.h"
 
-#define GPU_NCAPS 18
+#define GPU_NCAPS 19
 extern const struct plan_row gpu_caps[GPU_NCAPS];
 
 /* Bytes of one block of the one-shot LL kernel (DEV_LL_BLOCK_DATA; engine.c checks they agree). */
@@ -21,8 +21,10 @@ struct gpu_fit_in {
   int onehop_ok;         /* one-hop across the network set up (a network peer, FIFOs to all) */
   size_t p2p_slot_bytes; /* the one hop's buffer must fit a point-to-point slot */
   size_t onehop_max;     /* MONEL_NET_ONEHOP_MAX: bytes to one peer up to which one hop is faster */
-  int tree_ok;           /* point-to-point FIFOs to every peer (the tree's) */
-  int ll128_lines;       /* LL128's lines are safe between every pair (gpu_check_ll128) */
+  int doubling;      /* from how many ranks recursive doubling replaces the one hop (0: never) */
+  int doubling_pow2; /* ... on powers of two only */
+  int tree_ok;       /* point-to-point FIFOs to every peer (the tree's) */
+  int ll128_lines;   /* LL128's lines are safe between every pair (gpu_check_ll128) */
 };
 struct plan_fit gpu_fit(const struct gpu_fit_in* in, const struct task* t,
                         const struct plan_row* row);

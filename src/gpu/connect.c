@@ -296,7 +296,7 @@ ncclResult_t gpu_connect_p2p(struct ncclComm* comm, struct gpu_comm* g) {
     g->p2p_recv[r] = g->p2p_mem.ptr + (size_t)r * mine;
     g->p2p_send[r] = g->peer_p2p[r] ? g->peer_p2p[r] + (size_t)me * mine : NULL;
     g->p2p_live |= 1u << r;
-    if (g->host_fifos) g->p2p_sysmem |= 1u << r;
+    if (g->host_fifos) g->p2p_hostmem |= 1u << r;
   }
   INFO(LOG_INIT | LOG_P2P,
        "comm %p rank %d GPU point-to-point: %s, %d channels per peer%s, %d peers over the network "

@@ -84,9 +84,10 @@ ncclResult_t gpu_launch_events_ok(const char* fn) {
  * (device/prims.cuh dev_after_previous) first waits until its predecessor ended and that kernel's
  * memory is visible, before it touches memory, and then lets its own successor begin. Back to back,
  * small kernels that read and write host memory were faster with it, alone and under MPS (one
- * H200; docs/PERFORMANCE.md at 212cdd8, "What a small operation costs on the GPU"). Only for kernels of at most MONEL_LAUNCH_PDL blocks (default 1: a block that
- * waits holds its SM, and small operations are where the launch shows), and not in stream capture
- * (graphs launch their kernels back to back already). */
+ * H200; docs/PERFORMANCE.md at 212cdd8, "What a small operation costs on the GPU"). Only for
+ * kernels of at most MONEL_LAUNCH_PDL blocks (default 1: a block that waits holds its SM, and small
+ * operations are where the launch shows), and not in stream capture (graphs launch their kernels
+ * back to back already). */
 #if CUDA_VERSION >= 11080
 #define LAUNCH_PDL 1
 #else

@@ -197,7 +197,7 @@ static ncclResult_t connect_peers(struct ncclComm* comm, struct gpu_comm* g, int
     INFO(LOG_INIT | LOG_NET,
          "comm %p rank %d: collectives in one hop while a rank's message to one peer is at most "
          "%lld bytes for AllReduce, half of it for the others (Broadcast when NCCL_ALGO asks); "
-         "AllReduce and AllGather (on a power of two) by recursive doubling from %d ranks%s (0: "
+         "AllReduce and AllGather (on a power of two) by RecDoubling from %d ranks%s (0: "
          "never; %d CPUs for %d ranks on this machine)",
          (void*)comm, comm->rank, (long long)param_int(PARAM_NET_ONEHOP_MAX), g->onehop_doubling,
          g->onehop_doubling_pow2 ? " on a power of two" : "", topo_cpus(), gpu_machine_ranks(comm));
@@ -296,6 +296,8 @@ static struct plan_fit gpu_plan_fit(const struct ncclComm* comm, const struct ta
                           g->onehop_ok,
                           g->p2p_slot_bytes,
                           (size_t)param_int(PARAM_NET_ONEHOP_MAX),
+                          g->onehop_doubling,
+                          g->onehop_doubling_pow2,
                           tree_fifos(comm, g),
                           g->ll128_lines};
   return gpu_fit(&in, t, row);
@@ -310,14 +312,8 @@ static unsigned peers_to_connect(const struct ncclComm* comm, const struct gpu_c
   unsigned todo = g->p2p_net & ~g->p2p_live, all = 0, first = 0;
   *channel0 = 0;
   if (todo == 0 || !g->p2p_ok) return 0;
-  struct gpu_peers_in in = {comm->rank,
-                            comm->nranks,
-                            comm->ring_order,
-                            comm->ring_pos,
-                            gpu_tree_count(gpu_tree_channels(comm, g)),
-                            g->onehop_doubling,
-                            g->onehop_doubling_pow2,
-                            g->p2p_slot_bytes};
+  struct gpu_peers_in in = {comm->rank, comm->nranks, comm->ring_order, comm->ring_pos,
+                            gpu_tree_count(gpu_tree_channels(comm, g))};
   for (int i = 0; i < ntasks; i++) {
     unsigned m = gpu_task_peers(&tasks[i], &in);
     if (gpu_task_channel0(&tasks[i]))

@@ -63,7 +63,7 @@ struct gpu_comm {
   int ll_ok;
   int onehop_ok;       /* the one hop allowed: a peer across the network, point-to-point FIFOs to
                          every peer, MONEL_NET_ONEHOP_MAX above 0 */
-  int onehop_doubling; /* the one hop doubles from this many ranks (gpu/peers.h; 0: never) */
+  int onehop_doubling; /* RecDoubling replaces the one hop from this many ranks (0: never) */
   int onehop_doubling_pow2;     /* ... on powers of two only (MONEL_NET_ONEHOP_DOUBLING unset) */
   int ll128_lines;              /* LL128 may use its lines in GPU memory (gpu_check_ll128) */
   struct gpu_mem ll_mem;        /* my LL buffer, on my GPU */
@@ -86,11 +86,11 @@ struct gpu_comm {
    * (in its memory, or my mirror when r is over the network), and mine that r fills. */
   char* p2p_send[DEV_MAX_PEERS];
   char* p2p_recv[DEV_MAX_PEERS];
-  unsigned p2p_sysmem; /* bit r: p2p_recv[r] is pinned host memory */
-  unsigned p2p_live;   /* bit r: the FIFOs with peer r are connected (p2p_send/recv[r] valid) */
-  unsigned p2p_first;  /* bit r: of network peer r's, channel 0 alone so far (the one hop's;
-                          p2p_send/recv[r] valid): gpu/net.c */
-  int p2p_eager;       /* MONEL_P2P_CONNECT=eager: every network peer's at init */
+  unsigned p2p_hostmem; /* bit r: p2p_recv[r] is pinned host memory */
+  unsigned p2p_live;    /* bit r: the FIFOs with peer r are connected (p2p_send/recv[r] valid) */
+  unsigned p2p_first;   /* bit r: of network peer r's, channel 0 alone so far (the one hop's;
+                           p2p_send/recv[r] valid): gpu/net.c */
+  int p2p_eager;        /* MONEL_P2P_CONNECT=eager: every network peer's at init */
   /* Across hosts (gpu/net.c): the ring runs over the positions of comm->ring_order. */
   int my_ring_pos, ring_next, ring_prev; /* my position; the ranks I send to and receive from */
   int* ring_order_dev;                   /* device: position -> rank; NULL for the identity */

@@ -106,13 +106,12 @@ static ncclResult_t launch_onehop(struct ncclComm* comm, struct gpu_comm* g, str
   a.root = t->root;
   a.rank = comm->rank;
   a.nranks = comm->nranks;
-  a.doubling = gpu_onehop_doubles(t, comm->nranks, g->onehop_doubling, g->onehop_doubling_pow2,
-                                  g->p2p_slot_bytes);
+  a.doubling = gpu_task_doubles(t);
   elements_of(t, dtype_size(t->dtype), &a.dtype, &a.op, a.scalar, &a.device_scalar, &a.count);
   a.nch = g->p2p_nch;
   a.nslots = g->p2p_nslots;
   a.slot_bytes = g->p2p_slot_bytes;
-  a.sysmem = g->p2p_sysmem;
+  a.hostmem = g->p2p_hostmem;
   a.steps = g->p2p_steps;
   memcpy(a.slot_delta, g->p2p_delta, sizeof a.slot_delta);
   memcpy(a.send_fifo, g->p2p_send, sizeof a.send_fifo);
@@ -142,12 +141,12 @@ static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struc
   a.nslots = g->nslots;
   a.slot_bytes = g->slot_bytes;
   a.steps = g->steps;
-  a.sysmem = g->host_fifos || g->net_prev;
-  a.send_sys = g->host_fifos || g->net_next;
+  a.recv_by_tail = g->host_fifos || g->net_prev;
+  a.send_by_tail = g->host_fifos || g->net_next;
   a.recv_delta = g->net_prev ? gpu_slot_delta(&g->fifo_mem) : 0;
   a.send_delta = g->net_next ? gpu_slot_delta(&g->ring_mirror) : 0;
   a.proto = (int)t->plan.proto;
-  if (a.proto == DEV_PROTO_LL128 && !g->ll128_lines) a.sysmem = a.send_sys = 1; /* by the tail */
+  if (a.proto == DEV_PROTO_LL128 && !g->ll128_lines) a.recv_by_tail = a.send_by_tail = 1;
   a.ctl = gpu_ctl(g, t->seq, t->seq, t->stream);
   for (int c = 0; c < a.nchannels && n > 1; c++) {
     a.ch[c].recv_fifo = g->fifo_mem.ptr + (size_t)c * g->fifo_bytes;
@@ -191,9 +190,9 @@ static ncclResult_t launch_tree(struct ncclComm* comm, struct gpu_comm* g, struc
   a.nslots = g->p2p_nslots;
   a.slot_bytes = g->p2p_slot_bytes;
   a.fifo_bytes = dev_fifo_bytes(g->p2p_nslots, g->p2p_slot_bytes);
-  a.recv_sys = g->p2p_sysmem;
-  a.send_sys = g->host_fifos ? ~0u : g->p2p_net;
-  if (a.proto == DEV_PROTO_LL128 && !g->ll128_lines) a.recv_sys = a.send_sys = ~0u; /* by tail */
+  a.recv_by_tail = g->p2p_hostmem;
+  a.send_by_tail = g->host_fifos ? ~0u : g->p2p_net;
+  if (a.proto == DEV_PROTO_LL128 && !g->ll128_lines) a.recv_by_tail = a.send_by_tail = ~0u;
   a.steps = g->p2p_steps;
   memcpy(a.slot_delta, g->p2p_delta, sizeof a.slot_delta);
   memcpy(a.send_fifo, g->p2p_send, sizeof a.send_fifo);
@@ -236,7 +235,8 @@ ncclResult_t gpu_launch_task(struct ncclComm* comm, struct gpu_comm* g, struct t
   enum algo_id a = t->plan.algo;
   enum proto_id p = t->plan.proto;
   if (a == ALGO_ONESHOT && p == PROTO_LL) return launch_oneshot(comm, g, t);
-  if (a == ALGO_ONESHOT && p == PROTO_SIMPLE) return launch_onehop(comm, g, t);
+  if ((a == ALGO_ONESHOT || a == ALGO_RECDOUBLING) && p == PROTO_SIMPLE)
+    return launch_onehop(comm, g, t);
   if (a == ALGO_RING) return launch_ring(comm, g, t);
   if (a == ALGO_TREE &&
       (t->coll == COLL_ALLREDUCE || t->coll == COLL_BROADCAST || t->coll == COLL_REDUCE))

@@ -375,7 +375,7 @@ static void p2p_publish(struct gpu_comm* g, int r, int all) {
   g->p2p_recv[r] = m->ptr;
   g->p2p_send[r] = m->ptr + p2p_half(g);
   g->p2p_delta[r] = gpu_slot_delta(m);
-  g->p2p_sysmem |= 1u << r;
+  g->p2p_hostmem |= 1u << r;
   if (all) {
     g->p2p_live |= 1u << r;
     g->p2p_first &= ~(1u << r);

@@ -167,7 +167,7 @@ static void args_init(struct gpu_comm* g, struct ncclComm* comm, struct dev_p2p_
   a->nslots = g->p2p_nslots;
   a->slot_bytes = g->p2p_slot_bytes;
   a->fifo_bytes = dev_fifo_bytes(g->p2p_nslots, g->p2p_slot_bytes);
-  a->sysmem = g->p2p_sysmem;
+  a->hostmem = g->p2p_hostmem;
   a->steps = g->p2p_steps;
   memcpy(a->slot_delta, g->p2p_delta, sizeof a->slot_delta);
   memcpy(a->send_fifo, g->p2p_send, sizeof a->send_fifo);

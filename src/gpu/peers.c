@@ -24,7 +24,8 @@ static unsigned tree_peers(const struct task* t, const struct gpu_peers_in* in) 
 }
 
 int gpu_task_channel0(const struct task* t) {
-  return !task_is_p2p(t->coll) && t->plan.algo == ALGO_ONESHOT && t->plan.proto == PROTO_SIMPLE;
+  return !task_is_p2p(t->coll) && t->plan.proto == PROTO_SIMPLE &&
+         (t->plan.algo == ALGO_ONESHOT || t->plan.algo == ALGO_RECDOUBLING);
 }
 
 unsigned gpu_task_peers(const struct task* t, const struct gpu_peers_in* in) {
@@ -34,7 +35,7 @@ unsigned gpu_task_peers(const struct task* t, const struct gpu_peers_in* in) {
     (void)task_messages(t, in->rank, in->nranks, add_peer, &m);
   } else if (t->count == 0) {
     return 0;
-  } else if (gpu_onehop_doubles(t, in->nranks, in->doubling, in->doubling_pow2, in->slot_bytes)) {
+  } else if (gpu_task_doubles(t)) {
     if (t->coll == COLL_ALLGATHER) /* a power of two: the ranks one bit away */
       for (int b = 1; b < in->nranks; b *= 2) m |= 1u << (in->rank ^ b);
     else

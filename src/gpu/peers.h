@@ -19,24 +19,37 @@ struct gpu_peers_in {
   const int* ring_order; /* comm->ring_order: position -> rank */
   const int* ring_pos;   /* comm->ring_pos: rank -> position */
   int ntrees;
-  int doubling;      /* from how many ranks the one hop doubles (0: never) */
-  int doubling_pow2; /* ... on powers of two only (MONEL_NET_ONEHOP_DOUBLING left to Monel) */
-  size_t slot_bytes; /* of the point-to-point FIFOs */
 };
 
-/* 1 when the one hop runs by recursive doubling (algo/doubling.h, device/onehop.cu): on at least
- * `from` ranks (0: never) and 2, AllReduce (on a power of two where pow2_only: the other counts
- * take 2 more hops), and AllGather where the ranks are a power of two and half of the output fits
- * a slot (its last round's message). Its peers are then the schedule's, not every rank. */
-static inline int gpu_onehop_doubles(const struct task* t, int nranks, int from, int pow2_only,
-                                     size_t slot_bytes) {
+/* 1 when recursive doubling (RecDoubling/Simple: algo/doubling.h, run by device/onehop.cu over
+ * the point-to-point FIFOs) takes the one hop's place for a collective of `bytes` (the count
+ * argument's) on nranks ranks: on at least `from` ranks (0: never) and 2, AllReduce (on a power
+ * of two where pow2_only: the other counts take 2 more hops), and AllGather where the ranks are a
+ * power of two and half of the output fits a slot (its last round's message). Its peers are the
+ * schedule's, not every rank. */
+static inline int gpu_doubling_applies(enum coll_kind coll, size_t bytes, int nranks, int from,
+                                       int pow2_only, size_t slot_bytes) {
   int pow2 = (nranks & (nranks - 1)) == 0;
-  if (from <= 0 || nranks < from || nranks < 2 || (pow2_only && !pow2) ||
-      t->plan.algo != ALGO_ONESHOT || t->plan.proto != PROTO_SIMPLE)
-    return 0;
-  if (t->coll == COLL_ALLREDUCE) return 1;
-  return t->coll == COLL_ALLGATHER && pow2 &&
-         (size_t)(nranks / 2) * t->count * dtype_size(t->dtype) <= slot_bytes;
+  if (from <= 0 || nranks < from || nranks < 2 || (pow2_only && !pow2)) return 0;
+  if (coll == COLL_ALLREDUCE) return 1;
+  return coll == COLL_ALLGATHER && pow2 && (size_t)(nranks / 2) * bytes <= slot_bytes;
+}
+
+/* Why gpu_doubling_applies said no, as a sentence fragment (the plan's refusal). */
+static inline const char* gpu_doubling_why(enum coll_kind coll, int nranks, int from,
+                                           int pow2_only) {
+  int pow2 = (nranks & (nranks - 1)) == 0;
+  if (from <= 0) return "is off (MONEL_NET_ONEHOP_DOUBLING=0)";
+  if (nranks < from) return "runs from MONEL_NET_ONEHOP_DOUBLING ranks on";
+  if (pow2_only && !pow2) return "runs on a power of two ranks (MONEL_NET_ONEHOP_DOUBLING unset)";
+  if (coll == COLL_ALLGATHER && !pow2) return "runs AllGather on a power of two ranks only";
+  if (coll == COLL_ALLGATHER) return "needs half of AllGather's output to fit a slot";
+  return "runs AllReduce and AllGather only";
+}
+
+/* 1 when the task's plan is recursive doubling (the one hop's kernel then runs its schedule). */
+static inline int gpu_task_doubles(const struct task* t) {
+  return t->plan.algo == ALGO_RECDOUBLING && t->plan.proto == PROTO_SIMPLE;
 }
 
 /* Trees a tree launch uses when each peer has `channels` point-to-point channels for it: two
@@ -49,7 +62,7 @@ static inline int gpu_tree_count(int channels) {
  * peer p through the point-to-point FIFOs. The messages of Send/Recv, AlltoAll(v), Gather and
  * Scatter (core/task.c, zero-byte ones left out), the parent and children of each tree of a Tree
  * plan, every peer for the one hop (OneShot/Simple; for Broadcast and Reduce the root's every
- * peer, another rank's the root; the schedule's peers where AllReduce doubles); nothing for the
+ * peer, another rank's the root; RecDoubling: the schedule's peers); nothing for the
  * ring and the one-shot LL kernel, nor for an empty collective. Never the rank itself. */
 unsigned gpu_task_peers(const struct task* t, const struct gpu_peers_in* in);
 

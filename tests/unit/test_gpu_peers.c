@@ -39,9 +39,15 @@ static void view_init(struct comm_view* v, int n, unsigned seed) {
 
 static int doubling, pow2_only; /* as the comm decided (0: never) */
 
+/* The one hop's task as the plan runs it (gpu/caps.c): RecDoubling where doubling applies. */
 static unsigned peers_of(const struct comm_view* v, const struct task* t, int rank, int ntrees) {
-  struct gpu_peers_in in = {rank, v->n, v->order, v->pos, ntrees, doubling, pow2_only, 1 << 19};
-  return gpu_task_peers(t, &in);
+  struct gpu_peers_in in = {rank, v->n, v->order, v->pos, ntrees};
+  struct task p = *t;
+  if (p.plan.algo == ALGO_ONESHOT && p.plan.proto == PROTO_SIMPLE &&
+      gpu_doubling_applies(p.coll, p.count * dtype_size(p.dtype), v->n, doubling, pow2_only,
+                           1 << 19))
+    p.plan.algo = ALGO_RECDOUBLING;
+  return gpu_task_peers(&p, &in);
 }
 
 static struct task make(enum coll_kind c, size_t count, int root) {
@@ -169,6 +175,10 @@ TEST(the_one_hop_of_every_collective) {
  * ranks: the ranks one bit away; 6: ranks 4 and 5 their partners 0 and 1 alone; with the
  * default, from 8 on powers of two, every peer on 6 and 12 ranks); AllGather's on a power of two
  * while half its output fits a slot; the other collectives' one hop unchanged. */
+static int applies(const struct task* t, int n, int from, int pow2, size_t slot) {
+  return gpu_doubling_applies(t->coll, t->count * dtype_size(t->dtype), n, from, pow2, slot);
+}
+
 TEST(allreduce_doubling_reaches_the_schedules_peers) {
   doubling = 2;
   struct comm_view v;
@@ -200,20 +210,20 @@ TEST(allreduce_doubling_reaches_the_schedules_peers) {
   CHECK_EQ(peers_of(&v, &ag, 0, 2), all_but(6, 0));
   struct task ring = planned(COLL_ALLREDUCE, 0, ALGO_RING, PROTO_SIMPLE);
   CHECK_EQ(peers_of(&v, &ring, 0, 2), 0);
-  CHECK_EQ(gpu_onehop_doubles(&t, 6, 3, 0, 1 << 19), 1);
-  CHECK_EQ(gpu_onehop_doubles(&t, 6, 3, 1, 1 << 19), 0);
-  CHECK_EQ(gpu_onehop_doubles(&t, 8, 8, 1, 1 << 19), 1);
-  CHECK_EQ(gpu_onehop_doubles(&t, 6, 6, 0, 1 << 19), 1);
-  CHECK_EQ(gpu_onehop_doubles(&t, 6, 7, 0, 1 << 19), 0);
-  CHECK_EQ(gpu_onehop_doubles(&t, 2, 1, 0, 1 << 19), 1);
-  CHECK_EQ(gpu_onehop_doubles(&t, 1, 1, 0, 1 << 19), 0);
-  CHECK_EQ(gpu_onehop_doubles(&t, 6, 0, 0, 1 << 19), 0);
-  CHECK_EQ(gpu_onehop_doubles(&ag, 6, 3, 0, 1 << 19), 0);
-  CHECK_EQ(gpu_onehop_doubles(&ag, 8, 8, 1, 1 << 19), 1);
+  CHECK_EQ(applies(&t, 6, 3, 0, 1 << 19), 1);
+  CHECK_EQ(applies(&t, 6, 3, 1, 1 << 19), 0);
+  CHECK_EQ(applies(&t, 8, 8, 1, 1 << 19), 1);
+  CHECK_EQ(applies(&t, 6, 6, 0, 1 << 19), 1);
+  CHECK_EQ(applies(&t, 6, 7, 0, 1 << 19), 0);
+  CHECK_EQ(applies(&t, 2, 1, 0, 1 << 19), 1);
+  CHECK_EQ(applies(&t, 1, 1, 0, 1 << 19), 0);
+  CHECK_EQ(applies(&t, 6, 0, 0, 1 << 19), 0);
+  CHECK_EQ(applies(&ag, 6, 3, 0, 1 << 19), 0);
+  CHECK_EQ(applies(&ag, 8, 8, 1, 1 << 19), 1);
   ag.count = (1 << 19) / 4 + 1; /* half of the output (4 pieces) is more than a slot */
-  CHECK_EQ(gpu_onehop_doubles(&ag, 8, 8, 0, 1 << 19), 0);
+  CHECK_EQ(applies(&ag, 8, 8, 0, 1 << 19), 0);
   struct task rs = planned(COLL_REDUCESCATTER, 0, ALGO_ONESHOT, PROTO_SIMPLE);
-  CHECK_EQ(gpu_onehop_doubles(&rs, 8, 3, 0, 1 << 19), 0);
+  CHECK_EQ(applies(&rs, 8, 3, 0, 1 << 19), 0);
   doubling = 0;
   CHECK_EQ(peers_of(&v, &t, 4, 2), all_but(6, 4));
 }

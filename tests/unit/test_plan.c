@@ -87,10 +87,10 @@ static struct plan_comm gpu_pc(enum plan_path path) {
 }
 
 /* Defaults: MONEL_ONESHOT_MAX 3 MB, LL buffers 512 KB, MONEL_NET_ONEHOP_MAX 32 KB a peer, 512 KB
- * slots. */
+ * slots, recursive doubling from 8 ranks on powers of two. */
 static void gpu_state(int nranks, int ll_ok, int onehop_ok) {
-  struct gpu_fit_in s = {nranks,    ll_ok,    512 << 10,    3 << 20, onehop_ok,
-                         512 << 10, 32 << 10, nranks <= 16, ll_ok};
+  struct gpu_fit_in s = {nranks,   ll_ok, 512 << 10, 3 << 20,      onehop_ok, 512 << 10,
+                         32 << 10, 8,     1,         nranks <= 16, ll_ok};
   fit_state = s;
 }
 
@@ -178,9 +178,10 @@ TEST(gpu_onehop_across_the_network) {
   CHECK_PAIR(gpu(PLAN_PATH_NET, 2, COLL_ALLREDUCE, 32 << 10, "", ""), ALGO_ONESHOT, PROTO_SIMPLE);
   CHECK_PAIR(gpu(PLAN_PATH_NET, 2, COLL_ALLREDUCE, (32 << 10) + 1, "", ""), ALGO_RING,
              PROTO_SIMPLE);
-  /* The bound is per peer: 32 KB to each of 7 peers still in one hop */
+  /* The bound is per peer: 32 KB to each of 7 peers still in one hop (by doubling on 8) */
   gpu_state(8, 0, 1);
-  CHECK_PAIR(gpu(PLAN_PATH_NET, 8, COLL_ALLREDUCE, 32 << 10, "", ""), ALGO_ONESHOT, PROTO_SIMPLE);
+  CHECK_PAIR(gpu(PLAN_PATH_NET, 8, COLL_ALLREDUCE, 32 << 10, "", ""), ALGO_RECDOUBLING,
+             PROTO_SIMPLE);
   CHECK_PAIR(gpu(PLAN_PATH_NET, 8, COLL_ALLREDUCE, (32 << 10) + 1, "", ""), ALGO_RING,
              PROTO_SIMPLE);
   /* Every collective, by the bytes of its count argument (a rank's piece for AllGather and
@@ -263,7 +264,8 @@ TEST(gpu_tree_across_hosts) {
   for (int i = 0; i < 3; i++) {
     int n = ns[i];
     gpu_state(n, 0, 1);
-    CHECK_PAIR(gpu(PLAN_PATH_NET, n, COLL_ALLREDUCE, 8, "", ""), ALGO_ONESHOT, PROTO_SIMPLE);
+    CHECK_PAIR(gpu(PLAN_PATH_NET, n, COLL_ALLREDUCE, 8, "", ""),
+               n == 8 ? ALGO_RECDOUBLING : ALGO_ONESHOT, PROTO_SIMPLE);
     CHECK_PAIR(gpu(PLAN_PATH_NET, n, COLL_ALLREDUCE, 256 << 10, "", ""), ALGO_RING, PROTO_SIMPLE);
     CHECK_PAIR(gpu(PLAN_PATH_NET, n, COLL_ALLREDUCE, 2 << 20, "", ""), ALGO_RING, PROTO_SIMPLE);
     CHECK_PAIR(gpu(PLAN_PATH_NET, n, COLL_ALLREDUCE, 128 << 20, "", ""), ALGO_TREE, PROTO_SIMPLE);
@@ -385,9 +387,36 @@ TEST(algorithms_from_the_engine_tables) {
   CHECK_EQ(algos_of(cpu_caps, CPU_NCAPS, PLAN_PATH_SHM, COLL_ALLGATHER), ring);
   /* the GPU engine runs AllGather in one shot (LL, peer memory) and in one hop (the network) */
   CHECK_EQ(algos_of(gpu_caps, GPU_NCAPS, PLAN_PATH_PEER, COLL_ALLGATHER), ring | one);
-  CHECK_EQ(algos_of(gpu_caps, GPU_NCAPS, PLAN_PATH_NET, COLL_ALLGATHER), ring | one);
+  CHECK_EQ(algos_of(gpu_caps, GPU_NCAPS, PLAN_PATH_NET, COLL_ALLGATHER),
+           ring | one | bit(ALGO_RECDOUBLING));
   CHECK_EQ(algos_of(gpu_caps, GPU_NCAPS, PLAN_PATH_PEER, COLL_BROADCAST), ring | tree);
   CHECK_EQ(algos_of(gpu_caps, GPU_NCAPS, PLAN_PATH_NET, COLL_BROADCAST), ring | tree | one);
   CHECK_EQ(algos_of(gpu_caps, GPU_NCAPS, PLAN_PATH_NET, COLL_SEND), 0);
   CHECK_EQ(algos_of(cpu_caps, CPU_NCAPS, PLAN_PATH_SHM, COLL_ALLTOALL), 0);
+}
+
+/* Recursive doubling takes the one hop's place where it applies (8 ranks across hosts, powers of
+ * two, AllReduce and AllGather) and nowhere else; the one hop (every peer at once) still runs
+ * there when NCCL_ALGO asks for OneShot; RecDoubling asked where it does not apply is refused
+ * with the reason. */
+TEST(recdoubling_replaces_the_one_hop_where_it_applies) {
+  gpu_state(8, 0, 1);
+  CHECK_PAIR(gpu(PLAN_PATH_NET, 8, COLL_ALLREDUCE, 8, "", ""), ALGO_RECDOUBLING, PROTO_SIMPLE);
+  CHECK_PAIR(gpu(PLAN_PATH_NET, 8, COLL_ALLGATHER, 8, "", ""), ALGO_RECDOUBLING, PROTO_SIMPLE);
+  CHECK_PAIR(gpu(PLAN_PATH_NET, 8, COLL_REDUCESCATTER, 8, "", ""), ALGO_ONESHOT, PROTO_SIMPLE);
+  CHECK_PAIR(gpu(PLAN_PATH_NET, 8, COLL_ALLREDUCE, 8, "allreduce:oneshot", ""), ALGO_ONESHOT,
+             PROTO_SIMPLE);
+  CHECK_PAIR(gpu(PLAN_PATH_NET, 8, COLL_ALLREDUCE, 1 << 20, "", ""), ALGO_RING, PROTO_SIMPLE);
+  gpu_state(6, 0, 1);
+  CHECK_PAIR(gpu(PLAN_PATH_NET, 6, COLL_ALLREDUCE, 8, "", ""), ALGO_ONESHOT, PROTO_SIMPLE);
+  gpu_state(12, 0, 1);
+  CHECK_PAIR(gpu(PLAN_PATH_NET, 12, COLL_ALLREDUCE, 8, "", ""), ALGO_ONESHOT, PROTO_SIMPLE);
+  struct choice c = gpu(PLAN_PATH_NET, 12, COLL_ALLREDUCE, 8, "allreduce:recdoubling", "");
+  CHECK_RES(c.res, ncclInvalidUsage);
+  CHECK(strstr(c.err, "RecDoubling/Simple runs on a power of two ranks") != NULL);
+  gpu_state(4, 0, 1);
+  CHECK_PAIR(gpu(PLAN_PATH_NET, 4, COLL_ALLREDUCE, 8, "", ""), ALGO_ONESHOT, PROTO_SIMPLE);
+  c = gpu(PLAN_PATH_NET, 4, COLL_ALLREDUCE, 8, "allreduce:recdoubling", "");
+  CHECK_RES(c.res, ncclInvalidUsage);
+  CHECK(strstr(c.err, "runs from MONEL_NET_ONEHOP_DOUBLING ranks on") != NULL);
 }
