@@ -6,11 +6,14 @@
  *   Group start, Coll/P2p start         per task, before the engine runs them
  *   Coll/P2p stop, Group stop           after the run
  *   GroupApi stop
+ * Between the Coll/P2p start and stop, the CPU engine reports its network transfers (cpu/prof.c):
+ * ProxyOp per (operation, peer, direction) across the network, ProxyStep per slot under it.
  * The CPU engine runs the tasks inside that window, so a stop means the operation is complete.
  * Older plugins get what NCCL's adapters give them: no API events before v5 (Coll and P2p then
  * have the Group as parent), string descriptors from v2, ids in v1. */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +69,12 @@ static int wants(int mask, int type, int version) {
     break;
   case PROF_GROUP:
     any = PROF_GROUP | PROF_COLL | PROF_P2P | BELOW_KERNEL;
+    break;
+  case PROF_PROXY_OP:
+    any = PROF_PROXY_OP | PROF_PROXY_STEP | PROF_NET_PLUGIN;
+    break;
+  case PROF_PROXY_STEP:
+    any = PROF_PROXY_STEP | PROF_NET_PLUGIN;
     break;
   default:
     any = type | BELOW_KERNEL;
@@ -446,4 +455,68 @@ void profiler_group_drop(struct ncclComm* comm) {
   if (pc == NULL || !pc->group_open) return;
   stop(pc, pc->group_api);
   pc->group_api = NULL, pc->group_open = 0;
+}
+
+/* ---- the network side of an operation (engines) --------------------------------------------- */
+
+int profiler_proxy_on(const struct ncclComm* comm, const struct task* t) {
+  const struct profiler_comm* pc = comm->prof;
+  return pc != NULL && t->prof_ev != NULL && wants(t->prof_mask, PROF_PROXY_OP, pc->version);
+}
+
+/* ProxyOp and ProxyStep descriptors: the v1-v4 header (a byte for the type) or the v5+ one,
+ * then the same members at offset 24. */
+static void* start_proxy(const struct ncclComm* comm, int type, void* parent,
+                         const struct prof_proxy_op* op, int step) {
+  const struct profiler_comm* pc = comm->prof;
+  union {
+    struct prof_descr_v2 v2; /* the largest before v5 */
+    struct prof_descr_v4 v4;
+    struct prof_descr_v7 v7;
+  } d;
+  void* h = NULL;
+  memset(&d, 0, sizeof d);
+  if (pc->version >= 5) {
+    d.v7.type = (uint64_t)type, d.v7.parent = parent, d.v7.rank = comm->rank;
+    if (op)
+      d.v7.proxy_op = *op;
+    else
+      d.v7.proxy_step.step = step;
+  } else {
+    d.v4.type = (uint8_t)type, d.v4.parent = parent, d.v4.rank = comm->rank;
+    if (op)
+      d.v4.proxy_op = *op;
+    else
+      d.v4.proxy_step.step = step;
+  }
+  pc->t->start_event(pc->ctx, &h, &d);
+  return h;
+}
+
+void* profiler_proxy_op_start(const struct ncclComm* comm, const struct task* t, int is_send,
+                              int peer, int channel, int nsteps, size_t chunk) {
+  struct prof_proxy_op op = {.pid = (int)getpid(),
+                             .channel = (uint8_t)channel,
+                             .peer = peer,
+                             .nsteps = nsteps,
+                             .chunk = (int)chunk,
+                             .is_send = is_send};
+  return start_proxy(comm, PROF_PROXY_OP, t->prof_ev, &op, 0);
+}
+
+void* profiler_proxy_step_start(const struct ncclComm* comm, const struct task* t, void* op,
+                                int step) {
+  const struct profiler_comm* pc = comm->prof;
+  if (op == NULL || !wants(t->prof_mask, PROF_PROXY_STEP, pc->version)) return NULL;
+  return start_proxy(comm, PROF_PROXY_STEP, op, NULL, step);
+}
+
+void profiler_proxy_state(const struct ncclComm* comm, void* step, int state, size_t bytes) {
+  const struct profiler_comm* pc = comm->prof;
+  struct prof_state_args a = {pc->version >= 4 ? bytes : 0, 0};
+  if (step) pc->t->record_state(step, state, &a);
+}
+
+void profiler_proxy_stop(const struct ncclComm* comm, void* h) {
+  stop(comm->prof, h);
 }

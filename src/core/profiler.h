@@ -3,7 +3,8 @@
  * library is loaded by the first comm (NCCL_PROFILER_PLUGIN, libnccl-profiler.so, the net
  * plugin's library) and closed when the last comm using it is freed; each comm has a context
  * from init. Events emitted (docs/PLUGINS.md): GroupApi, CollApi, P2pApi (v5+), Group, Coll, P2p,
- * each started and stopped on the thread that runs the group, as the activation mask asks. */
+ * each started and stopped on the thread that runs the group, as the activation mask asks; the
+ * CPU engine's network transfers as ProxyOp and ProxyStep (cpu/prof.c). */
 #ifndef MONEL_CORE_PROFILER_H
 #define MONEL_CORE_PROFILER_H
 #include "core/comm.h"
@@ -25,6 +26,19 @@ void profiler_group_end_begins(struct ncclComm* comm);
  * after it they stop, then the group's API event. */
 void profiler_run_begin(struct ncclComm* comm, struct task* tasks, int ntasks);
 void profiler_run_end(struct ncclComm* comm, struct task* tasks, int ntasks);
+/* The network side of an operation, for the engines: ProxyOp events (parent: the task's
+ * Coll/P2p event) for each transfer with a peer across the network, ProxyStep events under them
+ * per step. profiler_proxy_on: the task's mask asks for them and its Coll/P2p event has a
+ * handle (a NULL handle from the plugin leaves its operation without children). A NULL op
+ * handle, or a mask without ProxyStep, starts no step (NULL); states and stops of NULL
+ * handles do nothing. transSize (bytes) reaches v4+ plugins; v1-v3 get zeroed arguments. */
+int profiler_proxy_on(const struct ncclComm* comm, const struct task* t);
+void* profiler_proxy_op_start(const struct ncclComm* comm, const struct task* t, int is_send,
+                              int peer, int channel, int nsteps, size_t chunk);
+void* profiler_proxy_step_start(const struct ncclComm* comm, const struct task* t, void* op,
+                                int step);
+void profiler_proxy_state(const struct ncclComm* comm, void* step, int state, size_t bytes);
+void profiler_proxy_stop(const struct ncclComm* comm, void* h);
 /* Tasks dropped without a run (an error before it): the open API event is stopped. */
 void profiler_group_drop(struct ncclComm* comm);
 

@@ -24,8 +24,31 @@ enum {
   PROF_P2P_API = 0x400,
   PROF_KERNEL_LAUNCH = 0x800,
 };
-/* States of a GroupApi event. */
+/* States of a GroupApi event, and of a ProxyStep event (NCCL's names: ProxyStepSendWait, the
+ * send is posted; ProxyStepRecvWait, the receive is posted; ProxyStepRecvGPUWait, the data came
+ * and its consumer takes it). */
 enum { PROF_STATE_GROUP_START_API_STOP = 23, PROF_STATE_GROUP_END_API_START = 24 };
+enum {
+  PROF_STATE_STEP_SEND_WAIT = 9,
+  PROF_STATE_STEP_RECV_WAIT = 10,
+  PROF_STATE_STEP_RECV_TAKE = 12
+};
+
+/* The members of ProxyOp and ProxyStep events: the same in every version, at offset 24. */
+struct prof_proxy_op {
+  int pid;
+  uint8_t channel;
+  int peer, nsteps, chunk, is_send;
+};
+struct prof_proxy_step {
+  int step;
+};
+/* recordEventState's arguments of a ProxyStep: 8 bytes read from v4 (transSize), 16 bytes
+ * passed zeroed to v1-v3, as NCCL does. */
+struct prof_state_args {
+  size_t trans_size;
+  int steps;
+};
 
 typedef void (*prof_logger)(int level, unsigned long flags, const char* file, int line,
                             const char* fmt, ...);
@@ -160,6 +183,8 @@ struct prof_descr_v4 {
       int peer;
       uint8_t nch;
     } p2p;
+    struct prof_proxy_op proxy_op; /* v1-v4 have it at the same place */
+    struct prof_proxy_step proxy_step;
   };
 };
 /* v5 and v6: 112 bytes; v7: 136 (user tags, the kernel variant). */
@@ -214,6 +239,8 @@ struct prof_descr_v7 {
       void* parent_group;
       uint64_t user_tag; /* v7 */
     } p2p;
+    struct prof_proxy_op proxy_op;
+    struct prof_proxy_step proxy_step;
     char pad[112]; /* v7's largest member (coll) */
   };
 };

@@ -24,6 +24,7 @@ struct cpu_comm {
   int net_dev;           /* the network device this rank's network connections use; -1 until */
                          /* the first one (core/node_topo.h) */
   int lost_rank;         /* a peer found gone, or named by a peer that stopped for it; -1 if none */
+  struct conn_prof* prof_conns; /* FIFOs reporting proxy events for the running operation */
 };
 
 /* caps.c: the engine's capability and cost table (core/plan.h). */

@@ -210,6 +210,15 @@ static void close_all(struct ncclComm* comm) {
   }
 }
 
+/* An operation that reported proxy events ends them (cpu/prof.h): res, or the error of waiting
+ * for its sends. */
+static ncclResult_t prof_done(struct ncclComm* comm, const struct task* t, ncclResult_t res) {
+  struct cpu_comm* cc = comm->engine_state;
+  if (__builtin_expect(cc->prof_conns == NULL, 1)) return res;
+  ncclResult_t fin = cpu_prof_finish(comm, t, res == ncclSuccess);
+  return res != ncclSuccess ? res : fin;
+}
+
 /* Collectives run in the order they were queued; the group's Send/Recv tasks then run together
  * in one progress loop (every rank runs the collectives first, so a p2p exchange never waits
  * behind a collective that the peer has not reached). */
@@ -228,9 +237,9 @@ static ncclResult_t cpu_run(struct ncclComm* comm, struct task* tasks, int ntask
     if (ntasks > 1 && (t->coll == COLL_SEND || t->coll == COLL_RECV))
       p2p[np2p++] = t;
     else
-      NCCLCHECKGOTO(run_task(comm, t), res, out);
+      NCCLCHECKGOTO(prof_done(comm, t, run_task(comm, t)), res, out);
   }
-  if (np2p) NCCLCHECKGOTO(cpu_p2p_run(comm, p2p, np2p), res, out);
+  if (np2p) NCCLCHECKGOTO(prof_done(comm, p2p[0], cpu_p2p_run(comm, p2p, np2p)), res, out);
 out:
   if (res == ncclRemoteError || res == ncclSystemError) {
     ncclResult_t none = ncclSuccess; /* the first error stays (a mismatch found meanwhile) */

@@ -211,6 +211,10 @@ ncclResult_t fifo_recv_slot(struct conn* c, const struct wait_ctx* w, const void
   return ncclSuccess;
 }
 
+ncclResult_t fifo_send_drain(struct conn* c, const struct wait_ctx* w) {
+  return wait_counter(&c->ctrl->head, &c->ctrl->head, &c->ctrl->head_waiting, c->pos, c, w);
+}
+
 void fifo_close(struct conn* c, int lost_rank) {
   if (c->ctrl == NULL) return;
   uint32_t none = 0;

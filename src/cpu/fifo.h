@@ -5,6 +5,7 @@
 #define MONEL_CPU_FIFO_H
 #include <string.h>
 #include "core/comm.h"
+#include "cpu/prof.h"
 #include "transport/transport.h"
 
 /* What a wait reports when it fails: which operation was waiting. */
@@ -76,6 +77,7 @@ static inline void fifo_copy_small(unsigned char* d, const unsigned char* s, siz
 /* Size, then the cell's sequence number, then tail (the data is in place): whoever sees one of
  * the last two sees everything before it. */
 static inline void fifo_post(struct conn* c, struct fifo_cell* cell, size_t bytes) {
+  if (__builtin_expect(c->prof != NULL, 0)) cpu_prof_sent(c, bytes);
   cell->bytes = bytes;
   fifo_advance(c);
   __atomic_store_n(&cell->seq, c->pos, __ATOMIC_RELEASE);
@@ -107,10 +109,12 @@ static inline void fifo_recv_take(struct conn* c, const void** slot, size_t* byt
   uint64_t b = fifo_cell(c->slots, c->slot_size, c->slot)->bytes;
   *slot = fifo_payload(c->slots, c->slot_size, c->slot, b);
   *bytes = b;
+  if (__builtin_expect(c->prof != NULL, 0)) cpu_prof_taken(c, b);
 }
 
 /* Receiver: give the slot back to the sender. */
 static inline void fifo_recv_release(struct conn* c) {
+  if (__builtin_expect(c->prof != NULL, 0)) cpu_prof_released(c);
   fifo_advance(c);
   fifo_publish(&c->ctrl->head, c->pos, &c->ctrl->head_waiting);
 }
@@ -146,6 +150,9 @@ struct fifo_idle {
 };
 void fifo_idle_reset(struct fifo_idle* idle);
 int fifo_idle(struct fifo_idle* idle, struct conn* c, int is_send);
+
+/* Sender: wait until every slot posted so far was sent (head reaches pos). */
+ncclResult_t fifo_send_drain(struct conn* c, const struct wait_ctx* w);
 
 /* Tell the other side that this side failed (it stops waiting with an error); lost_rank >= 0:
  * because that rank is gone (the other side names it in its error). */

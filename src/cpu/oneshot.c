@@ -127,6 +127,13 @@ ncclResult_t cpu_oneshot_allreduce(struct ncclComm* comm, const struct task* t) 
   }
   NCCLCHECK(cpu_oneshot_connect(comm));
   size_t piece = cc->slot_size; /* a multiple of 64, so of every element size */
+  if (cpu_prof_wanted(comm, t)) /* a slot to and from every peer per round */
+    for (int p = 0; p < n; p++) {
+      cpu_prof_op(comm, t, p == comm->rank ? NULL : &cc->p2p_send[p], 1, 0,
+                  (bytes + piece - 1) / piece);
+      cpu_prof_op(comm, t, p == comm->rank ? NULL : &cc->p2p_recv[p], 0, 0,
+                  (bytes + piece - 1) / piece);
+    }
   ncclResult_t res = ncclSuccess;
   unsigned char sent_small[64], *sent = n <= 64 ? sent_small : malloc((size_t)n);
   /* Folding into the output overwrites an in-place input before its own turn: keep a copy,

@@ -196,6 +196,21 @@ static ncclResult_t snapshot_overlaps(struct batch* b, char** stash) {
   return ncclSuccess;
 }
 
+/* The profiler's ProxyOps (cpu/prof.h), if a task asks: one per message, in each FIFO's order,
+ * of a slot per slot_size bytes (a message has at least one byte: task_messages). */
+static void prof_batch(struct batch* b, struct task* const* tasks, int ntasks) {
+  int any = 0, n = b->comm->nranks;
+  for (int i = 0; i < ntasks && !any; i++) any = cpu_prof_wanted(b->comm, tasks[i]);
+  for (int i = 0; i < 2 * n && any; i++) {
+    struct chan* ch = &b->chans[i];
+    for (int k = ch->c ? ch->cur : -1; k >= 0; k = b->msgs[k].next) {
+      const struct msg* m = &b->msgs[k];
+      cpu_prof_op(b->comm, m->task, ch->c, ch->is_send, 0,
+                  (m->bytes + ch->c->slot_size - 1) / ch->c->slot_size);
+    }
+  }
+}
+
 /* Run the messages of `ntasks` tasks (Send, Recv, AlltoAll(v), Gather, Scatter) together. */
 ncclResult_t cpu_p2p_run(struct ncclComm* comm, struct task* const* tasks, int ntasks) {
   struct cpu_comm* cc = comm->engine_state;
@@ -223,6 +238,7 @@ ncclResult_t cpu_p2p_run(struct ncclComm* comm, struct task* const* tasks, int n
     if (b.chans[p].cur >= 0) b.chans[p].c = &cc->p2p_recv[p];
     if (b.chans[n + p].cur >= 0) b.chans[n + p].c = &cc->p2p_send[p];
   }
+  if (comm->prof) prof_batch(&b, tasks, ntasks);
   NCCLCHECKGOTO(progress_all(&b), res, out);
 out:
   free(stash);

@@ -89,6 +89,21 @@ static ncclResult_t exec_verb(struct ring_exec* x, enum verb v, const char* in, 
   return ncclSuccess;
 }
 
+/* The profiler's ProxyOps of a ring operation (cpu/prof.h): `units` repetitions of a schedule
+ * whose verbs send `nsend` and receive `nrecv` slots each. */
+static void prof_ring(struct ncclComm* comm, const struct task* t, const struct ring_exec* x,
+                      uint64_t units, int nsend, int nrecv) {
+  cpu_prof_op(comm, t, x->send, 1, 0, units * (uint64_t)nsend);
+  cpu_prof_op(comm, t, x->recv, 0, 0, units * (uint64_t)nrecv);
+}
+
+/* Verbs with trait `bit` (VERB_SENDS, VERB_RECVS) in the `nsteps` steps of a schedule. */
+static int count_verbs(struct step (*step_of)(int, int, int), int pos, int n, int nsteps, int bit) {
+  int k = 0;
+  for (int s = 0; s < nsteps; s++) k += (verb_traits(step_of(pos, n, s).verb) & bit) != 0;
+  return k;
+}
+
 static struct ring_exec make_exec(struct ncclComm* comm, const struct task* t, int reduces) {
   struct cpu_comm* cc = comm->engine_state;
   struct ring_exec x = {cc->ring_send, cc->ring_recv, {comm, t}, dtype_size(t->dtype),
@@ -104,6 +119,13 @@ ncclResult_t cpu_ring_allreduce(struct ncclComm* comm, const struct task* t) {
   char* out = t->recvbuff;
   size_t count = t->count, slot_elems = cc->slot_size / x.esize;
   int nsteps = ring_allreduce_nsteps(n);
+  if (cpu_prof_wanted(comm, t)) {
+    uint64_t blocks = 0;
+    for (size_t base = 0; base < count; blocks++)
+      base += ring_allreduce_block(count - base, n, 1, slot_elems).len;
+    prof_ring(comm, t, &x, blocks, count_verbs(ring_allreduce_step, pos, n, nsteps, VERB_SENDS),
+              count_verbs(ring_allreduce_step, pos, n, nsteps, VERB_RECVS));
+  }
   for (size_t base = 0; base < count;) {
     struct ring_block b = ring_allreduce_block(count - base, n, 1, slot_elems);
     for (int s = 0; s < nsteps; s++) {
@@ -128,6 +150,9 @@ ncclResult_t cpu_ring_chain(struct ncclComm* comm, const struct task* t) {
   const char* in = t->sendbuff;
   char* out = t->recvbuff;
   size_t bytes = t->count * x.esize, piece = cc->slot_size / x.esize * x.esize;
+  if (cpu_prof_wanted(comm, t))
+    prof_ring(comm, t, &x, (bytes + piece - 1) / piece, (verb_traits(v) & VERB_SENDS) != 0,
+              (verb_traits(v) & VERB_RECVS) != 0);
   for (size_t off = 0; off < bytes; off += piece) {
     size_t len = bytes - off < piece ? bytes - off : piece;
     NCCLCHECK(exec_verb(&x, v, in ? in + off : NULL, out ? out + off : NULL, len));
@@ -144,6 +169,12 @@ ncclResult_t cpu_ring_gather_scatter(struct ncclComm* comm, const struct task* t
   char* out = t->recvbuff;
   size_t part = t->count * x.esize, piece = cc->slot_size / x.esize * x.esize;
   int nsteps = ag ? ring_allgather_nsteps(n) : ring_reducescatter_nsteps(n);
+  if (cpu_prof_wanted(comm, t)) {
+    struct step (*step_of)(int, int, int) = ag ? ring_allgather_step : ring_reducescatter_step;
+    prof_ring(comm, t, &x, (part + piece - 1) / piece,
+              count_verbs(step_of, pos, n, nsteps, VERB_SENDS),
+              count_verbs(step_of, pos, n, nsteps, VERB_RECVS));
+  }
   for (size_t off = 0; off < part; off += piece) {
     size_t len = part - off < piece ? part - off : piece;
     for (int s = 0; s < nsteps; s++) {

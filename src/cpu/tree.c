@@ -249,6 +249,15 @@ static struct stream make_stream(struct cpu_comm* cc, int t, const struct tree_n
   return s;
 }
 
+/* The profiler's ProxyOps of a stream (cpu/prof.h): a slot per chunk on each of its FIFOs; the
+ * channel is the tree. */
+static void prof_stream(struct ncclComm* comm, const struct task* t, const struct stream* s,
+                        int tree) {
+  uint64_t steps = (s->hi - s->next + s->chunk - 1) / s->chunk;
+  for (int i = 0; i < s->nrecv; i++) cpu_prof_op(comm, t, s->recv[i], 0, tree, steps);
+  for (int i = 0; i < s->nsend; i++) cpu_prof_op(comm, t, s->send[i], 1, tree, steps);
+}
+
 ncclResult_t cpu_tree_run(struct ncclComm* comm, const struct task* t) {
   struct cpu_comm* cc = comm->engine_state;
   int n = comm->nranks, rank = comm->rank, ar = t->coll == COLL_ALLREDUCE;
@@ -283,9 +292,11 @@ ncclResult_t cpu_tree_run(struct ncclComm* comm, const struct task* t) {
     size_t min = CHUNK_MIN_BYTES / x.esize, max = cc->slot_size / x.esize;
     size_t chunk = tree_chunk(hi - lo, min ? min : 1, max ? max : 1, 1);
     enum verb up = tree_up_verb(&nd[k], ar), down = tree_down_verb(&nd[k], ar);
+    int ns0 = ns;
     if (t->coll != COLL_BROADCAST) s[ns++] = make_stream(cc, k, nd, up, lo, hi, chunk);
     if (t->coll != COLL_REDUCE && down != VERB_NONE)
       s[ns++] = make_stream(cc, k, nd, down, lo, hi, chunk);
+    for (int i = ns0; i < ns && cpu_prof_wanted(comm, t); i++) prof_stream(comm, t, &s[i], k);
   }
   return progress(&x, s, ns);
 }

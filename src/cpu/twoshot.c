@@ -112,6 +112,30 @@ static ncclResult_t round_run(struct ncclComm* comm, const struct task* t, const
   return ncclSuccess;
 }
 
+/* Slots moved each way with peer p in a round of `count` elements: p's piece of my input and
+ * p's folded piece back, unless p's piece is empty; mine to p and p's input of it, unless mine
+ * is empty. */
+static uint64_t round_slots(size_t count, int n, int me, int p) {
+  size_t lo, hi, mlo, mhi;
+  twoshot_piece(count, n, p, &lo, &hi);
+  twoshot_piece(count, n, me, &mlo, &mhi);
+  return (uint64_t)(hi > lo) + (uint64_t)(mhi > mlo);
+}
+
+/* The profiler's ProxyOps (cpu/prof.h): full rounds, then the last one. */
+static void prof_twoshot(struct ncclComm* comm, const struct task* t, size_t per_round) {
+  struct cpu_comm* cc = comm->engine_state;
+  int n = comm->nranks, me = comm->rank;
+  uint64_t full = t->count / per_round;
+  size_t rest = t->count % per_round;
+  for (int p = 0; p < n; p++) {
+    if (p == me) continue;
+    uint64_t k = full * round_slots(per_round, n, me, p) + (rest ? round_slots(rest, n, me, p) : 0);
+    cpu_prof_op(comm, t, &cc->p2p_send[p], 1, 0, k);
+    cpu_prof_op(comm, t, &cc->p2p_recv[p], 0, 0, k);
+  }
+}
+
 ncclResult_t cpu_twoshot_allreduce(struct ncclComm* comm, const struct task* t) {
   struct cpu_comm* cc = comm->engine_state;
   int n = comm->nranks, me = comm->rank;
@@ -123,6 +147,7 @@ ncclResult_t cpu_twoshot_allreduce(struct ncclComm* comm, const struct task* t) 
   NCCLCHECK(cpu_oneshot_connect(comm));
   /* a round's largest piece, ceil(count / n) elements, fits a slot */
   size_t per_round = (cc->slot_size / es) * (size_t)n;
+  if (cpu_prof_wanted(comm, t)) prof_twoshot(comm, t, per_round);
   size_t first = t->count < per_round ? t->count : per_round; /* the largest round */
   size_t max_piece = (first + n - 1) / n * es;
   int keep = t->sendbuff == t->recvbuff && me != 0;

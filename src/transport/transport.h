@@ -83,6 +83,7 @@ static inline char* fifo_payload(char* slots, size_t slot_size, uint32_t i, uint
 #define FIFO_CLOSED_GONE 3 /* net: the peer freed its side (destroyed its communicator) */
 
 struct peer_info;
+struct conn_prof;
 
 struct conn {
   const struct transport* tr;
@@ -104,6 +105,10 @@ struct conn {
   size_t map_len;
   char name[64]; /* shm name while it exists */
   int owner;     /* 1 on the receiver side */
+  /* The engine's profiler state of the operations moving slots through this connection (the
+   * CPU engine's, cpu/prof.c: network connections only, while an operation asks for proxy
+   * events); NULL otherwise. Transports leave it alone. */
+  struct conn_prof* prof;
 };
 
 struct transport {

@@ -6,7 +6,10 @@
  *   check env NAME VALUE   the parameter NAME reads VALUE (the env plugin supplies it)
  *   check tuner            the operation list; the tuner's counts equal the calls
  *   check tuner-refused    AllReduce of 4 KB fails with ncclInvalidUsage and the sentence
- *   check profiler         the operation list; the profiler's event tree (profiler.c) is whole */
+ *   check profiler         the operation list; the profiler's event tree (profiler.c) is whole
+ *   check profiler-net V   ranks as processes on two hosts (0, 1 | 2: MONEL_HOST_ID), so that
+ *                          the ring's links 1 -> 2 and 2 -> 0 cross the network: the ProxyOp and
+ *                          ProxyStep events each rank reports equal the slot arithmetic */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -234,6 +237,99 @@ static int check_profiler(int version) {
   return fails != 0;
 }
 
+/* ---- proxy events across the network ---- */
+
+#define HOST_OF(r) ((r) < 2 ? 0 : 1)
+
+/* Ring AllReduce of whole blocks, AllGather, Broadcast from rank 0 and a ring of Send/Recv (all
+ * on the ring 0 -> 1 -> 2 -> 0, NCCL_ALGO=Ring), on slots of S bytes (MONEL_CPU_SLOT_SIZE). */
+#define AR_BLOCKS 4 /* AllReduce: blocks of NRANKS slots */
+#define AG_BYTES  12000
+#define BC_BYTES  9000
+#define SR_BYTES  10000
+
+struct net_want {
+  int ops, steps;
+  long long sent, received;
+};
+
+/* Adds what one direction of a network link carries in the list above, for the rank that sends
+ * (is_send) or receives over it: its ProxyOps, their slots and bytes; bcast: whether the
+ * Broadcast moves data over it too. */
+static void link_want(struct net_want* w, size_t slot, int bcast, int is_send) {
+  size_t ag_slots = (AG_BYTES + slot - 1) / slot, bc_slots = (BC_BYTES + slot - 1) / slot;
+  size_t sr_slots = (SR_BYTES + slot - 1) / slot;
+  long long bytes = 0;
+  /* AllReduce: 2(n-1) slots each way per block, each a full slot */
+  w->ops++, w->steps += AR_BLOCKS * 2 * (NRANKS - 1);
+  bytes += (long long)AR_BLOCKS * 2 * (NRANKS - 1) * (long long)slot;
+  /* AllGather: n-1 steps per piece of a rank's part */
+  w->ops++, w->steps += (int)ag_slots * (NRANKS - 1), bytes += (long long)AG_BYTES * (NRANKS - 1);
+  if (bcast) w->ops++, w->steps += (int)bc_slots, bytes += BC_BYTES;
+  w->ops++, w->steps += (int)sr_slots, bytes += SR_BYTES;
+  if (is_send)
+    w->sent += bytes;
+  else
+    w->received += bytes;
+}
+
+static int net_main(int rank, int nranks, ncclUniqueId id, void* arg) {
+  int version = *(int*)arg, bad = 0;
+  char host[16];
+  snprintf(host, sizeof host, "host%d", HOST_OF(rank));
+  setenv("MONEL_HOST_ID", host, 1);
+  if (find_plugin_opt(1)) return 1;
+  size_t slot = (size_t)atoi(getenv("MONEL_CPU_SLOT_SIZE"));
+  size_t ar_count = AR_BLOCKS * NRANKS * slot / sizeof(float);
+  float* in = malloc(ar_count * sizeof(float) * NRANKS);
+  float* out = malloc(ar_count * sizeof(float) * NRANKS);
+  ncclComm_t comm;
+  MP_CHECK(ncclCommInitRank(&comm, nranks, id, rank));
+  for (size_t i = 0; i < ar_count * NRANKS; i++) in[i] = (float)(rank + 1) + (float)(i % 7);
+  MP_CHECK(ncclAllReduce(in, out, ar_count, ncclFloat32, ncclSum, comm, NULL));
+  bad |= check_floats(out, ar_count, NRANKS * (NRANKS + 1) / 2.0f, NRANKS, "AllReduce");
+  size_t ag = AG_BYTES / sizeof(float);
+  MP_CHECK(ncclAllGather(in, out, ag, ncclFloat32, comm, NULL));
+  for (int r = 0; r < NRANKS && !bad; r++) {
+    for (size_t i = 0; i < ag && !bad; i++)
+      bad = out[r * ag + i] != (float)(r + 1) + (float)(i % 7);
+    if (bad) fprintf(stderr, "FAIL AllGather: part %d\n", r);
+  }
+  MP_CHECK(ncclBroadcast(in, out, BC_BYTES / sizeof(float), ncclFloat32, 0, comm, NULL));
+  bad |= check_floats(out, BC_BYTES / sizeof(float), 1, 1, "Broadcast");
+  MP_CHECK(ncclGroupStart());
+  MP_CHECK(ncclSend(in, SR_BYTES / sizeof(float), ncclFloat32, (rank + 1) % NRANKS, comm, NULL));
+  MP_CHECK(ncclRecv(out, SR_BYTES / sizeof(float), ncclFloat32, (rank + NRANKS - 1) % NRANKS, comm,
+                    NULL));
+  MP_CHECK(ncclGroupEnd());
+  bad |= check_floats(out, SR_BYTES / sizeof(float), (float)((rank + NRANKS - 1) % NRANKS + 1), 1,
+                      "SendRecv");
+  MP_CHECK(ncclCommDestroy(comm));
+  free(in);
+  free(out);
+  if (bad) return 1;
+  /* The ring's neighbours: a link to another host is a network one. The Broadcast from rank 0
+   * runs down 0 -> 1 -> 2: every rank but 2 sends, every rank but 0 receives. */
+  struct net_want w = {0, 0, 0, 0};
+  int next = (rank + 1) % NRANKS, prev = (rank + NRANKS - 1) % NRANKS;
+  if (HOST_OF(next) != HOST_OF(rank)) link_want(&w, slot, rank != NRANKS - 1, 1);
+  if (HOST_OF(prev) != HOST_OF(rank)) link_want(&w, slot, rank != 0, 0);
+  const char* m = getenv("TEST_PROF_MASK");
+  int mask = m ? (int)strtol(m, NULL, 0) : 0xfff;
+  int ops = (mask & (0x8 | 0x10 | 0x80)) ? w.ops : 0, steps = (mask & (0x10 | 0x80)) ? w.steps : 0;
+  int bytes = version >= 4 && steps;
+  int fails = expect("start3", ops) + expect("stop3", ops) + expect("start4", steps) +
+              expect("stop4", steps) + expect("opsteps", ops ? w.steps : 0) +
+              expect("sendbytes", bytes ? (int)w.sent : 0) +
+              expect("recvbytes", bytes ? (int)w.received : 0) + expect("bad", 0);
+  if (!fails)
+    printf("PASS profiler-net v%d mask 0x%x rank %d: %d ProxyOps, %d ProxySteps, %lld bytes sent, "
+           "%lld received\n",
+           version, mask, rank, ops, steps, bytes ? w.sent : 0, bytes ? w.received : 0);
+  fflush(stdout);
+  return fails != 0;
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   if (strcmp(mode, "env") == 0 && argc == 4) {
@@ -252,6 +348,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (strcmp(mode, "profiler") == 0 && argc == 3) return check_profiler(atoi(argv[2]));
+  if (strcmp(mode, "profiler-net") == 0 && argc == 3 && getenv("MONEL_CPU_SLOT_SIZE")) {
+    int v = atoi(argv[2]);
+    return mp_run(NRANKS, net_main, &v) != 0;
+  }
   if (strcmp(mode, "ops") == 0) return mp_run_threads(NRANKS, ops_main, NULL) != 0;
   if (strcmp(mode, "tuner") == 0 && argc == 3) return check_tuner(atoi(argv[2]));
   if (strcmp(mode, "tuner-refused") == 0) {
@@ -259,6 +359,9 @@ int main(int argc, char** argv) {
     printf("PASS tuner-refused\n");
     return 0;
   }
-  fprintf(stderr, "usage: %s env NAME VALUE | ops | tuner VERSION | tuner-refused\n", argv[0]);
+  fprintf(stderr,
+          "usage: %s env NAME VALUE | ops | tuner VERSION | tuner-refused | profiler VERSION | "
+          "profiler-net VERSION (with MONEL_CPU_SLOT_SIZE)\n",
+          argv[0]);
   return 2;
 }

@@ -12,12 +12,25 @@
 #include <unistd.h>
 #include "abi.h"
 
-enum { GROUP = 1, COLL = 2, P2P = 4, GROUP_API = 0x100, COLL_API = 0x200, P2P_API = 0x400 };
+enum {
+  GROUP = 1,
+  COLL = 2,
+  P2P = 4,
+  PROXY_OP = 8,
+  PROXY_STEP = 0x10,
+  GROUP_API = 0x100,
+  COLL_API = 0x200,
+  P2P_API = 0x400
+};
 
 struct rec {
   uint32_t magic;
   int type, open, states;
   struct ctx* ctx;
+  /* P2p: its peer and whether it sends. ProxyOp: its members, the steps started and stopped,
+   * the open ones. ProxyStep: its op, the states seen (bits 1 << (state - 8)). */
+  int peer, is_send, nsteps, chunk, started, stopped, nopen;
+  struct rec* parent;
 };
 struct ctx {
   int rank, open;
@@ -26,6 +39,7 @@ struct ctx {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int mask_bits, starts[16], stops[16], inits, finals, bad, tagged, states23, states24;
+static long long op_steps, send_bytes, recv_bytes; /* ProxyOp nSteps; ProxyStep transSize */
 static char last_bad[256];
 
 static int bit(int type) {
@@ -63,6 +77,12 @@ int test_plugin_count(const char* what) {
     r = states23;
   else if (strcmp(what, "state24") == 0)
     r = states24;
+  else if (strcmp(what, "opsteps") == 0)
+    r = (int)op_steps;
+  else if (strcmp(what, "sendbytes") == 0)
+    r = (int)send_bytes;
+  else if (strcmp(what, "recvbytes") == 0)
+    r = (int)recv_bytes;
   pthread_mutex_unlock(&lock);
   return r;
 }
@@ -108,6 +128,48 @@ static void check_coll(struct ctx* c, const void* d, void* parent) {
   if (v == 7 && AT(d, 128, uint64_t) == 77) tagged++;
 }
 
+/* P2p: the peer and the direction, by each version's offsets. */
+static void p2p_fields(const void* d, struct rec* r) {
+  int v = PROF_VERSION;
+  if (v == 1) {
+    r->peer = AT(d, 72, int), r->is_send = AT(d, 40, uint8_t) == 6;
+    return;
+  }
+  const char* f = v >= 4 ? AT(d, 24, const char*) : AT(d, 40, const char*);
+  r->peer = v >= 4 ? AT(d, 56, int) : AT(d, 72, int);
+  r->is_send = f != NULL && strcmp(f, "Send") == 0;
+}
+
+/* ProxyOp (the same members in every version): its parent is the open Coll or P2p of the
+ * operation (a P2p's peer and direction), it belongs to this process, a transfer with another
+ * rank of at least one step of the slot size the test sets. */
+static void check_proxy_op(struct ctx* c, const void* d, struct rec* parent, struct rec* r) {
+  const char* slot = getenv("MONEL_CPU_SLOT_SIZE");
+  r->is_send = AT(d, 44, int), r->peer = AT(d, 32, int), r->nsteps = AT(d, 36, int);
+  r->chunk = AT(d, 40, int);
+  if (parent == NULL || (parent->type != COLL && parent->type != P2P) || !parent->open)
+    fail("ProxyOp: parent is not an open Coll or P2p");
+  else if (parent->type == P2P && (parent->peer != r->peer || parent->is_send != r->is_send))
+    fail("ProxyOp: peer or direction is not its P2p's");
+  if (AT(d, 24, int) != (int)getpid()) fail("ProxyOp: pid");
+  if (r->peer < 0 || r->peer == c->rank || (r->is_send != 0 && r->is_send != 1))
+    fail("ProxyOp: peer or isSend");
+  if (r->nsteps < 1 || (slot && r->chunk != atoi(slot))) fail("ProxyOp: nSteps or chunkSize");
+  if (AT(d, 28, uint8_t) > 1) fail("ProxyOp: channelId");
+  op_steps += r->nsteps;
+}
+
+/* ProxyStep: under an open ProxyOp, numbered in order from 0, no more than its nSteps. */
+static void check_proxy_step(const void* d, struct rec* parent) {
+  if (parent == NULL || parent->type != PROXY_OP || !parent->open) {
+    fail("ProxyStep: parent is not an open ProxyOp");
+    return;
+  }
+  if (AT(d, 24, int) != parent->started || parent->started >= parent->nsteps)
+    fail("ProxyStep: step number out of order or beyond nSteps");
+  parent->started++, parent->nopen++;
+}
+
 static void check(struct ctx* c, int type, const void* d, void* parent) {
   int v = PROF_VERSION;
   switch (type) {
@@ -132,6 +194,9 @@ static void check(struct ctx* c, int type, const void* d, void* parent) {
     if (!as_rec(parent, v >= 5 ? P2P_API : GROUP)) fail("P2p: parent is not its API event/group");
     if (v >= 5 && !as_rec(AT(d, 64, void*), GROUP)) fail("P2p: parentGroup is not a Group");
     break;
+  case PROXY_OP:
+  case PROXY_STEP:
+    break; /* start_event checks them with their records */
   default:
     fail("an event type the CPU engine does not emit");
   }
@@ -147,7 +212,11 @@ static result_t start_event(void* ctx, void** handle, void* d) {
   check(c, type, d, parent);
   if ((type == COLL || type == P2P) && c->rank >= 0 && AT(d, 16, int) != c->rank)
     fail("event: rank");
-  *r = (struct rec){0x9e7e, type, 1, 0, c};
+  *r = (struct rec){.magic = 0x9e7e, .type = type, .open = 1, .ctx = c};
+  r->parent = parent;
+  if (type == P2P) p2p_fields(d, r);
+  if (type == PROXY_OP) check_proxy_op(c, d, parent, r);
+  if (type == PROXY_STEP) check_proxy_step(d, parent);
   c->open++;
   starts[bit(type)]++;
   pthread_mutex_unlock(&lock);
@@ -165,15 +234,45 @@ static result_t stop_event(void* h) {
     r->ctx->open--;
     stops[bit(r->type)]++;
     if (r->type == GROUP_API && r->states != 2) fail("GroupApi stopped before states 23, 24");
+    if (r->type == PROXY_STEP) {
+      struct rec* op = r->parent;
+      /* send: SendWait (9); receive: RecvWait (10), then RecvGPUWait (12) */
+      if (r->states != (op->is_send ? 1 << 1 : (1 << 2) | (1 << 4)))
+        fail("ProxyStep stopped without its states");
+      if (!op->open) fail("ProxyStep stopped after its ProxyOp");
+      op->stopped++, op->nopen--;
+    }
+    if (r->type == PROXY_OP && (mask_bits & (PROXY_STEP | 0x80)) &&
+        (r->started != r->nsteps || r->stopped != r->nsteps))
+      fail("ProxyOp stopped before all its nSteps steps started and stopped");
   }
   pthread_mutex_unlock(&lock);
   return 0;
 }
 
+/* A ProxyStep's state: in NCCL's order for its direction, with transSize from v4 (v1-v3: the
+ * arguments zeroed): a send's bytes, a posted receive's slot, a received slot's bytes. */
+static void step_state(struct rec* r, int state, const void* args) {
+  struct rec* op = r->parent;
+  size_t size = args ? AT(args, 0, size_t) : (size_t)-1;
+  int have = r->states, want_prev = state == 9 ? 0 : state == 10 ? 0 : state == 12 ? 1 << 2 : -1;
+  if (want_prev < 0 || have != want_prev || (state == 9) != (op->is_send == 1))
+    fail("ProxyStep states out of order");
+  r->states |= 1 << (state - 8);
+  if (args == NULL || (PROF_VERSION <= 3 && size != 0)) fail("ProxyStep state: arguments");
+  if (PROF_VERSION <= 3) return;
+  if (state == 10 ? size != (size_t)op->chunk : size == 0 || size > (size_t)op->chunk)
+    fail("ProxyStep state: transSize");
+  if (state == 9) send_bytes += (long long)size;
+  if (state == 12) recv_bytes += (long long)size;
+}
+
 static result_t record_state(void* h, int state, void* args) {
   struct rec* r = h;
   pthread_mutex_lock(&lock);
-  if (r == NULL || r->type != GROUP_API || !r->open || args != NULL)
+  if (r != NULL && r->magic == 0x9e7e && r->type == PROXY_STEP && r->open)
+    step_state(r, state, args);
+  else if (r == NULL || r->type != GROUP_API || !r->open || args != NULL)
     fail("state: not GroupApi");
   else if (state == 23 && r->states == 0)
     r->states = 1, states23++;
