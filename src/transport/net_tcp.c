@@ -39,6 +39,7 @@ static int ndevs;
 
 struct tcp_listen {
   int fd;
+  int dev;
   uint64_t token;
   int nthreads, nsocks;
   unsigned char key[AUTH_KEY_BYTES];
@@ -146,7 +147,8 @@ static void auto_counts(int64_t* threads, int64_t* socks) {
   int64_t key = *threads * 1024 + *socks;
   if (ranks > 0 && __atomic_exchange_n(&said, key, __ATOMIC_RELAXED) != key)
     INFO(LOG_NET | LOG_INIT,
-         "Socket: %d helper thread%s per connection, %d data socket%s per thread (%d CPUs, %d GPU "
+         "Socket: %d helper thread%s per connection (of the network device's pool, shared by its "
+         "connections), %d data socket%s per thread (%d CPUs, %d GPU "
          "rank%s of a comm on this machine; NCCL_SOCKET_NTHREADS and NCCL_NSOCKS_PERTHREAD set "
          "them)",
          (int)*threads, *threads == 1 ? "" : "s", (int)*socks, *socks == 1 ? "" : "s", cpus, ranks,
@@ -188,6 +190,7 @@ static ncclResult_t tcp_listen(int dev, const unsigned char* key, void* handle,
   memset(&h, 0, sizeof h);
   NCCLCALLOC(l, 1);
   l->fd = -1;
+  l->dev = dev;
   h.addr = devs[dev].addr;
   NCCLCHECKGOTO(sock_listen_open(&h.addr, &l->fd), res, out);
   SYSCHECKGOTO(sock_nonblock(l->fd), "fcntl(O_NONBLOCK)", res, out);
@@ -327,7 +330,7 @@ static int connecting_step(struct tcp_connecting* s, const struct tcp_handle* h)
 }
 
 /* A comm over connected sockets: fds[0] is the control socket. Takes the fds (also on failure). */
-static ncclResult_t comm_create(int is_send, int* fds, int nthreads, int nsocks,
+static ncclResult_t comm_create(int is_send, int dev, int* fds, int nthreads, int nsocks,
                                 const union sock_addr* peer, void** out) {
   struct tcp_comm* c = calloc(1, sizeof *c);
   int total = 1 + nthreads * nsocks;
@@ -347,6 +350,7 @@ static ncclResult_t comm_create(int is_send, int* fds, int nthreads, int nsocks,
     return ncclSystemError;
   }
   c->is_send = is_send;
+  c->dev = dev;
   c->ctrl = fds[0];
   c->nthreads = nthreads;
   c->nsocks = nsocks;
@@ -401,7 +405,7 @@ static ncclResult_t tcp_connect(int dev, const unsigned char* key, void* handle,
     connecting_free(s, 0);
     return ncclRemoteError;
   }
-  ncclResult_t res = comm_create(1, s->fd, h.nthreads, h.nsocks, &h.addr, send_comm);
+  ncclResult_t res = comm_create(1, dev, s->fd, h.nthreads, h.nsocks, &h.addr, send_comm);
   connecting_free(s, 1); /* the comm owns the fds now */
   return res;
 }
@@ -465,7 +469,7 @@ static ncclResult_t tcp_accept(void* listen_comm, void** recv_comm) {
   }
   listen_step(l);
   if (!listen_take(l, fds, &peer)) return ncclSuccess;
-  return comm_create(0, fds, l->nthreads, l->nsocks, &peer, recv_comm);
+  return comm_create(0, l->dev, fds, l->nthreads, l->nsocks, &peer, recv_comm);
 }
 
 static ncclResult_t close_comm(void* comm, enum net_kind kind) {

@@ -10,9 +10,15 @@
  * compute the same cut from the size in the header, so pieces carry no header. Each data socket
  * keeps its pieces in message order, so a receiver reads a socket only once it matched the
  * message of its next piece. A receiver reads the control socket ahead of the message it needs
- * (TCP_READ_AHEAD bytes at most), so a small message costs one system call. Helper threads (D /
- * NCCL_NSOCKS_PERTHREAD of them, started at the comm's first large message) move the pieces; the
- * caller's thread moves control bytes inside isend/irecv/test. A sender that closes after its last
+ * (TCP_READ_AHEAD bytes at most), so a small message costs one system call. Helper threads move
+ * the pieces; the caller's thread moves control bytes inside isend/irecv/test. The helpers are
+ * the device's, shared by every comm of the process on that device (two pools per network device,
+ * one for receive comms and one for send comms, each of as many threads as the largest
+ * NCCL_SOCKET_NTHREADS of its comms, started at a comm's first large message, ended with the
+ * last comm that used them): a comm's data sockets go to
+ * NCCL_SOCKET_NTHREADS different threads of the pool, NCCL_NSOCKS_PERTHREAD to each, so one
+ * connection moves as many pieces at once as before, and a rank's threads do not grow with its
+ * peers. A sender that closes after its last
  * message ends the control socket between messages: the receiver takes that as the end of the
  * stream, not a loss, and still completes the messages whose pieces are on their way.
  *
@@ -82,19 +88,14 @@ struct tcp_piece {
   struct tcp_req* req;
 };
 
+struct tcp_helper;
+
 struct tcp_sock {
   int fd;
-  uint32_t head, tail; /* the queue of pieces, under the helper's lock */
-  struct tcp_piece q[TCP_QUEUE];
-};
-
-struct tcp_helper {
-  pthread_t thread;
   struct tcp_comm* comm;
-  int first, count; /* its data sockets */
-  int wake_fd;      /* eventfd: new pieces, or stop */
-  int stop;
-  pthread_mutex_t lock;
+  struct tcp_helper* owner; /* the pool thread that moves its pieces; NULL until then */
+  uint32_t head, tail;      /* the queue of pieces, under the owner's lock */
+  struct tcp_piece q[TCP_QUEUE];
 };
 
 struct tcp_buf {
@@ -129,10 +130,10 @@ struct tcp_comm {
   void* handle;
   struct tcp_poll poll; /* the control socket */
   int ctrl;
+  int dev; /* the network device: whose helper pool moves its pieces */
   int ndata, nthreads, nsocks;
-  struct tcp_sock* socks;     /* ndata */
-  struct tcp_helper* helpers; /* nthreads, started on the first large message */
-  int helpers_started;
+  struct tcp_sock* socks; /* ndata */
+  int helpers_joined;     /* its data sockets are in the device's pool */
   struct tcp_req reqs[NET_MAX_REQUESTS];
   int inflight;
   uint64_t posted;   /* requests posted so far (the next one's seq) */
@@ -165,7 +166,8 @@ ncclResult_t net_tcp_isend(void* send_comm, void* data, size_t size, int tag, vo
 ncclResult_t net_tcp_irecv(void* recv_comm, int n, void** data, size_t* sizes, int* tags,
                            void** mhandles, void** request);
 ncclResult_t net_tcp_test(void* request, int* done, size_t* sizes);
-/* Stops the comm's helper threads and frees its requests (the caller closes its sockets). */
+/* Takes the comm's data sockets out of the helper pool (no helper touches them afterwards; the
+ * last comm of a pool ends its threads) and frees its requests (the caller closes its sockets). */
 void net_tcp_comm_stop(struct tcp_comm* c);
 /* The comm's failure, once: records it and logs it (INFO for a peer gone, else WARN). */
 void net_tcp_comm_fail(struct tcp_comm* c, int why, int err, ncclResult_t res);

@@ -80,11 +80,33 @@ static int piece_move(struct tcp_comm* c, int fd, struct tcp_piece* p) {
   return 1;
 }
 
-static int helper_stopping(struct tcp_helper* h) {
-  pthread_mutex_lock(&h->lock);
-  int stop = h->stop;
-  pthread_mutex_unlock(&h->lock);
-  return stop;
+/* One thread of a device's pool: the data sockets it moves the pieces of (socks, under lock), an
+ * eventfd that new pieces and the end ring. A pass takes the sockets with a piece queued under
+ * the lock, moves them outside it (busy), and waits in poll for those that would block. */
+struct tcp_helper {
+  pthread_t thread;
+  pthread_mutex_t lock;
+  pthread_cond_t idle; /* busy went to 0 */
+  int wake_fd;
+  int stop;
+  int busy;
+  struct tcp_sock** socks;
+  int nsocks, cap;
+};
+
+/* A device's pools (under pools_mu), one for its receive comms and one for its send comms, so
+ * that both directions of a peer move at once as with threads of their own: their threads and
+ * how many comms have their sockets in each. */
+static struct tcp_pool {
+  struct tcp_helper** t;
+  int n, comms;
+} pools[TCP_MAX_DEVS][2];
+static pthread_mutex_t pools_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void helper_poke(struct tcp_helper* h) {
+  uint64_t one = 1;
+  if (write(h->wake_fd, &one, sizeof one) < 0) { /* the counter is full: a wakeup is pending */
+  }
 }
 
 /* Pieces move while the comm is healthy, and on a receive comm whose sender ended the stream
@@ -95,87 +117,207 @@ static int pieces_move(struct tcp_comm* c) {
          __atomic_load_n(&c->peer_done, __ATOMIC_ACQUIRE);
 }
 
+/* Moves the head piece of socket k (owned by the calling thread): 1 moved it whole, 0 would
+ * block, -1 failed (the comm's pieces stop), 2 left alone (its comm's pieces stopped). */
+static int sock_step(struct tcp_helper* h, struct tcp_sock* k) {
+  struct tcp_comm* c = k->comm;
+  if (!pieces_move(c)) return 2;
+  struct tcp_piece* p = &k->q[k->head % TCP_QUEUE]; /* only this thread moves head */
+  int r = piece_move(c, k->fd, p);
+  if (r < 0) {
+    __atomic_store_n(&c->pieces_dead, 1, __ATOMIC_RELEASE);
+    net_tcp_wake();
+  }
+  if (r != 1) return r;
+  struct tcp_req* req = p->req;
+  pthread_mutex_lock(&h->lock);
+  k->head++;
+  pthread_mutex_unlock(&h->lock);
+  if (__atomic_sub_fetch(&req->pending, 1, __ATOMIC_ACQ_REL) == 0) net_tcp_wake();
+  return 1;
+}
+
 static void* helper_main(void* arg) {
   struct tcp_helper* h = arg;
-  struct tcp_comm* c = h->comm;
-  struct pollfd fds[TCP_MAX_SOCKS + 1];
-  while (!helper_stopping(h)) {
-    int nf = 0, moved = 0;
-    for (int i = 0; i < h->count && pieces_move(c); i++) {
-      struct tcp_sock* k = &c->socks[h->first + i];
-      pthread_mutex_lock(&h->lock);
-      int have = k->head != k->tail;
-      pthread_mutex_unlock(&h->lock);
-      if (!have) continue;
-      struct tcp_piece* p = &k->q[k->head % TCP_QUEUE]; /* only this thread moves head */
-      int r = piece_move(c, k->fd, p);
-      if (r == 0) fds[nf++] = (struct pollfd){.fd = k->fd, .events = c->is_send ? POLLOUT : POLLIN};
-      if (r < 0) {
-        __atomic_store_n(&c->pieces_dead, 1, __ATOMIC_RELEASE);
-        net_tcp_wake();
+  struct tcp_sock** work = NULL;
+  struct pollfd* fds = NULL;
+  int room = 0;
+  pthread_mutex_lock(&h->lock);
+  while (!h->stop) {
+    if (room < h->nsocks + 1) {
+      int want = h->cap + 1;
+      struct tcp_sock** w = realloc(work, sizeof *w * (size_t)want);
+      struct pollfd* f = w ? realloc(fds, sizeof *f * (size_t)want) : NULL;
+      if (w) work = w;
+      if (f) fds = f;
+      if (w == NULL || f == NULL) { /* no memory for this pass: wait for the next wakeup */
+        pthread_mutex_unlock(&h->lock);
+        struct pollfd one = {.fd = h->wake_fd, .events = POLLIN};
+        (void)poll(&one, 1, 100);
+        pthread_mutex_lock(&h->lock);
+        continue;
       }
-      if (r != 1) continue;
-      struct tcp_req* req = p->req;
-      pthread_mutex_lock(&h->lock);
-      k->head++;
-      pthread_mutex_unlock(&h->lock);
-      if (__atomic_sub_fetch(&req->pending, 1, __ATOMIC_ACQ_REL) == 0) net_tcp_wake();
-      moved = 1;
+      room = want;
     }
-    if (moved) continue;
+    int nw = 0;
+    for (int i = 0; i < h->nsocks; i++)
+      if (h->socks[i]->head != h->socks[i]->tail) work[nw++] = h->socks[i];
+    h->busy = 1;
+    pthread_mutex_unlock(&h->lock);
+    int nf = 0, moved = 0;
+    for (int i = 0; i < nw; i++) {
+      int r = sock_step(h, work[i]);
+      if (r == 0)
+        fds[nf++] =
+            (struct pollfd){.fd = work[i]->fd, .events = work[i]->comm->is_send ? POLLOUT : POLLIN};
+      moved |= r == 1;
+    }
+    pthread_mutex_lock(&h->lock);
+    h->busy = 0;
+    pthread_cond_broadcast(&h->idle);
+    if (moved || h->stop) continue;
+    /* the sockets that would block are this thread's until a comm leaves the pool, which waits
+     * for busy to be 0 only: poll on their numbers, never on the sockets themselves */
+    pthread_mutex_unlock(&h->lock);
     fds[nf++] = (struct pollfd){.fd = h->wake_fd, .events = POLLIN};
     if (poll(fds, (nfds_t)nf, -1) > 0 && (fds[nf - 1].revents & POLLIN)) {
       uint64_t v;
       if (read(h->wake_fd, &v, sizeof v) < 0) { /* nothing to do: it was drained already */
       }
     }
+    pthread_mutex_lock(&h->lock);
   }
+  pthread_mutex_unlock(&h->lock);
+  free(work);
+  free(fds);
   return NULL;
 }
 
-static void helper_poke(struct tcp_helper* h) {
-  uint64_t one = 1;
-  if (write(h->wake_fd, &one, sizeof one) < 0) { /* the counter is full: a wakeup is pending */
-  }
+static void helper_end(struct tcp_helper* h) {
+  pthread_mutex_lock(&h->lock);
+  h->stop = 1;
+  pthread_mutex_unlock(&h->lock);
+  helper_poke(h);
+  pthread_join(h->thread, NULL);
+  close(h->wake_fd);
+  pthread_cond_destroy(&h->idle);
+  pthread_mutex_destroy(&h->lock);
+  free(h->socks);
+  free(h);
 }
 
-static ncclResult_t helpers_start(struct tcp_comm* c) {
-  NCCLCALLOC(c->helpers, c->nthreads);
-  for (int t = 0; t < c->nthreads; t++) {
-    struct tcp_helper* h = &c->helpers[t];
-    h->comm = c;
-    h->first = t * c->nsocks;
-    h->count = c->nsocks;
-    pthread_mutex_init(&h->lock, NULL);
-    h->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    int err = h->wake_fd < 0 ? errno : pthread_create(&h->thread, NULL, helper_main, h);
-    if (err != 0) {
-      if (h->wake_fd >= 0) close(h->wake_fd);
-      pthread_mutex_destroy(&h->lock);
-      WARN("Socket: could not start a helper thread for the connection with %s: %s", c->peer,
-           strerror(err));
-      return ncclSystemError;
-    }
-    pthread_setname_np(h->thread, "monel-tcp");
-    c->helpers_started = t + 1;
+static struct tcp_helper* helper_start(int dev) {
+  struct tcp_helper* h = calloc(1, sizeof *h);
+  if (h == NULL) return NULL;
+  pthread_mutex_init(&h->lock, NULL);
+  pthread_cond_init(&h->idle, NULL);
+  h->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  int err = h->wake_fd < 0 ? errno : pthread_create(&h->thread, NULL, helper_main, h);
+  if (err != 0) {
+    if (h->wake_fd >= 0) close(h->wake_fd);
+    pthread_cond_destroy(&h->idle);
+    pthread_mutex_destroy(&h->lock);
+    free(h);
+    WARN("Socket: could not start a helper thread for network device %d: %s", dev, strerror(err));
+    return NULL;
   }
-  return ncclSuccess;
+  pthread_setname_np(h->thread, "monel-tcp");
+  return h;
+}
+
+/* Socket k joins thread h of the pool. */
+static int helper_adopt(struct tcp_helper* h, struct tcp_sock* k) {
+  pthread_mutex_lock(&h->lock);
+  if (h->nsocks == h->cap) {
+    int cap = h->cap ? 2 * h->cap : 8;
+    struct tcp_sock** s = realloc(h->socks, sizeof *s * (size_t)cap);
+    if (s == NULL) {
+      pthread_mutex_unlock(&h->lock);
+      return -1;
+    }
+    h->socks = s, h->cap = cap;
+  }
+  h->socks[h->nsocks++] = k;
+  k->owner = h;
+  pthread_mutex_unlock(&h->lock);
+  return 0;
+}
+
+/* Socket k leaves its thread: once this returns, the thread does not touch it. */
+static void helper_release(struct tcp_sock* k) {
+  struct tcp_helper* h = k->owner;
+  if (h == NULL) return;
+  pthread_mutex_lock(&h->lock);
+  for (int i = 0; i < h->nsocks; i++)
+    if (h->socks[i] == k) {
+      h->socks[i] = h->socks[--h->nsocks];
+      break;
+    }
+  while (h->busy) pthread_cond_wait(&h->idle, &h->lock);
+  pthread_mutex_unlock(&h->lock);
+  k->owner = NULL;
+}
+
+/* The comm's data sockets join its device's pool of its direction, which grows to the comm's
+ * threads: socket s goes to thread (base + s / nsocks), base turning with every comm so that the
+ * comms' sockets spread over the pool. */
+static struct tcp_pool* pool_of(const struct tcp_comm* c) {
+  return &pools[c->dev >= 0 && c->dev < TCP_MAX_DEVS ? c->dev : 0][c->is_send ? 1 : 0];
+}
+
+static ncclResult_t helpers_join(struct tcp_comm* c) {
+  static unsigned turn;
+  struct tcp_pool* pl = pool_of(c);
+  ncclResult_t res = ncclSuccess;
+  pthread_mutex_lock(&pools_mu);
+  if (pl->n < c->nthreads) {
+    struct tcp_helper** t = realloc(pl->t, sizeof *t * (size_t)c->nthreads);
+    if (t == NULL) {
+      res = ncclSystemError;
+      goto out;
+    }
+    pl->t = t;
+    while (pl->n < c->nthreads) {
+      struct tcp_helper* h = helper_start(c->dev);
+      if (h == NULL) {
+        res = ncclSystemError;
+        goto out;
+      }
+      pl->t[pl->n++] = h;
+    }
+  }
+  unsigned base = turn++;
+  for (int s = 0; s < c->ndata; s++) {
+    c->socks[s].comm = c;
+    struct tcp_helper* h = pl->t[(base + (unsigned)(s / c->nsocks)) % (unsigned)pl->n];
+    if (helper_adopt(h, &c->socks[s]) != 0) {
+      for (int i = 0; i < s; i++) helper_release(&c->socks[i]);
+      res = ncclSystemError;
+      goto out;
+    }
+  }
+  pl->comms++;
+  c->helpers_joined = 1;
+out:
+  pthread_mutex_unlock(&pools_mu);
+  if (res != ncclSuccess)
+    WARN("Socket: no helper thread for the connection with %s (out of memory or threads)", c->peer);
+  return res;
 }
 
 void net_tcp_comm_stop(struct tcp_comm* c) {
-  for (int t = 0; t < c->helpers_started; t++) {
-    struct tcp_helper* h = &c->helpers[t];
-    pthread_mutex_lock(&h->lock);
-    h->stop = 1;
-    pthread_mutex_unlock(&h->lock);
-    helper_poke(h);
-    pthread_join(h->thread, NULL);
-    close(h->wake_fd);
-    pthread_mutex_destroy(&h->lock);
+  if (c->helpers_joined) {
+    struct tcp_pool* pl = pool_of(c);
+    for (int s = 0; s < c->ndata; s++) helper_release(&c->socks[s]);
+    pthread_mutex_lock(&pools_mu);
+    if (--pl->comms == 0) { /* the last comm of the pool: its threads end */
+      for (int t = 0; t < pl->n; t++) helper_end(pl->t[t]);
+      free(pl->t);
+      pl->t = NULL, pl->n = 0;
+    }
+    pthread_mutex_unlock(&pools_mu);
+    c->helpers_joined = 0;
   }
-  free(c->helpers);
-  c->helpers = NULL;
-  c->helpers_started = 0;
   for (int i = 0; i < NET_MAX_REQUESTS; i++)
     if (c->reqs[i].used) net_handle_free(c->reqs[i].handle);
 }
@@ -187,8 +329,8 @@ static ncclResult_t pieces_queue(struct tcp_comm* c, struct tcp_req* r, char* da
   if (n < 1) n = 1;
   if (n > (size_t)c->ndata) n = (size_t)c->ndata;
   size_t per = (size + n - 1) / n;
-  if (!c->helpers_started) {
-    ncclResult_t res = helpers_start(c);
+  if (!c->helpers_joined) {
+    ncclResult_t res = helpers_join(c);
     if (res != ncclSuccess) {
       net_tcp_comm_fail(c, -1, 0, res);
       return res;
@@ -199,7 +341,7 @@ static ncclResult_t pieces_queue(struct tcp_comm* c, struct tcp_req* r, char* da
     size_t off = j * per;
     int s = (int)((c->next_sock + j) % (size_t)c->ndata);
     struct tcp_sock* k = &c->socks[s];
-    struct tcp_helper* h = &c->helpers[s / c->nsocks];
+    struct tcp_helper* h = k->owner;
     pthread_mutex_lock(&h->lock);
     k->q[k->tail % TCP_QUEUE] =
         (struct tcp_piece){.ptr = data + off, .len = size - off < per ? size - off : per, .req = r};

@@ -51,7 +51,7 @@ static void socket_params(const char* nthreads, const char* nsocks) {
 }
 
 /* 4 helper threads x 2 sockets: one 64 MB message goes in 8 pieces of 8 MB, one per data
- * socket, moved by 4 threads on each side. */
+ * socket, moved by 4 threads on each side: the device's receive pool and its send pool. */
 TEST(tcp_one_message_over_several_sockets) {
   socket_params("4", "2");
   struct pair p;
@@ -65,8 +65,56 @@ TEST(tcp_one_message_over_several_sockets) {
   one_message(&net_tcp, &p, 9, 64u << 20, 64u << 20);
   CHECK_EQ(sockets_that_received(8u << 20), 8); /* the receiver's 8 data sockets, 8 MB each */
   CHECK_EQ(sockets_that_received(9u << 20), 0);
-  CHECK_EQ(threads_named("monel-tcp"), 8); /* 4 per comm, started by the large message */
+  CHECK_EQ(threads_named("monel-tcp"), 8); /* the device's two pools, started by the message */
   pair_close(&net_tcp, &p);
+  CHECK_EQ(threads_named("monel-tcp"), 0);
+}
+
+/* The helpers are the device's, not a connection's: 6 connections with a large message each in
+ * flight at once share its two pools of NCCL_SOCKET_NTHREADS threads (receive, send), every
+ * message arrives whole, and the pools end with the last connection. */
+TEST(tcp_connections_share_the_devices_helpers) {
+  enum { NPAIRS = 6 };
+  const size_t size = 8u << 20;
+  socket_params("2", "2");
+  struct pair p[NPAIRS];
+  char* src[NPAIRS];
+  char* dst[NPAIRS];
+  void* reqs[2 * NPAIRS];
+  size_t sizes[2 * NPAIRS];
+  for (int i = 0; i < NPAIRS; i++) {
+    pair_open(&net_tcp, &p[i]);
+    src[i] = filled(20 + i, size);
+    dst[i] = calloc(size, 1);
+    CHECK(dst[i] != NULL);
+    reqs[2 * i] = reqs[2 * i + 1] = NULL;
+  }
+  double t0 = test_now();
+  for (int i = 0; i < NPAIRS; i++) {
+    while (reqs[2 * i] == NULL) {
+      CHECK_RES(net_tcp.isend(p[i].s, src[i], size, i, p[i].smh, &reqs[2 * i]), ncclSuccess);
+      CHECK(test_now() - t0 < LIMIT_S);
+    }
+    size_t room = size;
+    while (reqs[2 * i + 1] == NULL) {
+      void* d = dst[i];
+      int tag = i;
+      CHECK_RES(net_tcp.irecv(p[i].r, 1, &d, &room, &tag, &p[i].rmh, &reqs[2 * i + 1]),
+                ncclSuccess);
+      CHECK(test_now() - t0 < LIMIT_S);
+    }
+  }
+  wait_all(&net_tcp, reqs, 2 * NPAIRS, sizes);
+  CHECK_EQ(threads_named("monel-tcp"), 4);
+  for (int i = 0; i < NPAIRS; i++) {
+    CHECK_EQ(sizes[2 * i + 1], size);
+    check_bytes(dst[i], 20 + i, size);
+    free(src[i]);
+    free(dst[i]);
+  }
+  for (int i = 0; i < NPAIRS - 1; i++) pair_close(&net_tcp, &p[i]);
+  CHECK_EQ(threads_named("monel-tcp"), 4); /* one connection still holds the pools */
+  pair_close(&net_tcp, &p[NPAIRS - 1]);
   CHECK_EQ(threads_named("monel-tcp"), 0);
 }
 
@@ -92,7 +140,7 @@ TEST(tcp_sockets_clamped_to_64) {
   CHECK_EQ(h.nsocks, 4);
   one_message(&net_tcp, &p, 4, 32u << 20, 32u << 20);
   pair_close(&net_tcp, &p);
-  socket_params("1", "1"); /* and the smallest: one data socket, one helper */
+  socket_params("1", "1"); /* and the smallest: one data socket, one helper a side */
   pair_open(&net_tcp, &p);
   one_message(&net_tcp, &p, 5, 8u << 20, 8u << 20);
   CHECK_EQ(threads_named("monel-tcp"), 2);
@@ -137,7 +185,7 @@ static void layout_of_a_pair(int want, int socks, int k) {
   CHECK_EQ(h.nthreads, want);
   CHECK_EQ(h.nsocks, socks);
   one_message(&net_tcp, &p, k, 4u << 20, 4u << 20);
-  CHECK_EQ(threads_named("monel-tcp"), 2 * want); /* started by the large message */
+  CHECK_EQ(threads_named("monel-tcp"), 2 * want); /* the two pools, started by the message */
   pair_close(&net_tcp, &p);
 }
 static void threads_of_a_pair(int want, int k) {
