@@ -7,7 +7,9 @@
  *   Coll/P2p stop, Group stop           after the run
  *   GroupApi stop
  * Between the Coll/P2p start and stop, the CPU engine reports its network transfers (cpu/prof.c):
- * ProxyOp per (operation, peer, direction) across the network, ProxyStep per slot under it.
+ * ProxyOp per (operation, peer, direction) across the network, ProxyStep per slot under it, and
+ * under a step the NetPlugin events an external net plugin reports through its callback (from
+ * the proxy thread, inside the plugin's isend/irecv/test).
  * The CPU engine runs the tasks inside that window, so a stop means the operation is complete.
  * Older plugins get what NCCL's adapters give them: no API events before v5 (Coll and P2p then
  * have the Group as parent), string descriptors from v2, ids in v1. */
@@ -76,6 +78,9 @@ static int wants(int mask, int type, int version) {
   case PROF_PROXY_STEP:
     any = PROF_PROXY_STEP | PROF_NET_PLUGIN;
     break;
+  case PROF_NET_PLUGIN:
+    any = PROF_NET_PLUGIN;
+    break;
   default:
     any = type | BELOW_KERNEL;
   }
@@ -118,11 +123,15 @@ static void load(void) {
        plug.used, from_net ? ", inside the net plugin" : "", plug.version);
 }
 
+static ncclResult_t net_event(void** event, int type, void* phandle, int64_t id, void* data);
+
 /* Drops one comm's reference; the last one closes the library. Called with plug.lock held. */
 static void unref(void) {
   if (--plug.users > 0) return;
+  net_set_profiler(NULL);
+  __atomic_store_n(&plug.t, NULL, __ATOMIC_RELEASE); /* net_event reads it */
   dlclose(plug.lib);
-  plug.lib = NULL, plug.t = NULL, plug.version = 0, plug.tried = 0;
+  plug.lib = NULL, plug.version = 0, plug.tried = 0;
 }
 
 static int count_hosts(const struct ncclComm* comm) {
@@ -151,7 +160,7 @@ void profiler_comm_init(struct ncclComm* comm) {
   pthread_mutex_lock(&plug.lock);
   if (!plug.tried) load();
   if (plug.version == 0 || (pc = calloc(1, sizeof *pc)) == NULL) goto out;
-  plug.users++;
+  if (plug.users++ == 0 && plug.version >= 3) net_set_profiler(net_event);
   pc->version = plug.version, pc->t = plug.t;
   ncclResult_t res = call_init(comm, pc);
   if (res != ncclSuccess) {
@@ -519,4 +528,51 @@ void profiler_proxy_state(const struct ncclComm* comm, void* step, int state, si
 
 void profiler_proxy_stop(const struct ncclComm* comm, void* h) {
   stop(comm->prof, h);
+}
+
+/* ---- a net plugin's events (NetPlugin) ------------------------------------------------------ */
+
+int profiler_net_on(const struct ncclComm* comm, const struct task* t) {
+  const struct profiler_comm* pc = comm->prof;
+  return pc != NULL && pc->version >= 3 && wants(t->prof_mask, PROF_NET_PLUGIN, pc->version);
+}
+
+static void* start_net(const struct profiler_step_ref* ref, int64_t id, void* data) {
+  const struct profiler_comm* pc = ref->comm->prof;
+  union {
+    struct prof_descr_v4 v4; /* v3 has the same header and member */
+    struct prof_descr_v7 v7;
+  } d;
+  void* h = NULL;
+  memset(&d, 0, sizeof d);
+  if (pc->version >= 5) {
+    d.v7.type = PROF_NET_PLUGIN, d.v7.parent = ref->step, d.v7.rank = ref->comm->rank;
+    d.v7.net_plugin = (struct prof_net_plugin){id, data};
+  } else {
+    d.v4.type = PROF_NET_PLUGIN, d.v4.parent = ref->step, d.v4.rank = ref->comm->rank;
+    d.v4.net_plugin = (struct prof_net_plugin){id, data};
+  }
+  pc->t->start_event(pc->ctx, &h, &d);
+  return h;
+}
+
+/* The net plugin's callback (net.h). Only steps whose task asks for NetPlugin events get a
+ * handle (cpu/prof.c), so the mask is not read again here. Updates and stops come with the
+ * event only: the process's plugin table serves them (it outlives every event, which ends
+ * before its step). */
+static ncclResult_t net_event(void** event, int type, void* phandle, int64_t id, void* data) {
+  const struct profiler_step_ref* ref = phandle;
+  if (type == NET_EV_START) {
+    *event = ref != NULL && ref->step != NULL && ref->comm->prof != NULL ? start_net(ref, id, data)
+                                                                         : NULL;
+    return ncclSuccess;
+  }
+  const struct prof_table* t = __atomic_load_n(&plug.t, __ATOMIC_ACQUIRE);
+  if (*event == NULL || t == NULL) return ncclSuccess;
+  if ((type == NET_EV_UPDATE || type == NET_EV_UPDATE_STOP) && plug.version >= 4) {
+    struct prof_net_args a = {data};
+    t->record_state(*event, PROF_STATE_NET_PLUGIN_UPDATE, &a);
+  }
+  if (type == NET_EV_STOP || type == NET_EV_UPDATE_STOP) t->stop_event(*event);
+  return ncclSuccess;
 }

@@ -39,6 +39,21 @@ void* profiler_proxy_step_start(const struct ncclComm* comm, const struct task* 
                                 int step);
 void profiler_proxy_state(const struct ncclComm* comm, void* step, int state, size_t bytes);
 void profiler_proxy_stop(const struct ncclComm* comm, void* h);
+/* NetPlugin events: what an engine gives a step's isend/irecv as its profiler handle (net.h
+ * phandle), which the net plugin hands back with the start of each event it reports under the
+ * step: the step's event and the comm whose profiler context receives them. It stays valid and
+ * unchanged while the network may use it (from before the slot is published until the step
+ * stops). profiler_net_on: the task asks for NetPlugin events and the plugin's version has them
+ * (v3+). The net plugin's callback (net_set_profiler) is set while a profiler is loaded: a
+ * start with such a handle becomes a NetPlugin event under the step (the plugin's id and data),
+ * an update state 21 with the plugin's data (v4+), a stop its stop; a start without a handle,
+ * or one with a NULL step, gets a NULL event, whose updates and stops go nowhere. */
+struct profiler_step_ref {
+  const struct ncclComm* comm;
+  void* step;
+};
+int profiler_net_on(const struct ncclComm* comm, const struct task* t);
+
 /* Tasks dropped without a run (an error before it): the open API event is stopped. */
 void profiler_group_drop(struct ncclComm* comm);
 

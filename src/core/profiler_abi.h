@@ -33,6 +33,10 @@ enum {
   PROF_STATE_STEP_RECV_WAIT = 10,
   PROF_STATE_STEP_RECV_TAKE = 12
 };
+/* The state of a NetPlugin event that a net plugin updates (v4+; its argument: the plugin's
+ * data), and the types of the net plugin's profiler callback (net ABI v10+). */
+enum { PROF_STATE_NET_PLUGIN_UPDATE = 21 };
+enum { NET_EV_START = 0, NET_EV_STOP = 1, NET_EV_UPDATE = 2, NET_EV_UPDATE_STOP = 3 };
 
 /* The members of ProxyOp and ProxyStep events: the same in every version, at offset 24. */
 struct prof_proxy_op {
@@ -42,6 +46,15 @@ struct prof_proxy_op {
 };
 struct prof_proxy_step {
   int step;
+};
+/* NetPlugin events (v3+, at offset 24): the plugin's id (its type in bits 16-31, its version in
+ * 0-15) and its own data; recordEventState's argument of one (v4+: 8 bytes). */
+struct prof_net_plugin {
+  int64_t id;
+  void* data;
+};
+struct prof_net_args {
+  void* data;
 };
 /* recordEventState's arguments of a ProxyStep: 8 bytes read from v4 (transSize), 16 bytes
  * passed zeroed to v1-v3, as NCCL does. */
@@ -185,6 +198,7 @@ struct prof_descr_v4 {
     } p2p;
     struct prof_proxy_op proxy_op; /* v1-v4 have it at the same place */
     struct prof_proxy_step proxy_step;
+    struct prof_net_plugin net_plugin; /* v3, v4 */
   };
 };
 /* v5 and v6: 112 bytes; v7: 136 (user tags, the kernel variant). */
@@ -241,6 +255,7 @@ struct prof_descr_v7 {
     } p2p;
     struct prof_proxy_op proxy_op;
     struct prof_proxy_step proxy_step;
+    struct prof_net_plugin net_plugin;
     char pad[112]; /* v7's largest member (coll) */
   };
 };

@@ -4,7 +4,10 @@
  * them, in the order they move them. At most nslots steps of a FIFO are open at once (a sender's
  * posted slots whose send is not seen complete, a receiver's slots from the one it reads next),
  * so their handles live in a ring indexed by message number. Everything runs on the thread
- * that runs the operation. */
+ * that runs the operation, except what the network does with the steps' references: a step of
+ * an operation that asks for NetPlugin events is published in the link's table for its slot
+ * (conn.net_phandles) while it is open, so that the proxy thread gives it to the slot's
+ * isend/irecv and the net plugin's events under it reach the profiler (core/profiler.h). */
 #include <stdlib.h>
 #include "core/profiler_abi.h"
 #include "cpu/cpu.h"
@@ -16,6 +19,7 @@ struct prof_op {
   void* h;                /* the ProxyOp handle (NULL: the plugin gave none) */
   uint32_t first, nsteps; /* messages [first, first + nsteps) of the FIFO */
   uint32_t stopped;       /* steps stopped so far */
+  int net;                /* its steps are published for NetPlugin events */
 };
 
 struct conn_prof {
@@ -29,6 +33,8 @@ struct conn_prof {
   void* step[FIFO_MAX_SLOTS];
   struct prof_op* step_op[FIFO_MAX_SLOTS]; /* NULL: no step open for that message */
   unsigned char taken[FIFO_MAX_SLOTS];
+  unsigned char published[FIFO_MAX_SLOTS];      /* its ref is in the link's table */
+  struct profiler_step_ref ref[FIFO_MAX_SLOTS]; /* what the network gets for it */
 };
 
 static struct prof_op* op_of(struct conn_prof* p, uint32_t m) {
@@ -45,6 +51,19 @@ static void step_start(struct conn_prof* p, uint32_t m, int state, size_t bytes)
   p->step_op[i] = op;
   p->taken[i] = 0;
   profiler_proxy_state(p->comm, p->step[i], state, bytes);
+  if (op->net && p->step[i] != NULL) {
+    p->ref[i] = (struct profiler_step_ref){p->comm, p->step[i]};
+    p->published[i] = 1;
+    __atomic_store_n(&p->c->net_phandles[m % (uint32_t)p->c->nslots], &p->ref[i], __ATOMIC_RELEASE);
+  }
+}
+
+/* Takes message m's step out of the link's table. */
+static void unpublish(struct conn_prof* p, uint32_t m) {
+  int i = (int)(m % FIFO_MAX_SLOTS);
+  if (!p->published[i]) return;
+  p->published[i] = 0;
+  __atomic_store_n(&p->c->net_phandles[m % (uint32_t)p->c->nslots], NULL, __ATOMIC_RELEASE);
 }
 
 /* Stop message m's step; the operation's last one stops its ProxyOp. Operations end in order. */
@@ -52,6 +71,7 @@ static void step_stop(struct conn_prof* p, uint32_t m) {
   int i = (int)(m % FIFO_MAX_SLOTS);
   struct prof_op* op = p->step_op[i];
   if (op == NULL) return;
+  unpublish(p, m);
   profiler_proxy_stop(p->comm, p->step[i]);
   p->step[i] = NULL, p->step_op[i] = NULL;
   if (++op->stopped < op->nsteps || op != p->ops) return;
@@ -85,8 +105,10 @@ void cpu_prof_op(struct ncclComm* comm, const struct task* t, struct conn* c, in
     p->ops = op;
   p->last = op;
   /* A task of the same batch that does not ask (its mask differs) keeps its messages, silent. */
-  if (cpu_prof_wanted(comm, t))
+  if (cpu_prof_wanted(comm, t)) {
     op->h = profiler_proxy_op_start(comm, t, is_send, c->peer, channel, (int)nsteps, c->slot_size);
+    op->net = c->net_phandles != NULL && profiler_net_on(comm, t);
+  }
   /* A receiver's slots that are free now: their receives are posted. The others start when the
    * slot nslots before them is given back. */
   for (uint32_t m = op->first; !is_send && m != p->end && (int32_t)(m - c->pos) < c->nslots; m++)
@@ -132,7 +154,14 @@ ncclResult_t cpu_prof_finish(struct ncclComm* comm, const struct task* t, int ok
       res = fifo_send_drain(c, &w);
       if (res == ncclSuccess) reap_sent(p, c->pos, c->pos);
     }
-    /* After a failure: whatever is still open ends now. */
+    /* After a failure: whatever is still open ends now, once the proxy thread no longer uses
+     * a reference it read to those steps. */
+    int published = 0;
+    for (uint32_t m = p->lo; m != p->lo + FIFO_MAX_SLOTS; m++) {
+      published |= p->published[m % FIFO_MAX_SLOTS];
+      unpublish(p, m);
+    }
+    if (published && c->tr->sync != NULL) c->tr->sync(c);
     for (int i = 0; i < FIFO_MAX_SLOTS; i++)
       if (p->step_op[i] != NULL) profiler_proxy_stop(comm, p->step[i]);
     while (p->ops != NULL) {

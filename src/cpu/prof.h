@@ -12,6 +12,9 @@
  * A ProxyOp stops with its last step; an operation that asked for these events waits at its
  * end until its sends completed, so every event of an operation ends before its Coll/P2p.
  * Shared-memory FIFOs report nothing (NCCL reports proxy events for the network only).
+ * A step of an operation that asks for NetPlugin events is also the parent of the net plugin's
+ * events: its reference (core/profiler.h) is in the link's table for its slot while it is open
+ * (conn.net_phandles), and the network thread passes it to the slot's isend/irecv.
  * Cost when no profiler or no proxy event is asked for: one test per operation, and per slot
  * one test of conn->prof (NULL) in fifo.h. */
 #ifndef MONEL_CPU_PROF_H

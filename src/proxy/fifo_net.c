@@ -372,8 +372,9 @@ static int close_step(struct fifo_net* f, struct fnet_conn* c, uint64_t* goal) {
     void* data = slot(c, c->posted);
     size_t size = c->s.slot_bytes;
     int tag = c->s.tag;
-    ncclResult_t res = c->s.is_send ? f->net->isend(c->comm, data, 0, tag, c->mh, &req)
-                                    : f->net->irecv(c->comm, 1, &data, &size, &tag, &c->mh, &req);
+    ncclResult_t res = c->s.is_send
+                           ? f->net->isend(c->comm, data, 0, tag, c->mh, NULL, &req)
+                           : f->net->irecv(c->comm, 1, &data, &size, &tag, &c->mh, NULL, &req);
     if (res != ncclSuccess) return -1;
     if (req == NULL) break; /* not now */
     c->req[c->posted % (uint64_t)c->s.nslots] = req;
@@ -629,7 +630,7 @@ static int progress_send(struct fifo_net* f, struct fnet_conn* c, int* moved) {
     }
     void* req = NULL;
     ncclResult_t res =
-        f->net->isend(c->comm, slot(c, c->posted), (size_t)size, c->s.tag, c->mh, &req);
+        f->net->isend(c->comm, slot(c, c->posted), (size_t)size, c->s.tag, c->mh, NULL, &req);
     if (res != ncclSuccess) {
       broke(f, c, "a send could not be posted", res);
       return 0;
@@ -660,7 +661,7 @@ static int progress_recv(struct fifo_net* f, struct fnet_conn* c, int* moved) {
     size_t size = c->s.slot_bytes;
     int tag = c->s.tag;
     void* req = NULL;
-    ncclResult_t res = f->net->irecv(c->comm, 1, &data, &size, &tag, &c->mh, &req);
+    ncclResult_t res = f->net->irecv(c->comm, 1, &data, &size, &tag, &c->mh, NULL, &req);
     if (res == ncclRemoteError) {
       c->ended = 1;
       break;

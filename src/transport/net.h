@@ -73,10 +73,14 @@ struct net {
   ncclResult_t (*accept)(void* listen_comm, void** recv_comm);
   ncclResult_t (*reg_mr)(void* comm, void* data, size_t size, int type, void** mhandle);
   ncclResult_t (*dereg_mr)(void* comm, void* mhandle);
+  /* phandle (phandles: one per buffer, or NULL for none): the profiler's handle of the step
+   * the message belongs to, which an external plugin gets as its parent for the events it
+   * reports (net_set_profiler); NULL when the step is not profiled. Monel's own networks
+   * ignore them. */
   ncclResult_t (*isend)(void* send_comm, void* data, size_t size, int tag, void* mhandle,
-                        void** request);
+                        void* phandle, void** request);
   ncclResult_t (*irecv)(void* recv_comm, int n, void** data, size_t* sizes, int* tags,
-                        void** mhandles, void** request);
+                        void** mhandles, void** phandles, void** request);
   ncclResult_t (*test)(void* request, int* done, size_t* sizes);
   ncclResult_t (*close_send)(void* send_comm);
   ncclResult_t (*close_recv)(void* recv_comm);
@@ -111,6 +115,15 @@ ncclResult_t net_get(const struct net** out, int* dev);
  * libnccl-net.so), or NULL when none is: the tuner and profiler plugins look inside it too. With
  * NCCL_NET_PLUGIN set, the network is chosen first if it was not yet. */
 const char* net_plugin_lib(void);
+
+/* Where the profiler callback that an external plugin (interface v10+) got at init sends the
+ * events the plugin reports: core/profiler.c sets it while a profiler plugin is loaded; unset
+ * (NULL), a start gets a NULL event and the rest is dropped. type is NCCL's: 0 start, 1 stop,
+ * 2 update, 3 update and stop; phandle is the one isend/irecv got (start only); id and data are
+ * the plugin's. */
+typedef ncclResult_t (*net_profiler_fn)(void** event, int type, void* phandle, int64_t id,
+                                        void* data);
+void net_set_profiler(net_profiler_fn fn);
 
 /* The built-in UCX implementation (net_ucx*.c): UCP tagged messages, UCX loaded at run time. */
 extern const struct net net_ucx;

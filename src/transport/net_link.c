@@ -26,7 +26,11 @@
  * got that BYE sends nothing more but BYEs, until it has sent R messages in all: each receive
  * posted ahead completes with one, and the receiver closes once every receive completed. The
  * sender's own receive on the back connection is completed by the receiver's BYE, and it posts
- * none after it. Only a failure (CLOSE, a lost peer) leaves receives posted at close. */
+ * none after it. Only a failure (CLOSE, a lost peer) leaves receives posted at close.
+ *
+ * Profiling: a slot's isend or irecv carries the handle the engine put in the link's table for
+ * that slot (conn.net_phandles; read when it is posted), the other messages none. A receive
+ * posted ahead into a slot freed before its operation began carries none either. */
 #include "transport/net_link.h"
 #include <errno.h>
 #include <limits.h>
@@ -216,7 +220,8 @@ static int say(struct link* l, void* comm, void* mr, int tag) {
                  : l->is_send             ? 0
                                           : l->posted; /* receiver's BYE: receives it posted */
   msg_write(l->priv->out, (uint32_t)l->out_kind, arg);
-  if (!ok(l, l->net->isend(comm, l->priv->out, MSG_HDR, tag, mr, &l->out_req), "a send failed"))
+  if (!ok(l, l->net->isend(comm, l->priv->out, MSG_HDR, tag, mr, NULL, &l->out_req),
+          "a send failed"))
     return 1;
   if (l->out_req == NULL) return moved; /* not now */
   l->ctl_sent++;
@@ -241,7 +246,7 @@ static int send_establish(struct link* l) {
   }
   if (l->data != NULL && !l->hello_posted) {
     if (!ok(l,
-            l->net->isend(l->data, l->priv->hello, NET_HANDLE_BYTES, TAG_HELLO, l->data_mr,
+            l->net->isend(l->data, l->priv->hello, NET_HANDLE_BYTES, TAG_HELLO, l->data_mr, NULL,
                           &l->hello_req),
             "a send failed"))
       return 1;
@@ -299,10 +304,11 @@ static int send_progress(struct link* l) {
          l->posted != tail && l->posted - l->moved < l->window) {
     struct fifo_cell* cell = cell_of(l, l->posted);
     void** req = &l->req[l->posted % FIFO_MAX_SLOTS];
+    void* ph = __atomic_load_n(&l->phandle[l->posted % l->nslots], __ATOMIC_ACQUIRE);
     cell->kind = MSG_DATA;
     if (!ok(l,
             l->net->isend(l->data, (char*)cell + MSG_OFF, msg_bytes(cell->bytes), TAG_SLOT,
-                          l->data_mr, req),
+                          l->data_mr, ph, req),
             "a send failed") ||
         *req == NULL)
       break;
@@ -313,7 +319,7 @@ static int send_progress(struct link* l) {
     size_t max = sizeof l->priv->in;
     int tag = TAG_CTL;
     void* buf = l->priv->in;
-    if (l->net->irecv(l->back, 1, &buf, &max, &tag, &l->back_mr, &l->in_req) != ncclSuccess)
+    if (l->net->irecv(l->back, 1, &buf, &max, &tag, &l->back_mr, NULL, &l->in_req) != ncclSuccess)
       link_lost(l, "a receive failed");
   }
   if (!stopped(l) && l->in_req != NULL) {
@@ -348,7 +354,7 @@ static int recv_establish(struct link* l) {
     size_t max = NET_HANDLE_BYTES;
     int tag = TAG_HELLO;
     void* buf = l->priv->hello;
-    if (!ok(l, l->net->irecv(l->data, 1, &buf, &max, &tag, &l->data_mr, &l->hello_req),
+    if (!ok(l, l->net->irecv(l->data, 1, &buf, &max, &tag, &l->data_mr, NULL, &l->hello_req),
             "a receive failed"))
       return 1;
     l->hello_posted = l->hello_req != NULL;
@@ -438,7 +444,9 @@ static int recv_progress(struct link* l) {
           (!__atomic_load_n(&l->ctrl->closed, __ATOMIC_ACQUIRE) && l->posted - head < l->nslots))) {
     void* buf = (char*)cell_of(l, l->posted) + MSG_OFF;
     void** req = &l->req[l->posted % FIFO_MAX_SLOTS];
-    if (!ok(l, l->net->irecv(l->data, 1, &buf, &max, &tag, &l->data_mr, req), "a receive failed") ||
+    void* ph = __atomic_load_n(&l->phandle[l->posted % l->nslots], __ATOMIC_ACQUIRE);
+    if (!ok(l, l->net->irecv(l->data, 1, &buf, &max, &tag, &l->data_mr, &ph, req),
+            "a receive failed") ||
         *req == NULL)
       break;
     l->posted++;

@@ -52,6 +52,10 @@ struct link {
   uint32_t posted, moved; /* messages posted / completed on the data connection */
   uint32_t window;        /* most slot messages in flight */
   void* req[FIFO_MAX_SLOTS];
+  /* Per slot, the profiler handle the engine gives the message in it (conn.net_phandles): set
+   * by the engine before it publishes the slot (sender) or frees it (receiver), read here when
+   * the slot's isend or irecv is posted; NULL: not profiled. */
+  void* phandle[FIFO_MAX_SLOTS];
   void *hello_req, *out_req, *in_req;
   int hello_posted, hello_done, out_kind;
   int close_sent, bye_sent, bye_done, peer_bye, freeing, dead, up;

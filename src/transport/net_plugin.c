@@ -13,8 +13,9 @@
  * The adapter wraps the plugin's comms and requests in handles of its own (net_handle.h), so a
  * stale or made-up handle is refused before the plugin sees it. v8 carries int sizes: a send
  * above 2^31-1 bytes is refused with a sentence (a receive's upper bound is clamped, since no
- * sender can exceed it). v10 connect gets a config with trafficClass -1; v10+ profiler handles
- * are NULL; the profiler callback does nothing. v11 init runs once with comm id 0: Monel
+ * sender can exceed it). v10 connect gets a config with trafficClass -1. v10+ isend/irecv get
+ * the caller's profiler handles, and the profiler callback given to init forwards the plugin's
+ * events to what net_set_profiler names (core/profiler.c). v11 init runs once with comm id 0: Monel
  * chooses one network per process, and never finalizes it. Memory types translate to the
  * plugin's NCCL_PTR_* bits; CUDA memory is registered only on a device that advertises
  * NCCL_PTR_CUDA (else refused with a sentence), and iflush reaches the plugin's. */
@@ -76,8 +77,18 @@ struct pwrap {
 
 /* ---- what the plugin calls ------------------------------------------------------------------ */
 
+static net_profiler_fn profiler_fn; /* net_set_profiler; read atomically, the plugin calls */
+                                    /* from the progress thread */
+
+void net_set_profiler(net_profiler_fn fn) {
+  __atomic_store_n(&profiler_fn, fn, __ATOMIC_RELEASE);
+}
+
 static ncclResult_t plugin_profile(void** event, int type, void* phandle, int64_t id, void* ext) {
-  if (event != NULL) *event = NULL;
+  net_profiler_fn fn = __atomic_load_n(&profiler_fn, __ATOMIC_ACQUIRE);
+  if (event == NULL) return ncclSuccess;
+  if (fn != NULL) return fn(event, type, phandle, id, ext);
+  if (type == 0) *event = NULL;
   return ncclSuccess;
 }
 
@@ -264,7 +275,7 @@ static ncclResult_t p_dereg_mr(void* comm, void* mhandle) {
 }
 
 static ncclResult_t p_isend(void* send_comm, void* data, size_t size, int tag, void* mhandle,
-                            void** request) {
+                            void* phandle, void** request) {
   struct pwrap* c = unwrap(send_comm, NET_KIND_SEND, "isend");
   void* r = NULL;
   *request = NULL;
@@ -281,17 +292,17 @@ static ncclResult_t p_isend(void* send_comm, void* data, size_t size, int tag, v
   else if (plug.version == 9)
     NCCLCHECK(plug.t.v9->isend(c->p, data, size, tag, mhandle, &r));
   else if (plug.version == 10)
-    NCCLCHECK(plug.t.v10->isend(c->p, data, size, tag, mhandle, NULL, &r));
+    NCCLCHECK(plug.t.v10->isend(c->p, data, size, tag, mhandle, phandle, &r));
   else
-    NCCLCHECK(plug.t.v11->isend(c->p, data, size, tag, mhandle, NULL, &r));
+    NCCLCHECK(plug.t.v11->isend(c->p, data, size, tag, mhandle, phandle, &r));
   return r == NULL ? ncclSuccess : wrap_req(c, r, 1, request);
 }
 
 static ncclResult_t p_irecv(void* recv_comm, int n, void** data, size_t* sizes, int* tags,
-                            void** mhandles, void** request) {
+                            void** mhandles, void** phandles, void** request) {
   struct pwrap* c = unwrap(recv_comm, NET_KIND_RECV, "irecv");
   void* r = NULL;
-  void* phandles[GROUP_MAX] = {NULL};
+  void* none[GROUP_MAX] = {NULL};
   int isizes[GROUP_MAX];
   *request = NULL;
   if (c == NULL) return ncclInvalidArgument;
@@ -307,9 +318,11 @@ static ncclResult_t p_irecv(void* recv_comm, int n, void** data, size_t* sizes, 
   } else if (plug.version == 9) {
     NCCLCHECK(plug.t.v9->irecv(c->p, n, data, sizes, tags, mhandles, &r));
   } else if (plug.version == 10) {
-    NCCLCHECK(plug.t.v10->irecv(c->p, n, data, sizes, tags, mhandles, phandles, &r));
+    NCCLCHECK(
+        plug.t.v10->irecv(c->p, n, data, sizes, tags, mhandles, phandles ? phandles : none, &r));
   } else {
-    NCCLCHECK(plug.t.v11->irecv(c->p, n, data, sizes, tags, mhandles, phandles, &r));
+    NCCLCHECK(
+        plug.t.v11->irecv(c->p, n, data, sizes, tags, mhandles, phandles ? phandles : none, &r));
   }
   return r == NULL ? ncclSuccess : wrap_req(c, r, n, request);
 }

@@ -162,9 +162,9 @@ struct tcp_comm {
 ncclResult_t net_tcp_reg_mr(void* comm, void* data, size_t size, int type, void** mhandle);
 ncclResult_t net_tcp_dereg_mr(void* comm, void* mhandle);
 ncclResult_t net_tcp_isend(void* send_comm, void* data, size_t size, int tag, void* mhandle,
-                           void** request);
+                           void* phandle, void** request);
 ncclResult_t net_tcp_irecv(void* recv_comm, int n, void** data, size_t* sizes, int* tags,
-                           void** mhandles, void** request);
+                           void** mhandles, void** phandles, void** request);
 ncclResult_t net_tcp_test(void* request, int* done, size_t* sizes);
 /* Takes the comm's data sockets out of the helper pool (no helper touches them afterwards; the
  * last comm of a pool ends its threads) and frees its requests (the caller closes its sockets). */

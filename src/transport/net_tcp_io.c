@@ -556,7 +556,7 @@ static ncclResult_t req_new(struct tcp_comm* c, struct tcp_req** out) {
 }
 
 ncclResult_t net_tcp_isend(void* send_comm, void* data, size_t size, int tag, void* mhandle,
-                           void** request) {
+                           void* phandle, void** request) {
   struct tcp_comm* c = comm_get(send_comm, 1, "isend");
   struct tcp_req* r = NULL;
   *request = NULL;
@@ -573,7 +573,7 @@ ncclResult_t net_tcp_isend(void* send_comm, void* data, size_t size, int tag, vo
 }
 
 ncclResult_t net_tcp_irecv(void* recv_comm, int n, void** data, size_t* sizes, int* tags,
-                           void** mhandles, void** request) {
+                           void** mhandles, void** phandles, void** request) {
   struct tcp_comm* c = comm_get(recv_comm, 0, "irecv");
   struct tcp_req* r = NULL;
   *request = NULL;

@@ -76,6 +76,7 @@ static ncclResult_t link_create(struct conn* c, int is_send, uint32_t nslots, si
   c->slot = 0;
   c->head_seen = 0;
   c->owner = !is_send;
+  c->net_phandles = l->phandle;
   return ncclSuccess;
 }
 
@@ -167,6 +168,15 @@ static void net_free(struct conn* c) {
   c->map = NULL;
   c->ctrl = NULL;
   c->slots = NULL;
+  c->net_phandles = NULL;
+}
+
+/* The proxy thread reads the table under the link's lock (net_link_step). */
+static void net_sync(struct conn* c) {
+  struct link* l = c->map;
+  if (l == NULL) return;
+  pthread_mutex_lock(&l->lock);
+  pthread_mutex_unlock(&l->lock);
 }
 
 const struct transport net_socket_transport = {
@@ -176,4 +186,5 @@ const struct transport net_socket_transport = {
     .connect = net_connect,
     .connected = net_connected,
     .free = net_free,
+    .sync = net_sync,
 };

@@ -136,7 +136,7 @@ static void op_param(ucp_request_param_t* p, void* mhandle) {
 }
 
 static ncclResult_t u_isend(void* send_comm, void* data, size_t size, int tag, void* mhandle,
-                            void** request) {
+                            void* phandle, void** request) {
   struct ucomm* c = get_comm(send_comm, NET_KIND_SEND, "isend");
   ncclResult_t res = ncclSuccess;
   *request = NULL;
@@ -198,7 +198,7 @@ static int all_arrived(int n, const ucp_tag_t* utags) {
 }
 
 static ncclResult_t u_irecv(void* recv_comm, int n, void** data, size_t* sizes, int* tags,
-                            void** mhandles, void** request) {
+                            void** mhandles, void** phandles, void** request) {
   struct ucomm* c = get_comm(recv_comm, NET_KIND_RECV, "irecv");
   ncclResult_t res = ncclSuccess;
   *request = NULL;

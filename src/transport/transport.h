@@ -109,6 +109,12 @@ struct conn {
    * CPU engine's, cpu/prof.c: network connections only, while an operation asks for proxy
    * events); NULL otherwise. Transports leave it alone. */
   struct conn_prof* prof;
+  /* Network connections: the link's table of profiler handles, one per slot, that the proxy
+   * thread passes to the network with the slot's isend or irecv (net.h: phandle). The engine
+   * stores (release) the handle of a slot's step before it publishes the slot (sender: tail)
+   * or frees it (receiver: head), and NULL once the step ends; entries stay NULL when nothing
+   * is profiled. NULL for other transports. */
+  void** net_phandles;
 };
 
 struct transport {
@@ -123,6 +129,9 @@ struct transport {
   ncclResult_t (*connected)(struct conn* c);
   /* Either side; accepts a conn that was never set up. */
   void (*free)(struct conn* c);
+  /* Optional: returns once the thread that moves c's slots has finished any use of an entry of
+   * c->net_phandles that it read before the call. */
+  void (*sync)(struct conn* c);
 };
 
 extern const struct transport shm_transport;

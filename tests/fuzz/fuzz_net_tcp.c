@@ -117,8 +117,8 @@ static void control(const uint8_t* d, size_t n) {
   int tags[2] = {0, 1};
   void *mh = NULL, *req[2] = {NULL, NULL};
   if (net_tcp.reg_mr(r, buf, sizeof buf, NET_PTR_HOST, &mh) != ncclSuccess) abort();
-  (void)net_tcp.irecv(r, 2, data, sizes, tags, (void*[]){mh, mh}, &req[0]);
-  (void)net_tcp.irecv(r, 1, data, sizes, tags, &mh, &req[1]);
+  (void)net_tcp.irecv(r, 2, data, sizes, tags, (void*[]){mh, mh}, NULL, &req[0]);
+  (void)net_tcp.irecv(r, 1, data, sizes, tags, &mh, NULL, &req[1]);
   size_t split = d[0] < n - 3 ? n - 3 - d[0] : 0; /* the last d[0] bytes go to the data socket */
   send_some(fds[0], d + 3, split);
   send_some(fds[1], d + 3 + split, n - 3 - split);

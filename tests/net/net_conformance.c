@@ -130,13 +130,13 @@ static void one_message(const struct net* n, struct pair* p, int k, size_t size,
   CHECK(dst != NULL);
   double t0 = test_now();
   while (reqs[0] == NULL) {
-    CHECK_RES(n->isend(p->s, src, size, k, p->smh, &reqs[0]), ncclSuccess);
+    CHECK_RES(n->isend(p->s, src, size, k, p->smh, NULL, &reqs[0]), ncclSuccess);
     CHECK(test_now() - t0 < LIMIT_S);
   }
   while (reqs[1] == NULL) {
     void* d = dst;
     int tag = k;
-    CHECK_RES(n->irecv(p->r, 1, &d, &room, &tag, &p->rmh, &reqs[1]), ncclSuccess);
+    CHECK_RES(n->irecv(p->r, 1, &d, &room, &tag, &p->rmh, NULL, &reqs[1]), ncclSuccess);
     CHECK(test_now() - t0 < LIMIT_S);
   }
   wait_all(n, reqs, 2, sizes);
@@ -242,17 +242,17 @@ TEST(net_max_requests_in_order) {
     dst[k] = malloc(300000);
     ssz[k] = len;
     sreq[k] = rreq[k] = NULL;
-    CHECK_RES(n->isend(p.s, src[k], len, 7, NULL, &sreq[k]), ncclSuccess);
+    CHECK_RES(n->isend(p.s, src[k], len, 7, NULL, NULL, &sreq[k]), ncclSuccess);
     CHECK(sreq[k] != NULL);
   }
   void* extra = (void*)1;
-  CHECK_RES(n->isend(p.s, src[0], 1, 7, NULL, &extra), ncclSuccess);
+  CHECK_RES(n->isend(p.s, src[0], 1, 7, NULL, NULL, &extra), ncclSuccess);
   CHECK(extra == NULL); /* not now: NET_MAX_REQUESTS are in flight */
   for (int k = 0; k < N; k++) {
     size_t room = 300000;
     int tag = 7;
     void* d = dst[k];
-    CHECK_RES(n->irecv(p.r, 1, &d, &room, &tag, NULL, &rreq[k]), ncclSuccess);
+    CHECK_RES(n->irecv(p.r, 1, &d, &room, &tag, NULL, NULL, &rreq[k]), ncclSuccess);
     CHECK(rreq[k] != NULL);
   }
   wait_all(n, sreq, N, NULL);
@@ -290,16 +290,16 @@ TEST(net_grouped_irecv_by_tag) {
       tags[i] = 100 + i;
     }
     void* rreq = NULL;
-    CHECK_RES(n->irecv(p.r, g, d, room, tags, NULL, &rreq), ncclSuccess);
+    CHECK_RES(n->irecv(p.r, g, d, room, tags, NULL, NULL, &rreq), ncclSuccess);
     CHECK(rreq != NULL);
     void* sreq[4] = {NULL};
     char* src[4];
     for (int j = 0; j < g; j++) {
       int i = (j + round + 1) % g; /* another order than the receive's */
       src[i] = filled(round * 10 + i, (size_t)(i + 1) * 33333 * (size_t)round);
-      CHECK_RES(
-          n->isend(p.s, src[i], (size_t)(i + 1) * 33333 * (size_t)round, 100 + i, NULL, &sreq[j]),
-          ncclSuccess);
+      CHECK_RES(n->isend(p.s, src[i], (size_t)(i + 1) * 33333 * (size_t)round, 100 + i, NULL, NULL,
+                         &sreq[j]),
+                ncclSuccess);
       CHECK(sreq[j] != NULL);
     }
     double t0 = test_now();
@@ -349,8 +349,8 @@ TEST(net_register_memory) {
   void* reqs[2] = {NULL, NULL};
   void* d = rbuf;
   int tag = 5;
-  CHECK_RES(n->isend(p.s, sbuf, len, 5, p.smh, &reqs[0]), ncclSuccess);
-  CHECK_RES(n->irecv(p.r, 1, &d, &len, &tag, &p.rmh, &reqs[1]), ncclSuccess);
+  CHECK_RES(n->isend(p.s, sbuf, len, 5, p.smh, NULL, &reqs[0]), ncclSuccess);
+  CHECK_RES(n->irecv(p.r, 1, &d, &len, &tag, &p.rmh, NULL, &reqs[1]), ncclSuccess);
   CHECK(reqs[0] && reqs[1]);
   wait_all(n, reqs, 2, NULL);
   check_bytes(rbuf, 5, len);
@@ -370,9 +370,9 @@ TEST(net_bad_handles) {
   char buf[8];
   void* d = buf;
   unsigned char handle[NET_HANDLE_BYTES];
-  CHECK(n->isend(NULL, buf, 8, 0, NULL, &req) != ncclSuccess && req == NULL);
-  CHECK(n->isend(bogus, buf, 8, 0, NULL, &req) != ncclSuccess && req == NULL);
-  CHECK(n->irecv(bogus, 1, &d, &size, &tag, NULL, &req) != ncclSuccess && req == NULL);
+  CHECK(n->isend(NULL, buf, 8, 0, NULL, NULL, &req) != ncclSuccess && req == NULL);
+  CHECK(n->isend(bogus, buf, 8, 0, NULL, NULL, &req) != ncclSuccess && req == NULL);
+  CHECK(n->irecv(bogus, 1, &d, &size, &tag, NULL, NULL, &req) != ncclSuccess && req == NULL);
   CHECK(n->test(NULL, &done, NULL) != ncclSuccess && !done);
   CHECK(n->test(bogus, &done, NULL) != ncclSuccess && !done);
   CHECK(n->accept(bogus, &comm) != ncclSuccess && comm == NULL);
@@ -383,8 +383,8 @@ TEST(net_bad_handles) {
   /* A send comm is not a receive comm. */
   struct pair p;
   pair_open(n, &p);
-  CHECK(n->irecv(p.s, 1, &d, &size, &tag, NULL, &req) != ncclSuccess && req == NULL);
-  CHECK(n->isend(p.r, buf, 8, 0, NULL, &req) != ncclSuccess && req == NULL);
+  CHECK(n->irecv(p.s, 1, &d, &size, &tag, NULL, NULL, &req) != ncclSuccess && req == NULL);
+  CHECK(n->isend(p.r, buf, 8, 0, NULL, NULL, &req) != ncclSuccess && req == NULL);
   CHECK(n->close_recv(p.s) != ncclSuccess);
   pair_close(n, &p);
   if (n == &net_tcp || n == &net_ucx) { /* a handle that listen() did not fill */
@@ -403,9 +403,9 @@ TEST(net_use_after_close) {
   size_t room = sizeof buf;
   void* d = buf;
   pair_open(n, &p);
-  CHECK_RES(n->irecv(p.r, 1, &d, &room, &tag, NULL, &rreq), ncclSuccess);
+  CHECK_RES(n->irecv(p.r, 1, &d, &room, &tag, NULL, NULL, &rreq), ncclSuccess);
   CHECK(rreq != NULL);
-  CHECK_RES(n->isend(p.s, buf, 64, 3, NULL, &sreq), ncclSuccess);
+  CHECK_RES(n->isend(p.s, buf, 64, 3, NULL, NULL, &sreq), ncclSuccess);
   void* reqs[1] = {sreq};
   wait_all(n, reqs, 1, NULL);
   /* A finished request is gone. */
@@ -413,8 +413,8 @@ TEST(net_use_after_close) {
   CHECK_RES(n->close_send(p.s), ncclSuccess);
   CHECK_RES(n->close_recv(p.r), ncclSuccess);
   CHECK_RES(n->close_listen(p.l), ncclSuccess);
-  CHECK(n->isend(p.s, buf, 8, 3, NULL, &req) != ncclSuccess && req == NULL);
-  CHECK(n->irecv(p.r, 1, &d, &room, &tag, NULL, &req) != ncclSuccess && req == NULL);
+  CHECK(n->isend(p.s, buf, 8, 3, NULL, NULL, &req) != ncclSuccess && req == NULL);
+  CHECK(n->irecv(p.r, 1, &d, &room, &tag, NULL, NULL, &req) != ncclSuccess && req == NULL);
   CHECK(n->test(rreq, &done, NULL) != ncclSuccess && !done); /* freed with its comm */
   CHECK(n->close_send(p.s) != ncclSuccess);
   CHECK(n->close_recv(p.r) != ncclSuccess);
@@ -433,8 +433,8 @@ TEST(net_message_larger_than_receive) {
   int tag = 1, done = 0;
   void* d = dst;
   pair_open(n, &p);
-  CHECK_RES(n->irecv(p.r, 1, &d, &room, &tag, NULL, &rreq), ncclSuccess);
-  CHECK_RES(n->isend(p.s, src, 100000, 1, NULL, &sreq), ncclSuccess);
+  CHECK_RES(n->irecv(p.r, 1, &d, &room, &tag, NULL, NULL, &rreq), ncclSuccess);
+  CHECK_RES(n->isend(p.s, src, 100000, 1, NULL, NULL, &sreq), ncclSuccess);
   ncclResult_t res = ncclSuccess;
   double t0 = test_now();
   while (res == ncclSuccess && !done) {
@@ -460,7 +460,7 @@ TEST(net_receiver_closes_mid_transfer) {
   void* sreq = NULL;
   int done = 0;
   pair_open(n, &p);
-  CHECK_RES(n->isend(p.s, src, BIG, 2, NULL, &sreq), ncclSuccess);
+  CHECK_RES(n->isend(p.s, src, BIG, 2, NULL, NULL, &sreq), ncclSuccess);
   CHECK(sreq != NULL);
   for (int i = 0; i < 20; i++) CHECK_RES(n->test(sreq, &done, NULL), ncclSuccess);
   CHECK(!done); /* nobody received: it cannot have finished */
@@ -489,13 +489,13 @@ TEST(net_sender_closes_mid_transfer) {
   int tag = 3, done = 0;
   void* d = dst;
   pair_open(n, &p);
-  CHECK_RES(n->isend(p.s, src, BIG, 3, NULL, &sreq), ncclSuccess);
+  CHECK_RES(n->isend(p.s, src, BIG, 3, NULL, NULL, &sreq), ncclSuccess);
   CHECK(sreq != NULL);
   for (int i = 0; i < 20; i++) CHECK_RES(n->test(sreq, &done, NULL), ncclSuccess);
   CHECK(!done);
   CHECK_RES(n->close_send(p.s), ncclSuccess); /* the receiver has read nothing yet */
   double t0 = test_now();
-  ncclResult_t res = n->irecv(p.r, 1, &d, &room, &tag, NULL, &rreq); /* may fail already */
+  ncclResult_t res = n->irecv(p.r, 1, &d, &room, &tag, NULL, NULL, &rreq); /* may fail already */
   CHECK(res != ncclSuccess || rreq != NULL);
   while (res == ncclSuccess && !done) {
     res = n->test(rreq, &done, NULL);
@@ -543,7 +543,7 @@ TEST(tcp_control_bytes_read_ahead) {
     int done = 0;
     double t0 = test_now();
     src[k] = filled(k, sizes[k]);
-    CHECK_RES(n->isend(p.s, src[k], sizes[k], 5, NULL, &req), ncclSuccess);
+    CHECK_RES(n->isend(p.s, src[k], sizes[k], 5, NULL, NULL, &req), ncclSuccess);
     CHECK(req != NULL); /* inline: the socket's buffer takes it, nothing is read yet */
     while (!done) {
       CHECK_RES(n->test(req, &done, NULL), ncclSuccess);
@@ -557,7 +557,7 @@ TEST(tcp_control_bytes_read_ahead) {
     size_t room = ROOM, got = 0;
     int tag = 5;
     CHECK(dst != NULL);
-    CHECK_RES(n->irecv(p.r, 1, &d, &room, &tag, NULL, &req), ncclSuccess);
+    CHECK_RES(n->irecv(p.r, 1, &d, &room, &tag, NULL, NULL, &req), ncclSuccess);
     CHECK(req != NULL);
     wait_all(n, &req, 1, &got);
     CHECK_EQ(got, sizes[k]);
@@ -570,7 +570,7 @@ TEST(tcp_control_bytes_read_ahead) {
   void *req = NULL, *d = one;
   size_t room = sizeof one;
   int tag = 5, done = 0;
-  ncclResult_t res = n->irecv(p.r, 1, &d, &room, &tag, NULL, &req);
+  ncclResult_t res = n->irecv(p.r, 1, &d, &room, &tag, NULL, NULL, &req);
   double t0 = test_now();
   while (res == ncclSuccess && !done) {
     res = n->test(req, &done, NULL);
@@ -656,8 +656,8 @@ TEST(ucx_iflush) {
   void* reqs[2] = {NULL, NULL};
   void* d = rbuf;
   int tag = 7;
-  CHECK_RES(net_ucx.isend(p.s, sbuf, len, 7, p.smh, &reqs[0]), ncclSuccess);
-  CHECK_RES(net_ucx.irecv(p.r, 1, &d, &len, &tag, &p.rmh, &reqs[1]), ncclSuccess);
+  CHECK_RES(net_ucx.isend(p.s, sbuf, len, 7, p.smh, NULL, &reqs[0]), ncclSuccess);
+  CHECK_RES(net_ucx.irecv(p.r, 1, &d, &len, &tag, &p.rmh, NULL, &reqs[1]), ncclSuccess);
   wait_all(&net_ucx, reqs, 2, NULL);
   check_bytes(rbuf, 7, len);
   void* flush = NULL;

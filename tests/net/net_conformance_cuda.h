@@ -82,14 +82,14 @@ TEST(plugin_cuda_memory) {
   for (int i = 0; i < NET_MAX_REQUESTS; i++) {
     int tag = 9;
     d = rbuf;
-    CHECK_RES(n->irecv(p.r, 1, &d, &len, &tag, &p.rmh, &reqs[i]), ncclSuccess);
+    CHECK_RES(n->irecv(p.r, 1, &d, &len, &tag, &p.rmh, NULL, &reqs[i]), ncclSuccess);
     CHECK(reqs[i] != NULL);
   }
   d = rbuf;
   CHECK(n->iflush(p.r, 1, &d, &len, &p.rmh, &flush) == ncclInternalError);
   for (int i = 0; i < NET_MAX_REQUESTS; i++)
     while (reqs[NET_MAX_REQUESTS + i] == NULL)
-      CHECK_RES(n->isend(p.s, sbuf, 0, 9, p.smh, &reqs[NET_MAX_REQUESTS + i]), ncclSuccess);
+      CHECK_RES(n->isend(p.s, sbuf, 0, 9, p.smh, NULL, &reqs[NET_MAX_REQUESTS + i]), ncclSuccess);
   wait_all(n, reqs, 2 * NET_MAX_REQUESTS, NULL);
   pair_close(n, &p);
   free(sbuf);

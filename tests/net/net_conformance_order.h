@@ -48,7 +48,7 @@ static void order_receiver(int round, int to, int from) {
     CHECK(dst[i] != NULL);
     while (reqs[i] == NULL) {
       void* d = dst[i];
-      CHECK_RES(n->irecv(r, 1, &d, &room, &tag, NULL, &reqs[i]), ncclSuccess);
+      CHECK_RES(n->irecv(r, 1, &d, &room, &tag, NULL, NULL, &reqs[i]), ncclSuccess);
       CHECK(test_now() - t0 < LIMIT_S);
     }
   }
@@ -68,7 +68,7 @@ static void order_receiver(int round, int to, int from) {
   }
   char ack = 1; /* on the back connection, as a link's receiver says goodbye */
   while (reqs[0] == NULL) {
-    CHECK_RES(n->isend(bs, &ack, 1, ORDER_TAG, NULL, &reqs[0]), ncclSuccess);
+    CHECK_RES(n->isend(bs, &ack, 1, ORDER_TAG, NULL, NULL, &reqs[0]), ncclSuccess);
     CHECK(test_now() - t0 < LIMIT_S);
   }
   wait_all(n, reqs, 1, NULL);
@@ -100,7 +100,7 @@ static void order_sender(int round, int to, int from) {
       if (d) reqs[0] = NULL;
     }
     while (reqs[i] == NULL) {
-      CHECK_RES(n->isend(s, src[i], order_size[i], ORDER_TAG, NULL, &reqs[i]), ncclSuccess);
+      CHECK_RES(n->isend(s, src[i], order_size[i], ORDER_TAG, NULL, NULL, &reqs[i]), ncclSuccess);
       CHECK(test_now() - t0 < LIMIT_S);
     }
   }
@@ -113,7 +113,7 @@ static void order_sender(int round, int to, int from) {
   while (reqs[2] == NULL) {
     void* d = &ack;
     int tag = ORDER_TAG;
-    CHECK_RES(n->irecv(br, 1, &d, &room, &tag, NULL, &reqs[2]), ncclSuccess);
+    CHECK_RES(n->irecv(br, 1, &d, &room, &tag, NULL, NULL, &reqs[2]), ncclSuccess);
     CHECK(test_now() - t0 < LIMIT_S);
   }
   wait_all(n, reqs, 3, got); /* the ack: the receiver took both */
@@ -168,8 +168,8 @@ TEST(ucx_tag_range) {
   pair_open(&net_ucx, &p);
   for (int bad = -1; bad <= NET_MAX_TAG + 1; bad += NET_MAX_TAG + 2) {
     int tag = bad;
-    CHECK_RES(net_ucx.isend(p.s, &byte, 1, bad, NULL, &req), ncclInvalidArgument);
-    CHECK_RES(net_ucx.irecv(p.r, 1, &d, &room, &tag, NULL, &req), ncclInvalidArgument);
+    CHECK_RES(net_ucx.isend(p.s, &byte, 1, bad, NULL, NULL, &req), ncclInvalidArgument);
+    CHECK_RES(net_ucx.irecv(p.r, 1, &d, &room, &tag, NULL, NULL, &req), ncclInvalidArgument);
     CHECK(req == NULL);
   }
   one_message(&net_ucx, &p, NET_MAX_TAG, 100, 100);

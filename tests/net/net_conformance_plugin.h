@@ -83,7 +83,7 @@ TEST(plugin_v8_limits) {
   pair_open(n, &p);
   void* req = NULL;
   char byte = 0;
-  CHECK(n->isend(p.s, &byte, (size_t)INT_MAX + 1, 0, NULL, &req) == ncclInvalidArgument);
+  CHECK(n->isend(p.s, &byte, (size_t)INT_MAX + 1, 0, NULL, NULL, &req) == ncclInvalidArgument);
   CHECK(req == NULL);
   one_message(n, &p, 1, 1000, (size_t)INT_MAX + 4096); /* a receive bound above 2^31-1 is fine */
   pair_close(n, &p);
@@ -126,10 +126,10 @@ TEST(plugin_counts_requests_at_close) {
     void* d = buf + 8 * i;
     size_t room = 8;
     int tag = 5;
-    CHECK_RES(n->irecv(p.r, 1, &d, &room, &tag, NULL, &r[i]), ncclSuccess);
+    CHECK_RES(n->irecv(p.r, 1, &d, &room, &tag, NULL, NULL, &r[i]), ncclSuccess);
     CHECK(r[i] != NULL);
   }
-  CHECK_RES(n->isend(p.s, buf + 32, 8, 6, NULL, &s), ncclSuccess);
+  CHECK_RES(n->isend(p.s, buf + 32, 8, 6, NULL, NULL, &s), ncclSuccess);
   CHECK(s != NULL);
   CHECK_RES(n->close_recv(p.r), ncclSuccess);
   CHECK_RES(n->close_send(p.s), ncclSuccess);
@@ -142,7 +142,7 @@ TEST(plugin_counts_requests_at_close) {
   size_t room = 8;
   int tag = 7, done = 0;
   CHECK_RES(n->close_send(p.s), ncclSuccess);
-  ncclResult_t res = n->irecv(p.r, 1, &d, &room, &tag, NULL, &r[0]); /* may fail already */
+  ncclResult_t res = n->irecv(p.r, 1, &d, &room, &tag, NULL, NULL, &r[0]); /* may fail already */
   CHECK(res != ncclSuccess || r[0] != NULL);
   double t0 = test_now();
   while (res == ncclSuccess && !done) {

@@ -23,9 +23,10 @@ static int message_between_waits(const struct net* n, struct pair* p, int k, siz
   while (reqs[1] == NULL) {
     void* d = dst;
     size_t room = size;
-    CHECK_RES(n->irecv(p->r, 1, &d, &room, &tag, NULL, &reqs[1]), ncclSuccess);
+    CHECK_RES(n->irecv(p->r, 1, &d, &room, &tag, NULL, NULL, &reqs[1]), ncclSuccess);
   }
-  while (reqs[0] == NULL) CHECK_RES(n->isend(p->s, src, size, k, NULL, &reqs[0]), ncclSuccess);
+  while (reqs[0] == NULL)
+    CHECK_RES(n->isend(p->s, src, size, k, NULL, NULL, &reqs[0]), ncclSuccess);
   for (;;) {
     for (int i = 0; i < 2; i++) {
       int done = 0;

@@ -22,7 +22,14 @@
  * wants registrations of that type only; a flush is a request of its comm (32 at most with the
  * others) that completes on its third test, so a caller that does not wait for it is seen.
  * Interfaces: NCCL_SOCKET_IFNAME's first prefix picks the IPv4 interface, else the first
- * non-loopback one, else loopback. */
+ * non-loopback one, else loopback.
+ * Interface v10 (built with TP_V10 as libnccl-net-testv10.so, "TestV10"): the same plugin with
+ * v10's table (size_t sizes, a traffic-class config to connect, profiler handles to isend and
+ * irecv). When init gets a profiler callback, every isend and irecv queued with a profiler
+ * handle reports one event under it through the callback: start (id TP_EVENT_ID, data a
+ * struct tp_event whose magic is TP_EVENT_MAGIC), one update with the same data, stop.
+ * test_net_count("psend"/"precv") tells how many sends and receives were queued with a
+ * handle, "send"/"recv" how many in all. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -46,6 +53,8 @@
 
 typedef void (*logger_t)(int level, unsigned long flags, const char* file, int line,
                          const char* fmt, ...);
+typedef ncclResult_t (*profiler_cb_t)(void** event, int type, void* phandle, int64_t id,
+                                      void* data);
 
 struct props_v8 {
   char* name;
@@ -103,6 +112,37 @@ struct listener {
 
 static logger_t logger;
 
+#ifdef TP_V10
+#define TP_EVENT_ID    ((int64_t)0x7e << 16 | 1) /* plugin type 0x7e, version 1 */
+#define TP_EVENT_MAGIC 0x7e57e7u
+struct tp_event {
+  uint32_t magic;
+  int is_send;
+};
+static const struct tp_event tp_events[2] = {{TP_EVENT_MAGIC, 0}, {TP_EVENT_MAGIC, 1}};
+static profiler_cb_t profiler;
+static int queued[2], with_handle[2]; /* receives, sends; read with test_net_count */
+
+/* One event under the step a send or receive was queued for. */
+static void report_event(void* phandle, int is_send) {
+  void* ev = NULL;
+  void* data = (void*)&tp_events[is_send];
+  __atomic_fetch_add(&queued[is_send], 1, __ATOMIC_RELAXED);
+  if (profiler == NULL || phandle == NULL) return;
+  __atomic_fetch_add(&with_handle[is_send], 1, __ATOMIC_RELAXED);
+  profiler(&ev, 0, phandle, TP_EVENT_ID, data);
+  profiler(&ev, 2, NULL, TP_EVENT_ID, data);
+  profiler(&ev, 1, NULL, TP_EVENT_ID, NULL);
+}
+
+__attribute__((visibility("default"))) int test_net_count(const char* what);
+int test_net_count(const char* what) {
+  int is_send = what[0] == 'p' ? what[1] == 's' : what[0] == 's';
+  return __atomic_load_n(what[0] == 'p' ? &with_handle[is_send] : &queued[is_send],
+                         __ATOMIC_RELAXED);
+}
+#endif
+
 #define LOG(fmt, ...) logger(3, 16, __FILE__, __LINE__, "TestV8: " fmt, __VA_ARGS__)
 
 static ncclResult_t tp_init(logger_t log) {
@@ -110,6 +150,13 @@ static ncclResult_t tp_init(logger_t log) {
   LOG("%s", "initialized");
   return ncclSuccess;
 }
+
+#ifdef TP_V10
+static ncclResult_t tp_init_v10(logger_t log, profiler_cb_t prof) {
+  profiler = prof;
+  return tp_init(log);
+}
+#endif
 
 static int ndev(void) {
   const char* c = getenv("MONEL_TEST_PLUGIN_NDEV");
@@ -326,23 +373,26 @@ static int progress(struct comm* c) {
   return c->failed ? -1 : 0;
 }
 
-static ncclResult_t tp_isend(void* send_comm, void* data, int size, int tag, void* mhandle,
-                             void** request) {
+static ncclResult_t send_sized(void* send_comm, void* data, size_t size, int tag, void* phandle,
+                               void** request) {
   struct comm* c = send_comm;
   struct req* r = req_new(c);
   *request = NULL;
-  if (size < 0) return ncclInvalidArgument;
   if (r == NULL) return ncclSuccess;
   r->n = 1;
   r->data[0] = data;
-  r->size[0] = (size_t)size;
+  r->size[0] = size;
   r->tag[0] = tag;
   *request = r;
+#ifdef TP_V10
+  report_event(phandle, 1);
+#endif
   return progress(c) < 0 ? ncclRemoteError : ncclSuccess;
 }
 
-static ncclResult_t tp_irecv(void* recv_comm, int n, void** data, int* sizes, int* tags,
-                             void** mhandles, void** request) {
+/* sizes[i] < 0 (interface v8's int) counts as 0. */
+static ncclResult_t recv_sized(void* recv_comm, int n, void** data, const int64_t* sizes, int* tags,
+                               void** phandles, void** request) {
   struct comm* c = recv_comm;
   *request = NULL;
   if (n < 1 || n > MAX_RECV) return ncclInvalidArgument;
@@ -355,8 +405,43 @@ static ncclResult_t tp_irecv(void* recv_comm, int n, void** data, int* sizes, in
     r->tag[i] = tags[i];
   }
   *request = r;
+#ifdef TP_V10
+  for (int i = 0; i < n; i++) report_event(phandles ? phandles[i] : NULL, 0);
+#endif
   return progress(c) < 0 ? ncclRemoteError : ncclSuccess;
 }
+
+#ifndef TP_V10
+static ncclResult_t tp_isend(void* send_comm, void* data, int size, int tag, void* mhandle,
+                             void** request) {
+  *request = NULL;
+  if (size < 0) return ncclInvalidArgument;
+  return send_sized(send_comm, data, (size_t)size, tag, NULL, request);
+}
+
+static ncclResult_t tp_irecv(void* recv_comm, int n, void** data, int* sizes, int* tags,
+                             void** mhandles, void** request) {
+  int64_t s[MAX_RECV];
+  *request = NULL;
+  if (n < 1 || n > MAX_RECV) return ncclInvalidArgument;
+  for (int i = 0; i < n; i++) s[i] = sizes[i];
+  return recv_sized(recv_comm, n, data, s, tags, NULL, request);
+}
+#else
+static ncclResult_t tp_isend_v10(void* send_comm, void* data, size_t size, int tag, void* mhandle,
+                                 void* phandle, void** request) {
+  return send_sized(send_comm, data, size, tag, phandle, request);
+}
+
+static ncclResult_t tp_irecv_v10(void* recv_comm, int n, void** data, size_t* sizes, int* tags,
+                                 void** mhandles, void** phandles, void** request) {
+  int64_t s[MAX_RECV];
+  *request = NULL;
+  if (n < 1 || n > MAX_RECV) return ncclInvalidArgument;
+  for (int i = 0; i < n; i++) s[i] = sizes[i] > INT64_MAX ? INT64_MAX : (int64_t)sizes[i];
+  return recv_sized(recv_comm, n, data, s, tags, phandles, request);
+}
+#endif
 
 static ncclResult_t tp_iflush(void* recv_comm, int n, void** data, int* sizes, void** mhandles,
                               void** request) {
@@ -457,6 +542,7 @@ static ncclResult_t tp_close_listen(void* listen_comm) {
   return ncclSuccess;
 }
 
+#ifndef TP_V10
 /* The table NCCL-compatible cores look up; its layout is interface v8's. */
 struct net_v8 {
   const char* name;
@@ -501,3 +587,83 @@ __attribute__((visibility("default"))) const struct net_v8 ncclNetPlugin_v8 = {
     .getDeviceMr = NULL,
     .irecvConsumed = NULL,
 };
+#else
+struct props_v9 {
+  char* name;
+  char* pciPath;
+  uint64_t guid;
+  int ptrSupport, regIsGlobal, forceFlush, speed, port;
+  float latency;
+  int maxComms, maxRecvs, netDeviceType, netDeviceVersion;
+  struct {
+    int ndevs;
+    int devs[4];
+  } vProps;
+  size_t maxP2pBytes, maxCollBytes;
+};
+
+static ncclResult_t tp_props_v9(int dev, struct props_v9* p) {
+  struct props_v8 q;
+  ncclResult_t res = tp_props(dev, &q);
+  if (res != ncclSuccess) return res;
+  memset(p, 0, sizeof *p);
+  p->name = q.name, p->pciPath = q.pciPath, p->guid = q.guid, p->ptrSupport = q.ptrSupport;
+  p->speed = q.speed, p->port = q.port, p->latency = q.latency, p->maxComms = q.maxComms;
+  p->maxRecvs = q.maxRecvs;
+  p->vProps.ndevs = 1, p->vProps.devs[0] = dev;
+  p->maxP2pBytes = p->maxCollBytes = (size_t)1 << 31;
+  return ncclSuccess;
+}
+
+static ncclResult_t tp_connect_v10(int dev, void* config, void* handle, void** send_comm,
+                                   void** dev_handle) {
+  return tp_connect(dev, handle, send_comm, dev_handle);
+}
+
+/* Interface v10's table. */
+struct net_v10 {
+  const char* name;
+  ncclResult_t (*init)(logger_t, profiler_cb_t);
+  ncclResult_t (*devices)(int*);
+  ncclResult_t (*getProperties)(int, struct props_v9*);
+  ncclResult_t (*listen)(int, void*, void**);
+  ncclResult_t (*connect)(int, void*, void*, void**, void**);
+  ncclResult_t (*accept)(void*, void**, void**);
+  ncclResult_t (*regMr)(void*, void*, size_t, int, void**);
+  ncclResult_t (*regMrDmaBuf)(void*, void*, size_t, int, uint64_t, int, void**);
+  ncclResult_t (*deregMr)(void*, void*);
+  ncclResult_t (*isend)(void*, void*, size_t, int, void*, void*, void**);
+  ncclResult_t (*irecv)(void*, int, void**, size_t*, int*, void**, void**, void**);
+  ncclResult_t (*iflush)(void*, int, void**, int*, void**, void**);
+  ncclResult_t (*test)(void*, int*, int*);
+  ncclResult_t (*closeSend)(void*);
+  ncclResult_t (*closeRecv)(void*);
+  ncclResult_t (*closeListen)(void*);
+  void* getDeviceMr;
+  void* irecvConsumed;
+  void* makeVDevice;
+};
+
+__attribute__((visibility("default"))) const struct net_v10 ncclNetPlugin_v10 = {
+    .name = "TestV10",
+    .init = tp_init_v10,
+    .devices = tp_devices,
+    .getProperties = tp_props_v9,
+    .listen = tp_listen,
+    .connect = tp_connect_v10,
+    .accept = tp_accept,
+    .regMr = tp_reg_mr,
+    .regMrDmaBuf = tp_reg_mr_dmabuf,
+    .deregMr = tp_dereg_mr,
+    .isend = tp_isend_v10,
+    .irecv = tp_irecv_v10,
+    .iflush = tp_iflush,
+    .test = tp_test,
+    .closeSend = tp_close,
+    .closeRecv = tp_close,
+    .closeListen = tp_close_listen,
+    .getDeviceMr = NULL,
+    .irecvConsumed = NULL,
+    .makeVDevice = NULL,
+};
+#endif

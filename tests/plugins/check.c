@@ -9,7 +9,12 @@
  *   check profiler         the operation list; the profiler's event tree (profiler.c) is whole
  *   check profiler-net V   ranks as processes on two hosts (0, 1 | 2: MONEL_HOST_ID), so that
  *                          the ring's links 1 -> 2 and 2 -> 0 cross the network: the ProxyOp and
- *                          ProxyStep events each rank reports equal the slot arithmetic */
+ *                          ProxyStep events each rank reports equal the slot arithmetic; with
+ *                          TEST_NET_LIB (the test net plugin of interface v10 that
+ *                          NCCL_NET_PLUGIN loads), its NetPlugin events: one per isend and
+ *                          irecv the net plugin got with a profiler handle, every slot's send
+ *                          one of them, every slot's receive but those posted before their
+ *                          operation began (at most MONEL_CPU_SLOTS per operation) */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -251,15 +256,19 @@ static int check_profiler(int version) {
 struct net_want {
   int ops, steps;
   long long sent, received;
+  int send_steps, recv_steps; /* of the links it sends and receives over */
+  int ahead;                  /* receive steps whose receive may be posted before its op */
 };
 
 /* Adds what one direction of a network link carries in the list above, for the rank that sends
  * (is_send) or receives over it: its ProxyOps, their slots and bytes; bcast: whether the
  * Broadcast moves data over it too. */
-static void link_want(struct net_want* w, size_t slot, int bcast, int is_send) {
+static void link_want(struct net_want* w, size_t slot, int bcast, int is_send, int nslots) {
   size_t ag_slots = (AG_BYTES + slot - 1) / slot, bc_slots = (BC_BYTES + slot - 1) / slot;
   size_t sr_slots = (SR_BYTES + slot - 1) / slot;
   long long bytes = 0;
+  int steps0 = w->steps, op_steps[4] = {AR_BLOCKS * 2 * (NRANKS - 1), (int)ag_slots * (NRANKS - 1),
+                                        bcast ? (int)bc_slots : 0, (int)sr_slots};
   /* AllReduce: 2(n-1) slots each way per block, each a full slot */
   w->ops++, w->steps += AR_BLOCKS * 2 * (NRANKS - 1);
   bytes += (long long)AR_BLOCKS * 2 * (NRANKS - 1) * (long long)slot;
@@ -267,10 +276,49 @@ static void link_want(struct net_want* w, size_t slot, int bcast, int is_send) {
   w->ops++, w->steps += (int)ag_slots * (NRANKS - 1), bytes += (long long)AG_BYTES * (NRANKS - 1);
   if (bcast) w->ops++, w->steps += (int)bc_slots, bytes += BC_BYTES;
   w->ops++, w->steps += (int)sr_slots, bytes += SR_BYTES;
-  if (is_send)
+  if (is_send) {
     w->sent += bytes;
-  else
+    w->send_steps += w->steps - steps0;
+  } else {
     w->received += bytes;
+    w->recv_steps += w->steps - steps0;
+    for (int i = 0; i < 4; i++) w->ahead += op_steps[i] < nslots ? op_steps[i] : nslots;
+  }
+}
+
+/* The NetPlugin events of the test net plugin (TEST_NET_LIB, already loaded by Monel): the
+ * profiler's equal the handles the net plugin got; every send step has one; receive steps have
+ * one unless their receive was posted ahead. Without the mask bit, or with a profiler older
+ * than v3, the net plugin gets no handle at all. 0 when right. */
+static int net_plugin_check(const struct net_want* w, int mask, int version, int* sends,
+                            int* recvs) {
+  const char* lib = getenv("TEST_NET_LIB");
+  void* h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
+  int (*net_count)(const char*) = h ? (int (*)(const char*))dlsym(h, "test_net_count") : NULL;
+  if (net_count == NULL) {
+    fprintf(stderr, "FAIL: the test net plugin %s is not loaded in this process\n", lib);
+    return 1;
+  }
+  int on = (mask & 0x80) && version >= 3, psend = net_count("psend"), precv = net_count("precv");
+  int fails = expect("start7", psend + precv) + expect("stop7", psend + precv) +
+              expect("netsend", psend) + expect("netrecv", precv);
+  *sends = psend, *recvs = precv;
+  if (net_count("send") < w->send_steps || net_count("recv") < w->recv_steps) {
+    fprintf(stderr, "FAIL: the net plugin queued %d sends and %d receives, fewer than the slots\n",
+            net_count("send"), net_count("recv"));
+    fails++;
+  }
+  if (psend != (on ? w->send_steps : 0)) {
+    fprintf(stderr, "FAIL: %d sends with a profiler handle, expected %d\n", psend,
+            on ? w->send_steps : 0);
+    fails++;
+  }
+  if (on ? precv > w->recv_steps || precv < w->recv_steps - w->ahead : precv != 0) {
+    fprintf(stderr, "FAIL: %d receives with a profiler handle, expected %d..%d\n", precv,
+            on ? w->recv_steps - w->ahead : 0, on ? w->recv_steps : 0);
+    fails++;
+  }
+  return fails;
 }
 
 static int net_main(int rank, int nranks, ncclUniqueId id, void* arg) {
@@ -310,10 +358,12 @@ static int net_main(int rank, int nranks, ncclUniqueId id, void* arg) {
   if (bad) return 1;
   /* The ring's neighbours: a link to another host is a network one. The Broadcast from rank 0
    * runs down 0 -> 1 -> 2: every rank but 2 sends, every rank but 0 receives. */
-  struct net_want w = {0, 0, 0, 0};
+  struct net_want w = {0};
+  const char* ns = getenv("MONEL_CPU_SLOTS");
+  int nslots = ns ? atoi(ns) : 8;
   int next = (rank + 1) % NRANKS, prev = (rank + NRANKS - 1) % NRANKS;
-  if (HOST_OF(next) != HOST_OF(rank)) link_want(&w, slot, rank != NRANKS - 1, 1);
-  if (HOST_OF(prev) != HOST_OF(rank)) link_want(&w, slot, rank != 0, 0);
+  if (HOST_OF(next) != HOST_OF(rank)) link_want(&w, slot, rank != NRANKS - 1, 1, nslots);
+  if (HOST_OF(prev) != HOST_OF(rank)) link_want(&w, slot, rank != 0, 0, nslots);
   const char* m = getenv("TEST_PROF_MASK");
   int mask = m ? (int)strtol(m, NULL, 0) : 0xfff;
   int ops = (mask & (0x8 | 0x10 | 0x80)) ? w.ops : 0, steps = (mask & (0x10 | 0x80)) ? w.steps : 0;
@@ -322,10 +372,16 @@ static int net_main(int rank, int nranks, ncclUniqueId id, void* arg) {
               expect("stop4", steps) + expect("opsteps", ops ? w.steps : 0) +
               expect("sendbytes", bytes ? (int)w.sent : 0) +
               expect("recvbytes", bytes ? (int)w.received : 0) + expect("bad", 0);
+  int nsend = 0, nrecv = 0;
+  if (getenv("TEST_NET_LIB"))
+    fails += net_plugin_check(&w, mask, version, &nsend, &nrecv);
+  else
+    fails += expect("start7", 0);
   if (!fails)
     printf("PASS profiler-net v%d mask 0x%x rank %d: %d ProxyOps, %d ProxySteps, %lld bytes sent, "
-           "%lld received\n",
-           version, mask, rank, ops, steps, bytes ? w.sent : 0, bytes ? w.received : 0);
+           "%lld received, NetPlugin %d send %d receive\n",
+           version, mask, rank, ops, steps, bytes ? w.sent : 0, bytes ? w.received : 0, nsend,
+           nrecv);
   fflush(stdout);
   return fails != 0;
 }

@@ -2,8 +2,11 @@
 /* A test profiler plugin, built once per version (PROF_VERSION 1..7). It reads every descriptor
  * by the byte offsets NCCL's documentation gives, keeps a record per event and checks the tree
  * as events arrive: parents are live records of the right type, every start gets one stop,
- * group states come in order, Coll sequence numbers count up per function from 0. At finalize
- * nothing of that comm may be open. test_plugin_count tells the totals. */
+ * group states come in order, Coll sequence numbers count up per function from 0. NetPlugin
+ * events (those of tests/net/plugin_v8.c built as TestV10) come under an open ProxyStep, at most
+ * one per step, with that plugin's id and data, one update (v4+) and a stop while the step is
+ * still open, and only when the mask asks for them. At finalize nothing of that comm may be
+ * open. test_plugin_count tells the totals. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +21,7 @@ enum {
   P2P = 4,
   PROXY_OP = 8,
   PROXY_STEP = 0x10,
+  NET_PLUGIN = 0x80,
   GROUP_API = 0x100,
   COLL_API = 0x200,
   P2P_API = 0x400
@@ -30,6 +34,8 @@ struct rec {
   /* P2p: its peer and whether it sends. ProxyOp: its members, the steps started and stopped,
    * the open ones. ProxyStep: its op, the states seen (bits 1 << (state - 8)). */
   int peer, is_send, nsteps, chunk, started, stopped, nopen;
+  int net;    /* ProxyStep: NetPlugin events under it */
+  void* data; /* NetPlugin: the net plugin's data */
   struct rec* parent;
 };
 struct ctx {
@@ -40,6 +46,7 @@ struct ctx {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int mask_bits, starts[16], stops[16], inits, finals, bad, tagged, states23, states24;
 static long long op_steps, send_bytes, recv_bytes; /* ProxyOp nSteps; ProxyStep transSize */
+static int net_events[2];                          /* NetPlugin under receive, send steps */
 static char last_bad[256];
 
 static int bit(int type) {
@@ -83,6 +90,8 @@ int test_plugin_count(const char* what) {
     r = (int)send_bytes;
   else if (strcmp(what, "recvbytes") == 0)
     r = (int)recv_bytes;
+  else if (strcmp(what, "netsend") == 0 || strcmp(what, "netrecv") == 0)
+    r = net_events[what[3] == 's'];
   pthread_mutex_unlock(&lock);
   return r;
 }
@@ -170,6 +179,25 @@ static void check_proxy_step(const void* d, struct rec* parent) {
   parent->started++, parent->nopen++;
 }
 
+/* NetPlugin (v3+): under an open ProxyStep, the first one there, with the test net plugin's id
+ * (type 0x7e, version 1) and its data (magic, and the direction of the step's op). */
+static void check_net(const void* d, struct rec* parent, struct rec* r) {
+  int64_t id = AT(d, 24, int64_t);
+  const void* data = AT(d, 32, void*);
+  r->data = (void*)data;
+  if (!(mask_bits & NET_PLUGIN)) fail("NetPlugin: the mask does not ask for it");
+  if (parent == NULL || parent->type != PROXY_STEP || !parent->open) {
+    fail("NetPlugin: parent is not an open ProxyStep");
+    return;
+  }
+  if (id != ((int64_t)0x7e << 16 | 1)) fail("NetPlugin: id");
+  if (data == NULL || AT(data, 0, uint32_t) != 0x7e57e7u ||
+      AT(data, 4, int) != parent->parent->is_send)
+    fail("NetPlugin: data is not the net plugin's for the step's direction");
+  if (parent->net++ != 0) fail("NetPlugin: a second event under one ProxyStep");
+  net_events[parent->parent->is_send == 1]++;
+}
+
 static void check(struct ctx* c, int type, const void* d, void* parent) {
   int v = PROF_VERSION;
   switch (type) {
@@ -196,6 +224,7 @@ static void check(struct ctx* c, int type, const void* d, void* parent) {
     break;
   case PROXY_OP:
   case PROXY_STEP:
+  case NET_PLUGIN:
     break; /* start_event checks them with their records */
   default:
     fail("an event type the CPU engine does not emit");
@@ -217,6 +246,7 @@ static result_t start_event(void* ctx, void** handle, void* d) {
   if (type == P2P) p2p_fields(d, r);
   if (type == PROXY_OP) check_proxy_op(c, d, parent, r);
   if (type == PROXY_STEP) check_proxy_step(d, parent);
+  if (type == NET_PLUGIN) check_net(d, parent, r);
   c->open++;
   starts[bit(type)]++;
   pthread_mutex_unlock(&lock);
@@ -234,6 +264,11 @@ static result_t stop_event(void* h) {
     r->ctx->open--;
     stops[bit(r->type)]++;
     if (r->type == GROUP_API && r->states != 2) fail("GroupApi stopped before states 23, 24");
+    if (r->type == NET_PLUGIN) {
+      if (r->states != (PROF_VERSION >= 4)) fail("NetPlugin stopped without its one update");
+      if (as_rec(r->parent, PROXY_STEP) == NULL || !r->parent->open)
+        fail("NetPlugin stopped after its ProxyStep");
+    }
     if (r->type == PROXY_STEP) {
       struct rec* op = r->parent;
       /* send: SendWait (9); receive: RecvWait (10), then RecvGPUWait (12) */
@@ -272,7 +307,12 @@ static result_t record_state(void* h, int state, void* args) {
   pthread_mutex_lock(&lock);
   if (r != NULL && r->magic == 0x9e7e && r->type == PROXY_STEP && r->open)
     step_state(r, state, args);
-  else if (r == NULL || r->type != GROUP_API || !r->open || args != NULL)
+  else if (r != NULL && r->magic == 0x9e7e && r->type == NET_PLUGIN && r->open) {
+    /* NetPluginUpdate, with the data the net plugin gave (v3 gets no states) */
+    if (PROF_VERSION < 4 || state != 21 || args == NULL || AT(args, 0, void*) != r->data ||
+        r->states++ != 0)
+      fail("NetPlugin state: not one update with the plugin's data");
+  } else if (r == NULL || r->type != GROUP_API || !r->open || args != NULL)
     fail("state: not GroupApi");
   else if (state == 23 && r->states == 0)
     r->states = 1, states23++;

@@ -111,14 +111,15 @@ static void posted(void* comm, ncclResult_t res, void* req) {
 }
 
 static ncclResult_t c_irecv(void* comm, int n, void** data, size_t* sizes, int* tags, void** mh,
-                            void** req) {
-  ncclResult_t res = base->irecv(comm, n, data, sizes, tags, mh, req);
+                            void** ph, void** req) {
+  ncclResult_t res = base->irecv(comm, n, data, sizes, tags, mh, ph, req);
   posted(comm, res, *req);
   return res;
 }
 
-static ncclResult_t c_isend(void* comm, void* data, size_t size, int tag, void* mh, void** req) {
-  ncclResult_t res = base->isend(comm, data, size, tag, mh, req);
+static ncclResult_t c_isend(void* comm, void* data, size_t size, int tag, void* mh, void* ph,
+                            void** req) {
+  ncclResult_t res = base->isend(comm, data, size, tag, mh, ph, req);
   posted(comm, res, *req);
   return res;
 }
