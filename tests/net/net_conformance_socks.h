@@ -92,14 +92,14 @@ TEST(tcp_connections_share_the_devices_helpers) {
   double t0 = test_now();
   for (int i = 0; i < NPAIRS; i++) {
     while (reqs[2 * i] == NULL) {
-      CHECK_RES(net_tcp.isend(p[i].s, src[i], size, i, p[i].smh, &reqs[2 * i]), ncclSuccess);
+      CHECK_RES(net_tcp.isend(p[i].s, src[i], size, i, p[i].smh, NULL, &reqs[2 * i]), ncclSuccess);
       CHECK(test_now() - t0 < LIMIT_S);
     }
     size_t room = size;
     while (reqs[2 * i + 1] == NULL) {
       void* d = dst[i];
       int tag = i;
-      CHECK_RES(net_tcp.irecv(p[i].r, 1, &d, &room, &tag, &p[i].rmh, &reqs[2 * i + 1]),
+      CHECK_RES(net_tcp.irecv(p[i].r, 1, &d, &room, &tag, &p[i].rmh, NULL, &reqs[2 * i + 1]),
                 ncclSuccess);
       CHECK(test_now() - t0 < LIMIT_S);
     }
