@@ -134,6 +134,17 @@ void net_machine_ranks(int ranks) {
   }
 }
 
+int net_tcp_pool_max(int nthreads) {
+  int64_t v = param_int(PARAM_SOCKET_POOL_MAX);
+  if (v < 0) {
+    int ranks = __atomic_load_n(&machine_ranks, __ATOMIC_RELAXED);
+    v = topo_cpus() / (ranks > 1 ? ranks : 1) / 2;
+    if (v > 2 * (int64_t)nthreads) v = 2 * (int64_t)nthreads;
+  }
+  if (v > TCP_MAX_SOCKS) v = TCP_MAX_SOCKS;
+  return v > nthreads ? (int)v : nthreads;
+}
+
 /* Helper threads per connection and data sockets per thread, those of NCCL_SOCKET_NTHREADS and
  * NCCL_NSOCKS_PERTHREAD that are not set (< 0): 2, or after a GPU comm reported its ranks on this
  * machine, from the CPUs and those ranks (topo_socket_threads decides both); the layout is said

@@ -13,9 +13,10 @@
  * (TCP_READ_AHEAD bytes at most), so a small message costs one system call. Helper threads move
  * the pieces; the caller's thread moves control bytes inside isend/irecv/test. The helpers are
  * the device's, shared by every comm of the process on that device (two pools per network device,
- * one for receive comms and one for send comms, each of as many threads as the largest
- * NCCL_SOCKET_NTHREADS of its comms, started at a comm's first large message, ended with the
- * last comm that used them): a comm's data sockets go to
+ * one for receive comms and one for send comms, each growing by NCCL_SOCKET_NTHREADS threads for
+ * each comm that moves large messages up to MONEL_SOCKET_POOL_MAX, from the cores each rank of
+ * the machine has; started at a comm's first large message, ended with the last comm that used
+ * them): a comm's data sockets go to
  * NCCL_SOCKET_NTHREADS different threads of the pool, NCCL_NSOCKS_PERTHREAD to each, so one
  * connection moves as many pieces at once as before, and a rank's threads do not grow with its
  * peers. A sender that closes after its last
@@ -177,6 +178,9 @@ void net_tcp_comm_fail(struct tcp_comm* c, int why, int err, ncclResult_t res);
  * net_tcp_wake wakes them (or the next one to wait: the wakeup is kept until then, an eventfd). */
 void net_tcp_wait(int ms);
 void net_tcp_wake(void);
+/* The most threads of one helper pool for comms of `nthreads` threads (MONEL_SOCKET_POOL_MAX, or
+ * half the CPUs each rank of this machine has, at most 2 x nthreads); at least nthreads. */
+int net_tcp_pool_max(int nthreads);
 /* Registers/unregisters an object for net_tcp_wait. */
 void net_tcp_poll_add(struct tcp_poll* p);
 void net_tcp_poll_remove(struct tcp_poll* p);

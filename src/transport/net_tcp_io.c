@@ -258,9 +258,9 @@ static void helper_release(struct tcp_sock* k) {
   k->owner = NULL;
 }
 
-/* The comm's data sockets join its device's pool of its direction, which grows to the comm's
- * threads: socket s goes to thread (base + s / nsocks), base turning with every comm so that the
- * comms' sockets spread over the pool. */
+/* The comm's data sockets join its device's pool of its direction, which grows by the comm's
+ * threads up to net_tcp_pool_max: socket s goes to thread (base + s / nsocks), base turning with
+ * every comm so that the comms' sockets spread over the pool. */
 static struct tcp_pool* pool_of(const struct tcp_comm* c) {
   return &pools[c->dev >= 0 && c->dev < TCP_MAX_DEVS ? c->dev : 0][c->is_send ? 1 : 0];
 }
@@ -269,15 +269,19 @@ static ncclResult_t helpers_join(struct tcp_comm* c) {
   static unsigned turn;
   struct tcp_pool* pl = pool_of(c);
   ncclResult_t res = ncclSuccess;
+  int most = net_tcp_pool_max(c->nthreads);
   pthread_mutex_lock(&pools_mu);
-  if (pl->n < c->nthreads) {
-    struct tcp_helper** t = realloc(pl->t, sizeof *t * (size_t)c->nthreads);
+  /* NCCL_SOCKET_NTHREADS more threads for each comm, up to the pool's bound */
+  int64_t want = (int64_t)c->nthreads * (pl->comms + 1);
+  if (want > most) want = most;
+  if (pl->n < want) {
+    struct tcp_helper** t = realloc(pl->t, sizeof *t * (size_t)want);
     if (t == NULL) {
       res = ncclSystemError;
       goto out;
     }
     pl->t = t;
-    while (pl->n < c->nthreads) {
+    while (pl->n < want) {
       struct tcp_helper* h = helper_start(c->dev);
       if (h == NULL) {
         res = ncclSystemError;

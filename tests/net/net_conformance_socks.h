@@ -71,11 +71,15 @@ TEST(tcp_one_message_over_several_sockets) {
 }
 
 /* The helpers are the device's, not a connection's: 6 connections with a large message each in
- * flight at once share its two pools of NCCL_SOCKET_NTHREADS threads (receive, send), every
- * message arrives whole, and the pools end with the last connection. */
-TEST(tcp_connections_share_the_devices_helpers) {
+ * flight at once share its two pools (receive, send), which grow by NCCL_SOCKET_NTHREADS a
+ * connection up to MONEL_SOCKET_POOL_MAX; every message arrives whole, and the pools end with the
+ * last connection. */
+static void connections_share_the_pool(int pool_max, int threads_each) {
   enum { NPAIRS = 6 };
   const size_t size = 8u << 20;
+  char v[16];
+  snprintf(v, sizeof v, "%d", pool_max);
+  setenv("MONEL_SOCKET_POOL_MAX", v, 1);
   socket_params("2", "2");
   struct pair p[NPAIRS];
   char* src[NPAIRS];
@@ -105,7 +109,7 @@ TEST(tcp_connections_share_the_devices_helpers) {
     }
   }
   wait_all(&net_tcp, reqs, 2 * NPAIRS, sizes);
-  CHECK_EQ(threads_named("monel-tcp"), 4);
+  CHECK_EQ(threads_named("monel-tcp"), 2 * threads_each);
   for (int i = 0; i < NPAIRS; i++) {
     CHECK_EQ(sizes[2 * i + 1], size);
     check_bytes(dst[i], 20 + i, size);
@@ -113,9 +117,17 @@ TEST(tcp_connections_share_the_devices_helpers) {
     free(dst[i]);
   }
   for (int i = 0; i < NPAIRS - 1; i++) pair_close(&net_tcp, &p[i]);
-  CHECK_EQ(threads_named("monel-tcp"), 4); /* one connection still holds the pools */
+  CHECK_EQ(threads_named("monel-tcp"), 2 * threads_each); /* one connection holds the pools */
   pair_close(&net_tcp, &p[NPAIRS - 1]);
   CHECK_EQ(threads_named("monel-tcp"), 0);
+  unsetenv("MONEL_SOCKET_POOL_MAX");
+  param_reload();
+}
+
+TEST(tcp_connections_share_the_devices_helpers) {
+  connections_share_the_pool(2, 2);   /* bounded: the 6 connections share 2 threads a direction */
+  connections_share_the_pool(7, 7);   /* 2 more a connection: 6 x 2 = 12, bounded by 7 */
+  connections_share_the_pool(64, 12); /* unbounded: 2 a connection */
 }
 
 /* Small messages never start helper threads: they travel on the control socket. */
