@@ -196,7 +196,9 @@ ncclResult_t fifo_net_listen(struct fifo_net* f, int i, const struct fifo_net_sp
   struct fnet_conn* c = NULL;
   NCCLCHECK(take(f, i, spec, &c));
   memset(handle, 0, NET_HANDLE_BYTES);
-  ncclResult_t res = f->net->listen(spec->dev, f->keyed ? f->key : NULL, handle, &c->listen);
+  /* a connection's messages are its slots (and empty ones at close) */
+  ncclResult_t res = net_listen_sized(f->net, spec->dev, f->keyed ? f->key : NULL, spec->slot_bytes,
+                                      handle, &c->listen);
   if (res == ncclSuccess) memcpy(c->handle, handle, NET_HANDLE_BYTES); /* names the connection */
   if (res != ncclSuccess)
     WARN("could not listen for %s on network device %d of %s", spec->desc, spec->dev, f->net->name);

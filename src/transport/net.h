@@ -69,6 +69,12 @@ struct net {
   ncclResult_t (*devices)(int* ndev);
   ncclResult_t (*get_properties)(int dev, struct net_props* props);
   ncclResult_t (*listen)(int dev, const unsigned char* key, void* handle, void** listen_comm);
+  /* Optional (NULL: listen does). listen for a connection none of whose messages is larger than
+   * max_bytes, either way: the network may give it no more than they can use (Socket: no data
+   * sockets where every message travels on the control socket, no more than a largest message
+   * is cut into). net_listen_sized calls whichever the network has. */
+  ncclResult_t (*listen_sized)(int dev, const unsigned char* key, size_t max_bytes, void* handle,
+                               void** listen_comm);
   ncclResult_t (*connect)(int dev, const unsigned char* key, void* handle, void** send_comm);
   ncclResult_t (*accept)(void* listen_comm, void** recv_comm);
   ncclResult_t (*reg_mr)(void* comm, void* data, size_t size, int type, void** mhandle);
@@ -104,6 +110,12 @@ struct net {
   void (*wait)(int ms);
   void (*wake)(void);
 };
+
+static inline ncclResult_t net_listen_sized(const struct net* n, int dev, const unsigned char* key,
+                                            size_t max_bytes, void* handle, void** listen_comm) {
+  return n->listen_sized ? n->listen_sized(dev, key, max_bytes, handle, listen_comm)
+                         : n->listen(dev, key, handle, listen_comm);
+}
 
 /* The network this process uses, chosen once: an external plugin (NCCL_NET_PLUGIN, or
  * libnccl-net.so on the library path) unless NCCL_NET=Socket or NCCL_NET_PLUGIN=none, else the

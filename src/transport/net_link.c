@@ -85,6 +85,15 @@ static size_t msg_bytes(uint64_t bytes) {
   return MSG_HDR + (n <= FIFO_INLINE_BYTES ? n : FIFO_INLINE_BYTES + n);
 }
 
+size_t net_link_data_max(const struct link* l) {
+  size_t slot = MSG_HDR + FIFO_INLINE_BYTES + l->slot_size;
+  return slot > NET_HANDLE_BYTES ? slot : NET_HANDLE_BYTES;
+}
+
+size_t net_link_back_max(void) {
+  return MSG_HDR;
+}
+
 static void msg_write(unsigned char* buf, uint32_t kind, uint64_t arg) {
   memcpy(buf, &kind, 4);
   memcpy(buf + 4, &arg, 8);

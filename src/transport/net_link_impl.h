@@ -85,5 +85,9 @@ void net_link_shut(struct link* l);
 int net_link_quiet(const struct link* l);
 void net_link_add(struct link* l);
 void net_link_remove(struct link* l);
+/* The largest message a link's data connection carries (a full slot; the sender's hello is
+ * smaller), and its back connection's (a BYE or CLOSE): what the listens announce. */
+size_t net_link_data_max(const struct link* l);
+size_t net_link_back_max(void);
 
 #endif

@@ -191,8 +191,22 @@ static void sock_counts(int* nthreads, int* nsocks) {
   *nsocks = (int)s;
 }
 
-static ncclResult_t tcp_listen(int dev, const unsigned char* key, void* handle,
-                               void** listen_comm) {
+/* Data sockets a connection whose messages are at most max_bytes can use: none where each
+ * travels on the control socket, else as many pieces as its largest is cut into. */
+static void sock_counts_for(size_t max_bytes, int* nthreads, int* nsocks) {
+  if (*nthreads == 0) return;
+  if (max_bytes <= TCP_INLINE_MAX) {
+    *nthreads = *nsocks = 0;
+    return;
+  }
+  size_t pieces = max_bytes / TCP_CHUNK_MIN;
+  if (pieces < (size_t)*nthreads) *nthreads = (int)pieces;
+  size_t per = (pieces + (size_t)*nthreads - 1) / (size_t)*nthreads;
+  if (per < (size_t)*nsocks) *nsocks = (int)per;
+}
+
+static ncclResult_t tcp_listen_sized(int dev, const unsigned char* key, size_t max_bytes,
+                                     void* handle, void** listen_comm) {
   ncclResult_t res = ncclSuccess;
   struct tcp_listen* l = NULL;
   struct tcp_handle h;
@@ -211,6 +225,7 @@ static ncclResult_t tcp_listen(int dev, const unsigned char* key, void* handle,
     goto out;
   }
   sock_counts(&l->nthreads, &l->nsocks);
+  sock_counts_for(max_bytes, &l->nthreads, &l->nsocks);
   if (key != NULL) memcpy(l->key, key, sizeof l->key);
   l->ps = (struct pend_set){.p = l->pend,
                             .max = PENDING_MAX,
@@ -233,6 +248,11 @@ out:
     free(l);
   }
   return res;
+}
+
+static ncclResult_t tcp_listen(int dev, const unsigned char* key, void* handle,
+                               void** listen_comm) {
+  return tcp_listen_sized(dev, key, SIZE_MAX, handle, listen_comm);
 }
 
 /* Tunes a connected socket: no Nagle; keepalive and a user timeout find a vanished host. */
@@ -529,6 +549,7 @@ const struct net net_tcp = {
     .devices = tcp_devices,
     .get_properties = tcp_get_properties,
     .listen = tcp_listen,
+    .listen_sized = tcp_listen_sized,
     .connect = tcp_connect,
     .accept = tcp_accept,
     .reg_mr = net_tcp_reg_mr,

@@ -91,7 +91,7 @@ static ncclResult_t net_setup(struct conn* c, int nslots, size_t slot_size, void
   struct link* l = c->map;
   l->net = net;
   l->dev = dev;
-  NCCLCHECK(net->listen(dev, link_key(l), d.handle, &l->listen));
+  NCCLCHECK(net_listen_sized(net, dev, link_key(l), net_link_data_max(l), d.handle, &l->listen));
   d.magic = LINK_MAGIC;
   d.nslots = (uint32_t)nslots;
   d.slot_size = slot_size;
@@ -118,7 +118,8 @@ static ncclResult_t net_connect(struct conn* c, const void* in) {
   l->net = net;
   l->dev = dev;
   memcpy(l->handle, d.handle, NET_HANDLE_BYTES);
-  NCCLCHECK(net->listen(dev, link_key(l), l->priv->hello, &l->listen));
+  NCCLCHECK(
+      net_listen_sized(net, dev, link_key(l), net_link_back_max(), l->priv->hello, &l->listen));
   net_link_add(l); /* the proxy thread connects */
   return ncclSuccess;
 }

@@ -77,10 +77,14 @@ struct pair {
   void *l, *s, *r, *smh, *rmh;
 };
 
-/* listen, then connect and accept from this thread until both comms are up. */
-static void pair_open(const struct net* n, struct pair* p) {
+/* listen (listen_sized where max_bytes is not SIZE_MAX), then connect and accept from this
+ * thread until both comms are up. */
+static void pair_open_sized(const struct net* n, struct pair* p, size_t max_bytes) {
   memset(p, 0, sizeof *p);
-  CHECK_RES(n->listen(0, KEY, p->handle, &p->l), ncclSuccess);
+  if (max_bytes == SIZE_MAX)
+    CHECK_RES(n->listen(0, KEY, p->handle, &p->l), ncclSuccess);
+  else
+    CHECK_RES(net_listen_sized(n, 0, KEY, max_bytes, p->handle, &p->l), ncclSuccess);
   CHECK(p->l != NULL);
   double t0 = test_now();
   while (p->s == NULL || p->r == NULL) {
@@ -88,6 +92,10 @@ static void pair_open(const struct net* n, struct pair* p) {
     if (p->r == NULL) CHECK_RES(n->accept(p->l, &p->r), ncclSuccess);
     CHECK(test_now() - t0 < LIMIT_S);
   }
+}
+
+static void pair_open(const struct net* n, struct pair* p) {
+  pair_open_sized(n, p, SIZE_MAX);
 }
 
 static void pair_close(const struct net* n, struct pair* p) {
