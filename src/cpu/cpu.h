@@ -27,6 +27,17 @@ struct cpu_comm {
   struct conn_prof* prof_conns; /* FIFOs reporting proxy events for the running operation */
 };
 
+/* Bytes that one step of task t moves through a slot: the chunk size a tuner plugin's
+ * getChunkSize gave the plan (t->plan.chunk_bytes), rounded down to a multiple of 64 so that it
+ * holds whole elements of every type, where that is smaller than a slot; else a whole slot. Every
+ * rank must get the same answer for one operation (NCCL relies on it too: a plugin answers from
+ * the operation's shape); a rank whose steps differ from its peer's fails the operation with
+ * ncclInvalidUsage (cpu_check_len), it never mixes the bytes. */
+static inline size_t cpu_step_bytes(const struct cpu_comm* cc, const struct task* t) {
+  size_t c = t->plan.chunk_bytes & ~(size_t)63;
+  return c > 0 && c < cc->slot_size ? c : cc->slot_size;
+}
+
 /* caps.c: the engine's capability and cost table (core/plan.h). */
 #define CPU_NCAPS 8
 extern const struct plan_row cpu_caps[CPU_NCAPS];

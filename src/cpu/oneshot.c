@@ -126,8 +126,8 @@ ncclResult_t cpu_oneshot_allreduce(struct ncclComm* comm, const struct task* t) 
     return ncclSuccess;
   }
   NCCLCHECK(cpu_oneshot_connect(comm));
-  size_t piece = cc->slot_size; /* a multiple of 64, so of every element size */
-  if (cpu_prof_wanted(comm, t)) /* a slot to and from every peer per round */
+  size_t piece = cpu_step_bytes(cc, t); /* a multiple of 64, so of every element size */
+  if (cpu_prof_wanted(comm, t))         /* a slot to and from every peer per round */
     for (int p = 0; p < n; p++) {
       cpu_prof_op(comm, t, p == comm->rank ? NULL : &cc->p2p_send[p], 1, 0,
                   (bytes + piece - 1) / piece);

@@ -106,7 +106,8 @@ void cpu_prof_op(struct ncclComm* comm, const struct task* t, struct conn* c, in
   p->last = op;
   /* A task of the same batch that does not ask (its mask differs) keeps its messages, silent. */
   if (cpu_prof_wanted(comm, t)) {
-    op->h = profiler_proxy_op_start(comm, t, is_send, c->peer, channel, (int)nsteps, c->slot_size);
+    op->h = profiler_proxy_op_start(comm, t, is_send, c->peer, channel, (int)nsteps,
+                                    cpu_step_bytes(comm->engine_state, t));
     op->net = c->net_phandles != NULL && profiler_net_on(comm, t);
   }
   /* A receiver's slots that are free now: their receives are posted. The others start when the

@@ -117,7 +117,7 @@ ncclResult_t cpu_ring_allreduce(struct ncclComm* comm, const struct task* t) {
   struct ring_exec x = make_exec(comm, t, 1);
   const char* in = t->sendbuff;
   char* out = t->recvbuff;
-  size_t count = t->count, slot_elems = cc->slot_size / x.esize;
+  size_t count = t->count, slot_elems = cpu_step_bytes(cc, t) / x.esize;
   int nsteps = ring_allreduce_nsteps(n);
   if (cpu_prof_wanted(comm, t)) {
     uint64_t blocks = 0;
@@ -149,7 +149,7 @@ ncclResult_t cpu_ring_chain(struct ncclComm* comm, const struct task* t) {
                         : ring_broadcast_verb(pos, comm->nranks, root_pos);
   const char* in = t->sendbuff;
   char* out = t->recvbuff;
-  size_t bytes = t->count * x.esize, piece = cc->slot_size / x.esize * x.esize;
+  size_t bytes = t->count * x.esize, piece = cpu_step_bytes(cc, t) / x.esize * x.esize;
   if (cpu_prof_wanted(comm, t))
     prof_ring(comm, t, &x, (bytes + piece - 1) / piece, (verb_traits(v) & VERB_SENDS) != 0,
               (verb_traits(v) & VERB_RECVS) != 0);
@@ -167,7 +167,7 @@ ncclResult_t cpu_ring_gather_scatter(struct ncclComm* comm, const struct task* t
   struct ring_exec x = make_exec(comm, t, !ag);
   const char* in = t->sendbuff;
   char* out = t->recvbuff;
-  size_t part = t->count * x.esize, piece = cc->slot_size / x.esize * x.esize;
+  size_t part = t->count * x.esize, piece = cpu_step_bytes(cc, t) / x.esize * x.esize;
   int nsteps = ag ? ring_allgather_nsteps(n) : ring_reducescatter_nsteps(n);
   if (cpu_prof_wanted(comm, t)) {
     struct step (*step_of)(int, int, int) = ag ? ring_allgather_step : ring_reducescatter_step;

@@ -289,7 +289,8 @@ ncclResult_t cpu_tree_run(struct ncclComm* comm, const struct task* t) {
     size_t lo, hi;
     tree_part(count, nparts, k, 1, &lo, &hi);
     if (lo == hi) continue;
-    size_t min = CHUNK_MIN_BYTES / x.esize, max = cc->slot_size / x.esize;
+    size_t max = cpu_step_bytes(cc, t) / x.esize, min = CHUNK_MIN_BYTES / x.esize;
+    if (min > max) min = max;
     size_t chunk = tree_chunk(hi - lo, min ? min : 1, max ? max : 1, 1);
     enum verb up = tree_up_verb(&nd[k], ar), down = tree_down_verb(&nd[k], ar);
     int ns0 = ns;

@@ -145,8 +145,8 @@ ncclResult_t cpu_twoshot_allreduce(struct ncclComm* comm, const struct task* t) 
     return ncclSuccess;
   }
   NCCLCHECK(cpu_oneshot_connect(comm));
-  /* a round's largest piece, ceil(count / n) elements, fits a slot */
-  size_t per_round = (cc->slot_size / es) * (size_t)n;
+  /* a round's largest piece, ceil(count / n) elements, fits a step */
+  size_t per_round = (cpu_step_bytes(cc, t) / es) * (size_t)n;
   if (cpu_prof_wanted(comm, t)) prof_twoshot(comm, t, per_round);
   size_t first = t->count < per_round ? t->count : per_round; /* the largest round */
   size_t max_piece = (first + n - 1) / n * es;

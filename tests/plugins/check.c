@@ -263,15 +263,16 @@ struct net_want {
 /* Adds what one direction of a network link carries in the list above, for the rank that sends
  * (is_send) or receives over it: its ProxyOps, their slots and bytes; bcast: whether the
  * Broadcast moves data over it too. */
-static void link_want(struct net_want* w, size_t slot, int bcast, int is_send, int nslots) {
-  size_t ag_slots = (AG_BYTES + slot - 1) / slot, bc_slots = (BC_BYTES + slot - 1) / slot;
-  size_t sr_slots = (SR_BYTES + slot - 1) / slot;
+static void link_want(struct net_want* w, size_t step, size_t slot, int bcast, int is_send,
+                      int nslots) {
+  size_t ag_slots = (AG_BYTES + step - 1) / step, bc_slots = (BC_BYTES + step - 1) / step;
+  size_t sr_slots = (SR_BYTES + slot - 1) / slot; /* point-to-point: whole slots, never tuned */
   long long bytes = 0;
   int steps0 = w->steps, op_steps[4] = {AR_BLOCKS * 2 * (NRANKS - 1), (int)ag_slots * (NRANKS - 1),
                                         bcast ? (int)bc_slots : 0, (int)sr_slots};
   /* AllReduce: 2(n-1) slots each way per block, each a full slot */
   w->ops++, w->steps += AR_BLOCKS * 2 * (NRANKS - 1);
-  bytes += (long long)AR_BLOCKS * 2 * (NRANKS - 1) * (long long)slot;
+  bytes += (long long)AR_BLOCKS * 2 * (NRANKS - 1) * (long long)step;
   /* AllGather: n-1 steps per piece of a rank's part */
   w->ops++, w->steps += (int)ag_slots * (NRANKS - 1), bytes += (long long)AG_BYTES * (NRANKS - 1);
   if (bcast) w->ops++, w->steps += (int)bc_slots, bytes += BC_BYTES;
@@ -328,7 +329,9 @@ static int net_main(int rank, int nranks, ncclUniqueId id, void* arg) {
   setenv("MONEL_HOST_ID", host, 1);
   if (find_plugin_opt(1)) return 1;
   size_t slot = (size_t)atoi(getenv("MONEL_CPU_SLOT_SIZE"));
-  size_t ar_count = AR_BLOCKS * NRANKS * slot / sizeof(float);
+  /* a collective's steps: a slot, or the chunk size a tuner gives (TEST_STEP_BYTES) */
+  size_t step = getenv("TEST_STEP_BYTES") ? (size_t)atoi(getenv("TEST_STEP_BYTES")) : slot;
+  size_t ar_count = AR_BLOCKS * NRANKS * step / sizeof(float);
   float* in = malloc(ar_count * sizeof(float) * NRANKS);
   float* out = malloc(ar_count * sizeof(float) * NRANKS);
   ncclComm_t comm;
@@ -362,8 +365,8 @@ static int net_main(int rank, int nranks, ncclUniqueId id, void* arg) {
   const char* ns = getenv("MONEL_CPU_SLOTS");
   int nslots = ns ? atoi(ns) : 8;
   int next = (rank + 1) % NRANKS, prev = (rank + NRANKS - 1) % NRANKS;
-  if (HOST_OF(next) != HOST_OF(rank)) link_want(&w, slot, rank != NRANKS - 1, 1, nslots);
-  if (HOST_OF(prev) != HOST_OF(rank)) link_want(&w, slot, rank != 0, 0, nslots);
+  if (HOST_OF(next) != HOST_OF(rank)) link_want(&w, step, slot, rank != NRANKS - 1, 1, nslots);
+  if (HOST_OF(prev) != HOST_OF(rank)) link_want(&w, step, slot, rank != 0, 0, nslots);
   const char* m = getenv("TEST_PROF_MASK");
   int mask = m ? (int)strtol(m, NULL, 0) : 0xfff;
   int ops = (mask & (0x8 | 0x10 | 0x80)) ? w.ops : 0, steps = (mask & (0x10 | 0x80)) ? w.steps : 0;

@@ -151,7 +151,8 @@ static void p2p_fields(const void* d, struct rec* r) {
 
 /* ProxyOp (the same members in every version): its parent is the open Coll or P2p of the
  * operation (a P2p's peer and direction), it belongs to this process, a transfer with another
- * rank of at least one step of the slot size the test sets. */
+ * rank of at least one step of the slot size the test sets, or for a collective of the chunk
+ * size a tuner gave (TEST_STEP_BYTES). */
 static void check_proxy_op(struct ctx* c, const void* d, struct rec* parent, struct rec* r) {
   const char* slot = getenv("MONEL_CPU_SLOT_SIZE");
   r->is_send = AT(d, 44, int), r->peer = AT(d, 32, int), r->nsteps = AT(d, 36, int);
@@ -163,7 +164,9 @@ static void check_proxy_op(struct ctx* c, const void* d, struct rec* parent, str
   if (AT(d, 24, int) != (int)getpid()) fail("ProxyOp: pid");
   if (r->peer < 0 || r->peer == c->rank || (r->is_send != 0 && r->is_send != 1))
     fail("ProxyOp: peer or isSend");
-  if (r->nsteps < 1 || (slot && r->chunk != atoi(slot))) fail("ProxyOp: nSteps or chunkSize");
+  const char* step = parent && parent->type == COLL ? getenv("TEST_STEP_BYTES") : NULL;
+  int chunk = step ? atoi(step) : slot ? atoi(slot) : r->chunk;
+  if (r->nsteps < 1 || r->chunk != chunk) fail("ProxyOp: nSteps or chunkSize");
   if (AT(d, 28, uint8_t) > 1) fail("ProxyOp: channelId");
   op_steps += r->nsteps;
 }
@@ -296,7 +299,10 @@ static void step_state(struct rec* r, int state, const void* args) {
   r->states |= 1 << (state - 8);
   if (args == NULL || (PROF_VERSION <= 3 && size != 0)) fail("ProxyStep state: arguments");
   if (PROF_VERSION <= 3) return;
-  if (state == 10 ? size != (size_t)op->chunk : size == 0 || size > (size_t)op->chunk)
+  /* RecvWait: the room of the slot it receives into; then at most a step's bytes */
+  const char* slot = getenv("MONEL_CPU_SLOT_SIZE");
+  size_t room = slot ? (size_t)atoll(slot) : (size_t)op->chunk;
+  if (state == 10 ? size != room : size == 0 || size > (size_t)op->chunk)
     fail("ProxyStep state: transSize");
   if (state == 9) send_bytes += (long long)size;
   if (state == 12) recv_bytes += (long long)size;

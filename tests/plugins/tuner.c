@@ -3,7 +3,8 @@
  * "func,min,max,algo,proto,channels" forces (algo, proto) for NCCL function id func when
  * min <= nBytes <= max, and sets nChannels when channels > 0; TEST_TUNER_FORCE=1 forces it even
  * where the table says -1 (the library must refuse); TEST_TUNER_TREE_LATENCY (v5+) sets the
- * Tree/Simple base latency in the cost constants. test_plugin_count tells what was called
+ * Tree/Simple base latency in the cost constants; TEST_TUNER_CHUNK (v6+) is getChunkSize's answer
+ * for every collective. test_plugin_count tells what was called
  * and whether every argument had NCCL's shape. */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -146,6 +147,8 @@ static result_t chunk(void* ctx, int func, size_t bytes, int algo, int proto, in
       nch < 1 || size == NULL)
     bad++;
   (void)bytes;
+  const char* want = getenv("TEST_TUNER_CHUNK");
+  if (want != NULL && size != NULL) *size = (size_t)atoll(want);
   chunks++;
   return 0;
 }
