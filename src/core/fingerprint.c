@@ -23,7 +23,10 @@
 #define FP_PEND  64   /* the previous rank's records ahead of this rank, kept to compare later */
 #define FP_PHIST 64   /* own receives per pair remembered */
 #define FP_KINDS 2    /* pair chains: 0 Send/Recv, 1 AlltoAllv counts */
-#define TEXT_MAX 1024
+/* Other ranks' pair records passed on per message, at most: the rest wait for the next one (a
+ * pair keeps only its newest record: its chain covers the older ones). */
+#define FP_FWD_BATCH 8192
+#define TEXT_MAX     1024
 
 struct coll_rec {
   uint64_t index, chain;
@@ -54,7 +57,7 @@ struct send_side {
 
 struct recv_side {
   uint64_t n, chain;
-  struct hist h[FP_PHIST];
+  struct hist* h; /* FP_PHIST, from the first receive from that peer (NULL: none, or no memory) */
   int has_pending;
   struct pair_rec pending; /* the sender is ahead: compare when this rank gets there */
 };
@@ -76,8 +79,14 @@ struct fp {
   int npend;
   struct send_side* snd; /* [kind * nranks + peer] */
   struct recv_side* rcv;
-  struct pair_rec* fwd; /* records of others to pass on */
+  /* Records of others to pass on, oldest first, one per (src, dst, kind): fwd_at is an
+   * open-addressing set of their positions + 1 (0: empty), fwd_slots a power of two at least
+   * twice fwd_cap. Both grow with the pairs that pass through this rank, never with n^2. */
+  struct pair_rec* fwd;
   int nfwd, fwd_cap;
+  int32_t* fwd_at;
+  int fwd_slots;
+  int fwd_warned;
   char* buf; /* outgoing message */
   size_t buf_cap;
 };
@@ -105,14 +114,9 @@ struct fp* fp_create(struct ncclComm* comm) {
   if (f == NULL) return NULL;
   int n = comm->nranks;
   f->comm = comm, f->rank = comm->rank, f->nranks = n;
-  f->pairs = n <= FP_PAIR_MAX_RANKS;
-  if (f->pairs) {
-    f->snd = calloc((size_t)FP_KINDS * n, sizeof *f->snd);
-    f->rcv = calloc((size_t)FP_KINDS * n, sizeof *f->rcv);
-    f->fwd_cap = FP_KINDS * n * n;
-    f->fwd = calloc((size_t)f->fwd_cap, sizeof *f->fwd);
-    if (f->snd == NULL || f->rcv == NULL || f->fwd == NULL) f->pairs = 0;
-  }
+  f->snd = calloc((size_t)FP_KINDS * n, sizeof *f->snd);
+  f->rcv = calloc((size_t)FP_KINDS * n, sizeof *f->rcv);
+  f->pairs = f->snd != NULL && f->rcv != NULL; /* else collectives alone are compared */
   pthread_mutex_init(&f->mu, NULL);
   return f;
 }
@@ -124,7 +128,8 @@ void fp_set_ops(struct fp* f, fp_op_fn op_of, void* ctx) {
 void fp_free(struct fp* f) {
   if (f == NULL) return;
   pthread_mutex_destroy(&f->mu);
-  free(f->snd), free(f->rcv), free(f->fwd), free(f->buf);
+  for (int i = 0; f->rcv != NULL && i < FP_KINDS * f->nranks; i++) free(f->rcv[i].h);
+  free(f->snd), free(f->rcv), free(f->fwd), free(f->fwd_at), free(f->buf);
   free(f);
 }
 
@@ -136,7 +141,8 @@ static void pair_send(struct fp* f, int kind, int peer, uint64_t bytes, uint64_t
 static void pair_recv(struct fp* f, int kind, int peer, uint64_t bytes, uint64_t seq) {
   struct recv_side* r = &f->rcv[kind * f->nranks + peer];
   r->n++, r->chain = mix(r->chain, bytes);
-  r->h[r->n % FP_PHIST] = (struct hist){r->chain, bytes, seq};
+  if (r->h == NULL && r->n == 1) r->h = calloc(FP_PHIST, sizeof *r->h); /* NULL: not compared */
+  if (r->h != NULL) r->h[r->n % FP_PHIST] = (struct hist){r->chain, bytes, seq};
 }
 
 static uint64_t ncoll_now(const struct fp* f) {
@@ -244,7 +250,7 @@ static int coll_compare(struct fp* f, int from, const struct coll_rec* theirs, c
 static int pair_compare(struct fp* f, const struct pair_rec* p, char* text) {
   struct recv_side* r = &f->rcv[p->kind * f->nranks + p->src];
   if (p->k > r->n) return -1;
-  if (r->n - p->k >= FP_PHIST) return 0;
+  if (r->n - p->k >= FP_PHIST || r->h == NULL) return 0;
   const struct hist* h = &r->h[p->k % FP_PHIST];
   if (h->chain == p->chain) return 0;
   const char* what = p->kind == 0 ? "Send" : "AlltoAllv";
@@ -325,6 +331,73 @@ static int buf_reserve(struct fp* f, size_t len) {
   return 0;
 }
 
+/* ---- records passed on ------------------------------------------------------------------------
+ */
+
+static unsigned fwd_hash(const struct fp* f, const struct pair_rec* p) {
+  uint64_t k =
+      ((uint64_t)(uint32_t)p->src * (uint64_t)f->nranks + (uint64_t)(uint32_t)p->dst) * FP_KINDS +
+      (uint64_t)(uint32_t)p->kind;
+  return (unsigned)(mix(0, k) & (uint64_t)(f->fwd_slots - 1));
+}
+
+/* The set's slot of p's pair: where it is, or the empty slot where it would go. */
+static int fwd_slot(const struct fp* f, const struct pair_rec* p) {
+  unsigned i = fwd_hash(f, p), mask = (unsigned)f->fwd_slots - 1;
+  for (;;) {
+    int32_t at = f->fwd_at[i];
+    if (at == 0) return (int)i;
+    const struct pair_rec* q = &f->fwd[at - 1];
+    if (q->src == p->src && q->dst == p->dst && q->kind == p->kind) return (int)i;
+    i = (i + 1) & mask;
+  }
+}
+
+static void fwd_rehash(struct fp* f) {
+  memset(f->fwd_at, 0, sizeof *f->fwd_at * (size_t)f->fwd_slots);
+  for (int i = 0; i < f->nfwd; i++) f->fwd_at[fwd_slot(f, &f->fwd[i])] = i + 1;
+}
+
+/* Another rank's record to pass on: it replaces the one of its pair still waiting (keeping that
+ * one's place), else joins the end; the list doubles when full. A record that finds no memory is
+ * dropped, said once: a mismatch between those two ranks may then go unnoticed. */
+static void fwd_keep(struct fp* f, const struct pair_rec* p) {
+  if (f->fwd_slots > 0) {
+    int s = fwd_slot(f, p);
+    if (f->fwd_at[s] != 0) {
+      f->fwd[f->fwd_at[s] - 1] = *p;
+      return;
+    }
+  }
+  if (f->nfwd == f->fwd_cap) {
+    int cap = f->fwd_cap ? 2 * f->fwd_cap : 64;
+    struct pair_rec* grown = cap > f->fwd_cap ? realloc(f->fwd, sizeof *grown * (size_t)cap) : NULL;
+    int32_t* at = grown ? calloc(2 * (size_t)cap, sizeof *at) : NULL;
+    if (grown) f->fwd = grown;
+    if (at == NULL) {
+      if (!f->fwd_warned)
+        WARN("rank %d: no host memory to pass on the Send/Recv fingerprints of other ranks (%d "
+             "kept): a mismatch between two of them may go unnoticed",
+             f->rank, f->nfwd);
+      f->fwd_warned = 1;
+      return;
+    }
+    free(f->fwd_at);
+    f->fwd_at = at, f->fwd_slots = 2 * cap, f->fwd_cap = cap;
+    fwd_rehash(f);
+  }
+  f->fwd[f->nfwd] = *p;
+  f->fwd_at[fwd_slot(f, p)] = ++f->nfwd;
+}
+
+/* The first n records were sent: the others move to the front. */
+static void fwd_drop_first(struct fp* f, int n) {
+  if (n <= 0) return;
+  f->nfwd -= n;
+  memmove(f->fwd, f->fwd + n, sizeof *f->fwd * (size_t)f->nfwd);
+  fwd_rehash(f);
+}
+
 void fp_service(struct fp* f, double now, fp_send_fn send, void* ctx) {
   char text[TEXT_MAX];
   if (f == NULL || f->failed) return;
@@ -336,7 +409,8 @@ void fp_service(struct fp* f, double now, fp_send_fn send, void* ctx) {
   }
   uint64_t last = ncoll_now(f), first = f->sent_ncoll + 1;
   if (last >= FP_BATCH && first < last - FP_BATCH + 1) first = last - FP_BATCH + 1;
-  int ncoll = (int)(last + 1 - first), npair = f->nfwd;
+  int nfwd = f->nfwd < FP_FWD_BATCH ? f->nfwd : FP_FWD_BATCH;
+  int ncoll = (int)(last + 1 - first), npair = nfwd;
   for (int i = 0; f->pairs && i < FP_KINDS * f->nranks; i++)
     npair += f->snd[i].n != f->snd[i].sent_n;
   size_t len = sizeof(struct data_hdr) + (size_t)ncoll * sizeof(struct coll_rec) +
@@ -359,14 +433,14 @@ void fp_service(struct fp* f, double now, fp_send_fn send, void* ctx) {
       memcpy(at, &p, sizeof p), at += sizeof p;
       s->sent_n = s->n;
     }
-    if (f->nfwd > 0) { /* none: fwd may be NULL (no pair records above FP_PAIR_MAX_RANKS) */
-      memcpy(at, f->fwd, (size_t)f->nfwd * sizeof(struct pair_rec));
-      at += (size_t)f->nfwd * sizeof(struct pair_rec);
+    if (nfwd > 0) { /* none: fwd may be NULL */
+      memcpy(at, f->fwd, (size_t)nfwd * sizeof(struct pair_rec));
+      at += (size_t)nfwd * sizeof(struct pair_rec);
     }
     struct data_hdr h = {f->rank, ncoll, npair, 0};
     memcpy(f->buf, &h, sizeof h);
     len = (size_t)(at - f->buf);
-    f->nfwd = 0;
+    fwd_drop_first(f, nfwd);
     f->sent_ncoll = last;
     f->sent_at = now;
   }
@@ -382,7 +456,7 @@ static int data_ok(const struct fp* f, const void* body, uint32_t len, struct da
   if (len < sizeof *h) return -1;
   memcpy(h, body, sizeof *h);
   if (h->ncoll < 0 || h->npair < 0 || h->ncoll > FP_BATCH ||
-      h->npair > FP_KINDS * f->nranks * f->nranks + FP_KINDS * f->nranks)
+      (int64_t)h->npair > (int64_t)FP_FWD_BATCH + (int64_t)FP_KINDS * f->nranks)
     return -1;
   size_t want = sizeof *h + (size_t)h->ncoll * sizeof(struct coll_rec) +
                 (size_t)h->npair * sizeof(struct pair_rec);
@@ -413,7 +487,7 @@ static int on_data(struct fp* f, const void* body, uint32_t len, char* text) {
         p.kind >= FP_KINDS || p.src == f->rank)
       continue;
     if (p.dst != f->rank) {
-      if (f->nfwd < f->fwd_cap) f->fwd[f->nfwd++] = p;
+      fwd_keep(f, &p);
       continue;
     }
     int res = pair_compare(f, &p, text);

@@ -9,7 +9,9 @@
  *    compares them with its own: any two neighbours that disagree are found, and so every pair.
  *  - Send/Recv: the k-th Send from rank a to rank b carries as many bytes as b's k-th Recv from a.
  *    AlltoAllv: a's sendcounts[b] equal b's recvcounts[a] (bytes). A chain per ordered pair is
- *    forwarded around the ring to its receiver (comms of at most FP_PAIR_MAX_RANKS ranks).
+ *    forwarded around the ring to its receiver, at any comm size: a rank keeps the newest record
+ *    of each pair passing through it (the chain covers the older ones) and passes a bounded
+ *    number on per message, so its memory grows with the pairs that talk, not with n^2.
  * A difference fails the comm on every rank with ncclInvalidUsage and a sentence naming both
  * ranks and both calls. Who may call: core/watch.c. */
 #ifndef MONEL_CORE_FINGERPRINT_H
@@ -21,10 +23,9 @@ struct ncclComm;
 struct task;
 struct fp;
 
-#define FP_MSG_DATA       101 /* watch message types carried for the fingerprints */
-#define FP_MSG_MISMATCH   102
-#define FP_PAIR_MAX_RANKS 64
-#define FP_SEND_S         0.05
+#define FP_MSG_DATA     101 /* watch message types carried for the fingerprints */
+#define FP_MSG_MISMATCH 102
+#define FP_SEND_S       0.05
 
 /* Sends a message of the watch to the next rank; returns 0 when sent. */
 typedef int (*fp_send_fn)(void* ctx, uint32_t type, const void* body, uint32_t len);
