@@ -139,8 +139,8 @@ static inline int fifo_recv_try(struct conn* c, const void** slot, size_t* bytes
 ncclResult_t fifo_check(const struct conn* c, const struct wait_ctx* w);
 
 /* A progress loop's waiting when a round moved nothing: spin, then yield, then sleep at most
- * 1 ms on the counter of `c` that this side waits for (send: head, receive: tail), ringing the
- * proxy thread's doorbell every 10 ms while it sleeps (fifo.c NUDGE_MS). Call
+ * a millisecond on the counter of `c` that this side waits for (send: head, receive: tail),
+ * ringing the proxy thread's doorbell every NUDGE_MS while it sleeps (fifo.c). Call
  * fifo_idle_reset after a round that moved something. fifo_idle returns 1 when the peers
  * should be checked with fifo_check (about every MONEL_PEER_CHECK_MS). */
 struct fifo_idle {

@@ -168,7 +168,7 @@ ncclResult_t ucx_connect(int dev, const unsigned char* key, void* handle, void**
 ncclResult_t ucx_accept(void* listen_comm, void** out);
 /* net.h's wait and wake (net_ucx_lib.c): sleep on the worker's wakeup descriptor (armed with
  * ucp_worker_arm) until UCX has an event or net_ucx_wake (ucp_worker_signal) is called, at most
- * `ms` milliseconds (< 0: no limit; 1 ms when UCX has no ucp_worker_signal); without a
+ * `ms` milliseconds (< 0: no limit; a millisecond when UCX has no ucp_worker_signal); without a
  * descriptor (UCX lacks the functions or gives none) one short nap. Without the descriptor or
  * ucp_worker_signal, net_ucx_wake does nothing. */
 void net_ucx_wait(int ms);
