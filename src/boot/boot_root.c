@@ -226,10 +226,12 @@ static void report_timeout(struct boot_root* r) {
   text[0] = '\0';
   qsort(r->arrivals, (size_t)r->arrived, sizeof(*r->arrivals), by_rank);
   /* the missing ranks are the gaps between the sorted arrivals */
-  for (int a = 0, next = 0; next < r->nranks && used + 16 < sizeof(text); a++) {
-    int upto = a < r->arrived ? r->arrivals[a].rank : r->nranks;
-    for (int i = next; i < upto && used + 16 < sizeof(text); i++)
-      used += (size_t)snprintf(text + used, sizeof(text) - used, "%s%d", used ? " " : "", i);
+  int64_t next = 0; /* 64 bits: the rank after the last may be INT_MAX + 1 */
+  for (int a = 0; next < r->nranks && used + 16 < sizeof(text); a++) {
+    int64_t upto = a < r->arrived ? r->arrivals[a].rank : r->nranks;
+    for (int64_t i = next; i < upto && used + 16 < sizeof(text); i++)
+      used += (size_t)snprintf(text + used, sizeof(text) - used, "%s%lld", used ? " " : "",
+                               (long long)i);
     next = upto + 1;
   }
   WARN("bootstrap root %s: rendezvous timed out after %lld s: rank(s) %s of %d never arrived; "
