@@ -71,8 +71,8 @@ struct net {
   ncclResult_t (*listen)(int dev, const unsigned char* key, void* handle, void** listen_comm);
   /* Optional (NULL: listen does). listen for a connection none of whose messages is larger than
    * max_bytes, either way: the network may give it no more than they can use (Socket: no data
-   * sockets where every message travels on the control socket, no more than a largest message
-   * is cut into). net_listen_sized calls whichever the network has. */
+   * sockets where every message travels on the control socket). net_listen_sized calls
+   * whichever the network has. */
   ncclResult_t (*listen_sized)(int dev, const unsigned char* key, size_t max_bytes, void* handle,
                                void** listen_comm);
   ncclResult_t (*connect)(int dev, const unsigned char* key, void* handle, void** send_comm);
