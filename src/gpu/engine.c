@@ -67,6 +67,7 @@ static ncclResult_t nvlink_gbps(const struct ncclComm* comm, double* gbps) {
 static ncclResult_t choose_sizes(struct ncclComm* comm, struct gpu_comm* g) {
   g->cta = tune_cta_limits(param_int(PARAM_MIN_CTAS), param_int(PARAM_MAX_CTAS), &comm->config,
                            param_int(PARAM_MIN_NCHANNELS), param_int(PARAM_MAX_NCHANNELS));
+  NCCLCHECK(gpu_bound_blocks(comm, g)); /* ranks that share a GPU */
   int nch = g->cta.max < DEV_MAX_CHANNELS ? g->cta.max : DEV_MAX_CHANNELS; /* FIFOs to allocate */
   /* Each channel across hosts is a network connection: a few carry what the network can. */
   if (gpu_net_any(comm) && nch > param_int(PARAM_NET_NCHANNELS))

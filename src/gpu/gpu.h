@@ -158,6 +158,10 @@ struct gpu_comm {
   size_t dev_bytes; /* device memory this comm allocated */
 };
 
+/* residency.c: bounds g->cta so that the kernels of the comm's ranks that share a GPU are
+ * resident at once (collective: the same bound on every rank). */
+ncclResult_t gpu_bound_blocks(struct ncclComm* comm, struct gpu_comm* g);
+
 /* connect.c: where the FIFOs live (collective: every rank decides alike); shared buffers; the
  * ring FIFOs (fails with a reason when the next GPU cannot be reached), the one-shot and the
  * point-to-point buffers (never fail for lack of peer access: ll_ok and p2p_ok say whether they
