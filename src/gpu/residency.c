@@ -8,14 +8,17 @@
  * direction, channel), n ranks of a GPU times 2(n-1) blocks or more.
  *
  * So each rank takes at most its share of the GPU: the SMs (one block of DEV_NTHREADS threads
- * fits an SM by the kernels' launch bounds) over the ranks of the comm on that GPU, at least 2
- * (a sending and a receiving block). The bound is the same on every rank (the smallest share of
+ * fits an SM by the kernels' launch bounds; the point-to-point kernel takes an SM's registers)
+ * over the ranks of the comm on that GPU, less the blocks of a next kernel that may begin while
+ * the rank's last one ends (MONEL_LAUNCH_PDL: grids of at most that many blocks), at least 2 (a
+ * sending and a receiving block). The bound is the same on every rank (the smallest share of
  * any GPU of the comm), as the plan's channels must agree across ranks. Other work on the GPU
  * (other comms, the application's kernels) is not counted: it can still fill the SMs. */
 #include <stdlib.h>
 #include <string.h>
 #include "boot/boot.h"
 #include "util/check.h"
+#include "util/param.h"
 #include "gpu/gpu.h"
 
 struct gpu_seat {
@@ -25,7 +28,8 @@ struct gpu_seat {
 };
 
 ncclResult_t gpu_bound_blocks(struct ncclComm* comm, struct gpu_comm* g) {
-  int n = comm->nranks, me = comm->rank, share = 0, most = 1;
+  int n = comm->nranks, me = comm->rank, share = 0, most = 1, sms = 0;
+  int64_t pdl = param_int(PARAM_LAUNCH_PDL);
   struct gpu_seat* all = NULL;
   ncclResult_t res = ncclSuccess;
   if (n < 2) return ncclSuccess;
@@ -44,13 +48,14 @@ ncclResult_t gpu_bound_blocks(struct ncclComm* comm, struct gpu_comm* g) {
     for (int q = 0; q < n; q++)
       here += all[q].machine == all[r].machine && strcmp(all[q].bus, all[r].bus) == 0;
     if (here > most) most = here;
-    if (share == 0 || all[r].sms / here < share) share = all[r].sms / here;
+    int mine = all[r].sms / here - (here > 1 && pdl > 0 ? (int)(pdl < 64 ? pdl : 64) : 0);
+    if (share == 0 || mine < share) share = mine < 1 ? 1 : mine, sms = all[r].sms;
   }
   if (most < 2 && (share == 0 || g->cta.max <= share)) goto out; /* a GPU to itself: as asked */
   if (share < 2) {
     WARN("comm %p rank %d: %d ranks share a GPU of %d SMs: their kernels cannot all be resident "
          "at once and may wait forever on each other; run fewer ranks per GPU",
-         (void*)comm, me, most, share * most);
+         (void*)comm, me, most, sms);
     share = 2;
   }
   if (g->cta.max > share) {
