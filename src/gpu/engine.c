@@ -138,7 +138,10 @@ static ncclResult_t alloc_buffers(struct ncclComm* comm, struct gpu_comm* g, int
   g->sig_off = nfifo * fifo;
   NCCLCALLOC(g->sig_counts, 2 * (size_t)n * ENGINE_SIGNAL_SLOTS);
   NCCLCHECK(gpu_shared_alloc(comm, g, nfifo * fifo + sig, g->host_fifos, &g->p2p_mem));
-  NCCLCHECK(dev_zalloc(g, (void**)&g->p2p_steps, nfifo * DEV_STEP_WORDS * sizeof(uint64_t)));
+  /* The step counters are per (peer, channel) of every peer, near or across the network: the
+   * kernels index them by rank (dev.h DEV_STEP_WORDS). */
+  size_t nsteps = (size_t)n * (size_t)g->p2p_nch * DEV_STEP_WORDS;
+  NCCLCHECK(dev_zalloc(g, (void**)&g->p2p_steps, nsteps * sizeof(uint64_t)));
   return ncclSuccess;
 }
 
