@@ -231,7 +231,25 @@ static struct {
   double t_kill; /* read back from killfile; 0 while unknown */
   int dying;
   struct km_rank r[KM_MAXT];
-} km;
+  /* Rank-threads past their set-up (or gone): cudaMalloc and cudaMemcpy may wait for the whole
+   * GPU, so no rank-thread starts a collective while another one of the process still sets up. */
+  int ready;
+  pthread_mutex_t ready_mu;
+  pthread_cond_t ready_cv;
+} km = {.ready_mu = PTHREAD_MUTEX_INITIALIZER, .ready_cv = PTHREAD_COND_INITIALIZER};
+
+static void km_arrive(void) {
+  pthread_mutex_lock(&km.ready_mu);
+  km.ready++;
+  pthread_cond_broadcast(&km.ready_cv);
+  pthread_mutex_unlock(&km.ready_mu);
+}
+
+static void km_wait_all(void) {
+  pthread_mutex_lock(&km.ready_mu);
+  while (km.ready < km.T) pthread_cond_wait(&km.ready_cv, &km.ready_mu);
+  pthread_mutex_unlock(&km.ready_mu);
+}
 
 static int km_env(const char* name, int def) {
   const char* v = getenv(name);
@@ -327,6 +345,7 @@ static void* km_thread(void* arg) {
   if (km.device && cudaSetDevice(km.dev) != cudaSuccess) {
     snprintf(k->msg, sizeof k->msg, "cudaSetDevice(%d) failed", km.dev);
     __atomic_store_n(&k->phase, KM_DONE, __ATOMIC_RELEASE);
+    km_arrive();
     return NULL;
   }
   ncclComm_t comm = NULL;
@@ -346,6 +365,7 @@ static void* km_thread(void* arg) {
     snprintf(k->msg, sizeof k->msg, "init: %s: %s", ncclGetErrorString(res),
              ncclGetLastError(comm));
     __atomic_store_n(&k->phase, KM_DONE, __ATOMIC_RELEASE);
+    km_arrive();
     return NULL;
   }
   k->phase = KM_SETUP;
@@ -368,6 +388,8 @@ static void* km_thread(void* arg) {
     memset(s, 0, bytes);
     b[0] = 1;
   }
+  km_arrive();
+  km_wait_all();
   int late = 0, iter, in_barrier = 0;
   ncclResult_t async = ncclSuccess;
   for (iter = 0;; iter++) {
