@@ -108,10 +108,11 @@ out:
 /* Connection of a tree block to peer r on point-to-point channel pc. */
 __device__ static inline void tree_conn(const struct dev_tree_args& a, int r, int pc, bool send,
                                         struct prim_conn* cn) {
-  cn->fifo = (send ? a.send_fifo[r] : a.recv_fifo[r]) + (size_t)pc * a.fifo_bytes;
+  const struct dev_peer* pe = &a.peers[r]; /* the comm's peer table (dev.h) */
+  cn->fifo = (send ? pe->send_fifo : pe->recv_fifo) + (size_t)pc * a.fifo_bytes;
   cn->words = a.steps + DEV_STEP_WORDS * ((size_t)r * a.p2p_nch + pc);
-  cn->by_tail = (int)(((send ? a.send_by_tail : a.recv_by_tail) >> r) & 1u);
-  cn->delta = a.slot_delta[r];
+  cn->by_tail = a.all_by_tail || (send ? pe->send_by_tail : pe->recv_hostmem);
+  cn->delta = pe->slot_delta;
 }
 
 template <int PROTO, typename T, int OP>

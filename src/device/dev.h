@@ -46,7 +46,6 @@
 #define DEV_FIFO_WANT      GPU_FIFO_WANT
 #define DEV_FIFO_SIZES     GPU_FIFO_SIZES
 #define DEV_FIFO_MAX_SLOTS GPU_FIFO_MAX_SLOTS
-#define DEV_MAX_PEERS      16
 /* Counters a connection keeps in device memory between launches: steps sent, steps received,
  * the last head seen from the receiver (a lower bound of it: no remote read at launch start). */
 #define DEV_STEP_WORDS 4
@@ -175,6 +174,23 @@ struct dev_ring_args {
   struct dev_channel ch[DEV_MAX_CHANNELS];
 };
 
+/* One peer of the point-to-point FIFOs as the kernels reach it: entry r of the comm's peer table,
+ * nranks entries in device memory (gpu/peer_table.c), written once when the pair is connected
+ * (at init on the host, at its first use across the network) and never changed after, so a
+ * kernel (or a graph) that names peer r only runs once entry r is in place. The tree, the
+ * point-to-point kernel and the one hop read it; nothing about a peer travels in the launch
+ * arguments, so they do not grow with the comm. */
+struct dev_peer {
+  char* send_fifo;    /* channel 0 of the FIFOs I fill for the peer: in its memory, or my mirror
+                         of them (NET); channel c at + c x fifo_bytes */
+  char* recv_fifo;    /* channel 0 of my FIFOs that the peer fills */
+  int64_t slot_delta; /* of both (see the top) */
+  int recv_hostmem;   /* my FIFOs for the peer are pinned host memory: read uncached, steps
+                         published by the tail */
+  int send_by_tail;   /* the FIFOs I fill for it publish every step by the tail (pinned host
+                         memory, or my mirror of them across the network) */
+};
+
 /* One double-binary-tree collective (algo/tree.h): AllReduce, Broadcast or Reduce over the
  * point-to-point FIFOs (the same FIFOs, step counters and network connections as Send/Recv).
  * node[t]: my parent and children in tree t (ranks). Blocks: nchannels x ntrees x 2 directions
@@ -197,12 +213,11 @@ struct dev_tree_args {
   struct tree_node node[TREE_COUNT];
   int p2p_nch, nslots; /* of the point-to-point FIFOs */
   size_t slot_bytes, fifo_bytes;
-  unsigned recv_by_tail, send_by_tail; /* bit r: the FIFOs with peer r publish by the tail */
-  uint64_t* steps;                     /* DEV_STEP_WORDS per (peer, point-to-point channel) */
-  int64_t slot_delta[DEV_MAX_PEERS];   /* of the FIFOs with peer r, both ways */
+  int all_by_tail;              /* every step published by the tail (LL128 where its lines are not
+                                   safe), whatever the peer table says */
+  uint64_t* steps;              /* DEV_STEP_WORDS per (peer, point-to-point channel) */
+  const struct dev_peer* peers; /* device: the comm's peer table, nranks entries */
   struct dev_ctl ctl;
-  char* send_fifo[DEV_MAX_PEERS]; /* channel 0 of the FIFOs I fill for peer r (or my mirror) */
-  char* recv_fifo[DEV_MAX_PEERS]; /* channel 0 of my FIFOs that peer r fills */
 };
 
 /* One-shot collectives over the LL buffers: every rank pushes to every peer what that peer needs
@@ -224,7 +239,7 @@ struct dev_oneshot_args {
   const void* device_scalar;
   uint32_t* seq; /* device: launches so far, one counter per block */
   struct dev_ctl ctl;
-  char* peer_ll[DEV_MAX_PEERS]; /* every rank's LL buffer as I address it (mine at [rank]) */
+  char* const* peer_ll; /* device: every rank's LL buffer as I address it (mine at [rank]) */
 };
 
 /* Point-to-point (Send/Recv, and AlltoAll(v), Gather, Scatter as lists of them): every rank owns
@@ -263,22 +278,17 @@ struct dev_p2p_op {
 /* A block's work: kind, peer, channel; its messages are ops[first .. first + nops) (for
  * DEV_P2P_SELF, nops pairs: ops[first + 2k] the source, ops[first + 2k + 1] the destination). */
 struct dev_p2p_block {
-  short peer;
+  int peer; /* any rank */
   unsigned char kind, ch;
-  unsigned short first, nops;
+  unsigned char first, nops; /* < and <= DEV_P2P_MAX_OPS */
 };
 
 struct dev_p2p_args {
-  char* send_fifo[DEV_MAX_PEERS]; /* FIFOs [channel] I fill for peer r: in its memory, or my
-                                     mirror of them (NET) */
-  char* recv_fifo[DEV_MAX_PEERS]; /* my FIFOs [channel] that peer r fills */
-  uint64_t* steps;                /* device: DEV_STEP_WORDS per (peer, channel) */
+  const struct dev_peer* peers; /* device: the comm's peer table (FIFOs [channel] per peer) */
+  uint64_t* steps;              /* device: DEV_STEP_WORDS per (peer, channel) */
   int rank, nch;
   int nslots, nblocks;
-  unsigned hostmem;                  /* bit r: my FIFOs for peer r are pinned host memory (read
-                                        uncached) */
-  size_t slot_bytes, fifo_bytes;     /* one FIFO: dev_fifo_bytes(nslots, slot_bytes) */
-  int64_t slot_delta[DEV_MAX_PEERS]; /* of the FIFOs with peer r, both ways */
+  size_t slot_bytes, fifo_bytes; /* one FIFO: dev_fifo_bytes(nslots, slot_bytes) */
   struct dev_ctl ctl;
   struct dev_p2p_block blocks[DEV_P2P_MAX_BLOCKS];
   struct dev_p2p_op ops[DEV_P2P_MAX_OPS];
@@ -304,22 +314,29 @@ struct dev_onehop_args {
   const void* device_scalar;
   int nch, nslots; /* of the point-to-point FIFOs (steps are DEV_STEP_WORDS per peer and channel) */
   size_t slot_bytes;
-  unsigned hostmem; /* bit r: my FIFO for peer r is pinned host memory */
   uint64_t* steps;
-  int64_t slot_delta[DEV_MAX_PEERS]; /* of the FIFOs with peer r, both ways */
+  const struct dev_peer* peers; /* device: the comm's peer table (channel 0 of each) */
   struct dev_ctl ctl;
-  char* send_fifo[DEV_MAX_PEERS]; /* channel 0 FIFO I fill for peer r (or my mirror of it) */
-  char* recv_fifo[DEV_MAX_PEERS]; /* my channel 0 FIFO that peer r fills */
 };
+
+/* Dynamic shared memory of the one hop's block (device/onehop.cu): each peer's counters, FIFOs,
+ * slot and source, DEV_ONEHOP_PEER_BYTES a peer, so the block holds every peer at once where
+ * the GPU's shared memory per block (its opt-in maximum) holds nranks of them: thousands of
+ * ranks on current GPUs. Beyond that the plan does not offer the one hop (gpu/caps.c). */
+#define DEV_ONEHOP_PEER_BYTES 64
+DEV_HD static inline size_t dev_onehop_smem(int nranks) {
+  return (size_t)nranks * DEV_ONEHOP_PEER_BYTES;
+}
 
 /* A launch the host side makes itself instead of <<<grid, block, 0, stream>>>(*args) (gpu/driver.c:
  * with a launch-completion event, the event of ncclCollConfig_t.launchCompletionEvent). kernel:
- * the kernel's host address; arg: its one argument (the args struct). The launchers below take
+ * the kernel's host address; shared_bytes: its dynamic shared memory; arg: its one argument (the
+ * args struct). The launchers below take
  * one of these, or NULL for the plain launch. */
 struct dev_launch_ex;
 typedef cudaError_t (*dev_launch_ex_fn)(const struct dev_launch_ex* ex, const void* kernel,
-                                        unsigned grid, unsigned block, void* arg,
-                                        cudaStream_t stream);
+                                        unsigned grid, unsigned block, size_t shared_bytes,
+                                        void* arg, cudaStream_t stream);
 struct dev_launch_ex {
   dev_launch_ex_fn launch;
   cudaEvent_t event; /* recorded once every block began, or NULL */

@@ -21,15 +21,20 @@
  * Every peer at once: a slot in pinned host memory costs a trip over the bus for each wait, fence
  * and uncached load, so thread p waits for peer p's free slot and publishes its step, the block
  * fills all slots together, thread r waits for sender r's tail, and each thread of the fold has
- * the loads of up to ONEHOP_BATCH sources in flight. Peer after peer, the sends of one 8-byte
- * AllReduce on 8 hosts reached the proxy spread over a large part of the operation's time, and
- * every peer at once was faster in an A/B (docs/PERFORMANCE.md at 212cdd8, "The one hop of every
- * collective"). Cost: one trip (alpha) plus (n-1) x bytes sent or
- * received by a rank (bytes: the count argument's; the root's for Broadcast and Reduce): it wins
- * while that is small (MONEL_NET_ONEHOP_MAX, gpu/caps.c). Preconditions: count * size <= slot_bytes
- * (one slot per peer); at most DEV_MAX_PEERS ranks. In place is safe: a rank sends before it writes
- * out, and each thread of the fold reads its own input's element i before it writes out[i]
- * (ReduceScatter in place: out is the input's piece of this rank, which goes to no peer). */
+ * the loads of up to ONEHOP_BATCH sources in flight; with more peers than threads, thread t
+ * serves peers t, t + blockDim, ... in turn. Peer after peer, the sends of one 8-byte AllReduce
+ * on 8 hosts reached the proxy spread over a large part of the operation's time, and every peer
+ * at once was faster in an A/B (docs/PERFORMANCE.md at 212cdd8, "The one hop of every
+ * collective"). Every peer's state (counters, source, slot, whether it is read uncached) lives in
+ * dynamic shared memory sized by the comm (dev.h dev_onehop_smem); the FIFOs come from the comm's
+ * peer table in device memory.
+ * Cost: one trip (alpha) plus (n-1) x bytes sent or received by a rank (bytes: the count
+ * argument's; the root's for Broadcast and Reduce): it wins while that is small
+ * (MONEL_NET_ONEHOP_MAX, gpu/caps.c). Preconditions: count * size <= slot_bytes (one slot per
+ * peer); dev_onehop_smem(nranks) bytes of shared memory for the block. In place is safe: a rank
+ * sends before it writes out, and each thread of the fold reads its own input's element i before
+ * it writes out[i] (ReduceScatter in place: out is the input's piece of this rank, which goes to
+ * no peer). */
 #include "algo/doubling.h"
 #include "device/dev.h"
 #include "device/prims.cuh"
@@ -39,9 +44,28 @@ __device__ static inline bool onehop_sends(int coll, int from, int to, int root)
   return coll == DEV_BROADCAST ? from == root : coll == DEV_REDUCE ? to == root : true;
 }
 
-/* Whether my slots from peer r are pinned host memory (read uncached). */
+/* The block's per-peer state in dynamic shared memory, nranks of each, one array after the other:
+ * counters, sources, slots, then a byte each saying whether my slots from the peer are pinned
+ * host memory (read uncached). */
+extern __shared__ __align__(16) char onehop_smem[];
+static_assert(sizeof(struct fifo_state) + 2 * sizeof(char*) + 1 <= DEV_ONEHOP_PEER_BYTES,
+              "dev.h DEV_ONEHOP_PEER_BYTES holds a peer's state");
+__device__ static inline struct fifo_state* onehop_st(int n) {
+  return (struct fifo_state*)onehop_smem;
+}
+__device__ static inline const char** onehop_src(int n) {
+  return (const char**)(onehop_smem + (size_t)n * sizeof(struct fifo_state));
+}
+__device__ static inline char** onehop_slot(int n) {
+  return (char**)(onehop_smem + (size_t)n * (sizeof(struct fifo_state) + sizeof(char*)));
+}
+__device__ static inline unsigned char* onehop_unc(int n) {
+  return (unsigned char*)(onehop_smem +
+                          (size_t)n * (sizeof(struct fifo_state) + 2 * sizeof(char*)));
+}
+
 __device__ static inline bool onehop_uncached(const struct dev_onehop_args& a, int r) {
-  return (a.hostmem >> r & 1) != 0 && a.slot_delta[r] == 0;
+  return onehop_unc(a.nranks)[r] != 0;
 }
 
 /* Loads of as many sources as this in flight per thread: a slot in host memory answers after a
@@ -159,19 +183,19 @@ __device__ static void scatter(const struct dev_onehop_args& a, char* const* slo
  * recv_wait says which step the kernel wants (for q's proxy) and waits for q's tail (0 after an
  * abort); release frees the slot once the block read it. */
 __device__ static char* send_slot(const struct dev_onehop_args& a, struct fifo_state* cs, int q) {
-  const char* fifo = a.send_fifo[q];
+  char* fifo = a.peers[q].send_fifo;
   unsigned spins = 0;
   while (cs->sent + 1 > cs->head_seen + (uint64_t)a.nslots) {
     cs->head_seen = ld_volatile((const uint64_t*)(fifo + DEV_FIFO_HEAD));
     if (wait_aborted(a.ctl.abort, &spins)) return NULL;
   }
-  return a.send_fifo[q] + a.slot_delta[q] + DEV_FIFO_HEADER +
+  return fifo + a.peers[q].slot_delta + DEV_FIFO_HEADER +
          (cs->sent % (uint64_t)a.nslots) * a.slot_bytes;
 }
 
 __device__ static void publish(const struct dev_onehop_args& a, struct fifo_state* cs, int q,
                                size_t bytes) {
-  char* fifo = a.send_fifo[q];
+  char* fifo = a.peers[q].send_fifo;
   st_volatile((uint64_t*)(fifo + DEV_FIFO_SIZES + 8 * (cs->sent % (uint64_t)a.nslots)),
               (uint64_t)bytes);
   __threadfence_system();
@@ -179,8 +203,9 @@ __device__ static void publish(const struct dev_onehop_args& a, struct fifo_stat
 }
 
 __device__ static int recv_wait(const struct dev_onehop_args& a, struct fifo_state* cs, int q) {
-  if (tail_reached(a.recv_fifo[q], cs->recvd + 1)) return 1;
-  const uint64_t* tail = (const uint64_t*)(a.recv_fifo[q] + DEV_FIFO_TAIL);
+  char* fifo = a.peers[q].recv_fifo;
+  if (tail_reached(fifo, cs->recvd + 1)) return 1;
+  const uint64_t* tail = (const uint64_t*)(fifo + DEV_FIFO_TAIL);
   unsigned spins = 0;
   while (ld_acquire_sys(tail) < cs->recvd + 1)
     if (wait_aborted(a.ctl.abort, &spins)) return 0;
@@ -189,13 +214,13 @@ __device__ static int recv_wait(const struct dev_onehop_args& a, struct fifo_sta
 
 __device__ static void release(const struct dev_onehop_args& a, struct fifo_state* cs, int q) {
   __threadfence();
-  st_volatile((uint64_t*)(a.recv_fifo[q] + DEV_FIFO_HEAD), ++cs->recvd);
+  st_volatile((uint64_t*)(a.peers[q].recv_fifo + DEV_FIFO_HEAD), ++cs->recvd);
 }
 
 /* Where the next step from q lies in my FIFO. */
 __device__ static const char* recv_slot(const struct dev_onehop_args& a,
                                         const struct fifo_state* cs, int q) {
-  return a.recv_fifo[q] + a.slot_delta[q] + DEV_FIFO_HEADER +
+  return a.peers[q].recv_fifo + a.peers[q].slot_delta + DEV_FIFO_HEADER +
          (cs->recvd % (uint64_t)a.nslots) * a.slot_bytes;
 }
 
@@ -240,30 +265,35 @@ __device__ static void fold2(const T* lo, bool lo_raw, bool lo_slot, const T* hi
   }
 }
 
+/* The thread that runs peer q's FIFO steps: q itself, or q modulo the block's threads. */
+__device__ static inline bool serves(int q) {
+  return (int)threadIdx.x == q % (int)blockDim.x;
+}
+
 /* A hop of recursive doubling with peer q, the whole block: hop_send puts len bytes of from into
  * q's next slot and publishes it; hop_recv waits for q's next step and returns its slot; hop_done
  * frees that slot once the block has read it. 0 / NULL after an abort. */
 __device__ static int hop_send(const struct dev_onehop_args& a, struct fifo_state* st, char** slot,
                                int q, const void* from, size_t len, int* aborted) {
-  if (threadIdx.x == q && (slot[q] = send_slot(a, &st[q], q)) == NULL) *aborted = 1;
+  if (serves(q) && (slot[q] = send_slot(a, &st[q], q)) == NULL) *aborted = 1;
   __syncthreads();
   if (*aborted) return 0;
   copy_any((const uint8_t*)from, (uint8_t*)slot[q], NULL, len, false);
   __syncthreads();
-  if (threadIdx.x == q) publish(a, &st[q], q, len);
+  if (serves(q)) publish(a, &st[q], q, len);
   return 1;
 }
 
 __device__ static const char* hop_recv(const struct dev_onehop_args& a, struct fifo_state* st,
                                        int q, int* aborted) {
-  if (threadIdx.x == q && !recv_wait(a, &st[q], q)) *aborted = 1;
+  if (serves(q) && !recv_wait(a, &st[q], q)) *aborted = 1;
   __syncthreads();
   return *aborted ? NULL : recv_slot(a, &st[q], q);
 }
 
 __device__ static void hop_done(const struct dev_onehop_args& a, struct fifo_state* st, int q) {
   __syncthreads();
-  if (threadIdx.x == q) release(a, &st[q], q);
+  if (serves(q)) release(a, &st[q], q);
 }
 
 /* AllReduce by recursive doubling (algo/doubling.h): a hop at a time, each with one peer, the
@@ -322,20 +352,23 @@ __device__ static int gather_doubling(const struct dev_onehop_args& a, struct fi
 
 template <typename T, int OP>
 __global__ void __launch_bounds__(DEV_NTHREADS, 1) onehop_kernel(struct dev_onehop_args a) {
-  __shared__ struct fifo_state st[DEV_MAX_PEERS];
-  __shared__ const char* src[DEV_MAX_PEERS];
-  __shared__ char* slot[DEV_MAX_PEERS];
   __shared__ int aborted;
-  const int n = a.nranks, me = a.rank, tid = threadIdx.x, coll = a.coll, root = a.root;
+  const int n = a.nranks, me = a.rank, tid = threadIdx.x, nt = blockDim.x, coll = a.coll,
+            root = a.root;
+  struct fifo_state* st = onehop_st(n);
+  const char** src = onehop_src(n);
+  char** slot = onehop_slot(n);
+  unsigned char* unc = onehop_unc(n);
   const size_t bytes = a.count * sizeof(T);
   const char* in = (const char*)a.in;
   dev_after_previous();
   block_started(&a.ctl);
   if (tid == 0) aborted = 0;
-  if (tid < n) { /* thread r: peer r's channel 0 counters and where its slot is */
-    const int r = tid;
+  for (int r = tid; r < n; r += nt) { /* peer r's channel 0 counters and where its slot is */
     const uint64_t* w = a.steps + DEV_STEP_WORDS * (size_t)r * a.nch;
     st[r].sent = w[0], st[r].recvd = w[1], st[r].head_seen = w[2], st[r].aborted = 0;
+    slot[r] = NULL;
+    unc[r] = r != me && a.peers[r].recv_hostmem && a.peers[r].slot_delta == 0;
     src[r] = r == me ? (coll == DEV_REDUCESCATTER ? in + (size_t)me * bytes : in)
                      : recv_slot(a, &st[r], r);
   }
@@ -346,23 +379,22 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) onehop_kernel(struct dev_oneh
       goto out;
     goto save;
   }
-  /* What each peer needs of my input (ReduceScatter: its piece), all peers at once: thread p
-   * waits for a free slot of peer p, the block fills them, thread p records the size and
+  /* What each peer needs of my input (ReduceScatter: its piece), all peers at once: the thread of
+   * peer p waits for a free slot of it, the block fills them, that thread records the size and
    * publishes the step. */
-  if (tid < n && tid != me && onehop_sends(coll, me, tid, root)) {
-    if ((slot[tid] = send_slot(a, &st[tid], tid)) == NULL) aborted = 1;
-  } else if (tid < n) {
-    slot[tid] = NULL;
-  }
+  for (int p = tid; p < n; p += nt)
+    if (p != me && onehop_sends(coll, me, p, root) && (slot[p] = send_slot(a, &st[p], p)) == NULL)
+      aborted = 1;
   __syncthreads();
   if (aborted) goto out;
   scatter(a, slot, bytes);
   __syncthreads();
-  if (tid < n && slot[tid] != NULL) publish(a, &st[tid], tid, bytes); /* I sent to peer tid */
+  for (int p = tid; p < n; p += nt)
+    if (slot[p] != NULL) publish(a, &st[p], p, bytes); /* I sent to peer p */
   /* Every sender's input, a thread per peer: say which step I want (for the proxy), then wait
    * for its tail. */
-  if (tid < n && tid != me && onehop_sends(coll, tid, me, root) && !recv_wait(a, &st[tid], tid))
-    aborted = 1;
+  for (int r = tid; r < n; r += nt)
+    if (r != me && onehop_sends(coll, r, me, root) && !recv_wait(a, &st[r], r)) aborted = 1;
   __syncthreads();
   if (aborted) goto out;
   if (coll == DEV_ALLGATHER) {
@@ -374,20 +406,35 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) onehop_kernel(struct dev_oneh
   }
   __syncthreads();
   /* Release the slots, a thread per peer. */
-  if (tid < n && tid != me && onehop_sends(coll, tid, me, root)) release(a, &st[tid], tid);
+  for (int r = tid; r < n; r += nt)
+    if (r != me && onehop_sends(coll, r, me, root)) release(a, &st[r], r);
 save: /* the counters carry over to the next launch */
-  if (tid < n && tid != me) {
-    uint64_t* w = a.steps + DEV_STEP_WORDS * (size_t)tid * a.nch;
-    w[0] = st[tid].sent, w[1] = st[tid].recvd, w[2] = st[tid].head_seen;
+  for (int r = tid; r < n; r += nt) {
+    if (r == me) continue;
+    uint64_t* w = a.steps + DEV_STEP_WORDS * (size_t)r * a.nch;
+    w[0] = st[r].sent, w[1] = st[r].recvd, w[2] = st[r].head_seen;
   }
 out:
   block_finished(&a.ctl);
 }
 
+/* The block's shared memory grows with the comm: beyond the default (48 KiB) CUDA wants the
+ * kernel told first (engine.c checks the GPU's maximum before the one hop is offered). */
+template <typename T, int OP> static cudaError_t onehop_smem_allow(size_t bytes) {
+  if (bytes <= ((size_t)48 << 10)) return cudaSuccess;
+  return cudaFuncSetAttribute(onehop_kernel<T, OP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              (int)bytes);
+}
+
 #define ONEHOP_LAUNCH(T, OP)                                                                       \
-  if (ex) return dev_launch_by(ex, onehop_kernel<T, OP>, 1, DEV_NTHREADS, a, stream);              \
-  onehop_kernel<T, OP><<<1, DEV_NTHREADS, 0, stream>>>(*a);                                        \
-  return cudaGetLastError();
+  {                                                                                                \
+    const size_t sm = dev_onehop_smem(a->nranks);                                                  \
+    cudaError_t e = onehop_smem_allow<T, OP>(sm);                                                  \
+    if (e != cudaSuccess) return e;                                                                \
+    if (ex) return dev_launch_by(ex, onehop_kernel<T, OP>, 1, DEV_NTHREADS, a, stream, sm);        \
+    onehop_kernel<T, OP><<<1, DEV_NTHREADS, sm, stream>>>(*a);                                     \
+    return cudaGetLastError();                                                                     \
+  }
 
 extern "C" cudaError_t dev_onehop_launch(const struct dev_onehop_args* a, cudaStream_t stream,
                                          const struct dev_launch_ex* ex) {

@@ -45,12 +45,13 @@ __global__ void __launch_bounds__(DEV_NTHREADS, 1) p2p_kernel(struct dev_p2p_arg
   }
   const bool is_send = bk.kind == DEV_P2P_SEND;
   struct fifo_ctx rc;
-  rc.send_fifo = is_send ? a.send_fifo[peer] + (size_t)c * a.fifo_bytes : NULL;
-  rc.recv_fifo = is_send ? NULL : a.recv_fifo[peer] + (size_t)c * a.fifo_bytes;
+  const struct dev_peer pe = a.peers[peer]; /* the comm's peer table (dev.h) */
+  rc.send_fifo = is_send ? pe.send_fifo + (size_t)c * a.fifo_bytes : NULL;
+  rc.recv_fifo = is_send ? NULL : pe.recv_fifo + (size_t)c * a.fifo_bytes;
   rc.nslots = a.nslots;
   rc.slot_bytes = a.slot_bytes;
-  rc.delta = a.slot_delta[peer];
-  rc.hostmem = (a.hostmem >> peer & 1) != 0 && rc.delta == 0;
+  rc.delta = pe.slot_delta;
+  rc.hostmem = pe.recv_hostmem && rc.delta == 0;
   rc.abort = a.ctl.abort;
   uint64_t* steps = a.steps + DEV_STEP_WORDS * ((size_t)peer * a.nch + c);
   if (tid == 0) {

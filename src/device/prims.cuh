@@ -743,8 +743,9 @@ __device__ static inline T load_scalar(const void* device_scalar, const unsigned
 /* The caller's own launch of `kernel` (dev.h struct dev_launch_ex). */
 template <typename F>
 static inline cudaError_t dev_launch_by(const struct dev_launch_ex* ex, F* kernel, unsigned grid,
-                                        unsigned block, const void* arg, cudaStream_t stream) {
-  return ex->launch(ex, (const void*)kernel, grid, block, (void*)arg, stream);
+                                        unsigned block, const void* arg, cudaStream_t stream,
+                                        size_t shared_bytes = 0) {
+  return ex->launch(ex, (const void*)kernel, grid, block, shared_bytes, (void*)arg, stream);
 }
 
 /* Loads a kernel now: with lazy module loading its first launch would otherwise pay for it

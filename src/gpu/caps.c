@@ -19,10 +19,18 @@
  * not name them.
  *
  * Each row's figures (per-step latency, per-rank bandwidth) and where they were measured are in
- * its provenance string (plan_row.source); the reasoning is
- * here, the numbers only there. The tree's latency across hosts stands for its fixed part (2h
- * network trips of the whole pipeline at depth h), not for one trip; its bandwidth is in the
- * model's units (an inner node moves 1.5 x 2 x the buffer, core/tune.c), set so that its
+ * its provenance string (plan_row.source); the reasoning is here, the numbers only there. Every
+ * row holds at any rank count: the kernels reach their peers through the comm's peer table
+ * (device/dev.h dev_peer), so nothing caps the ranks. How a row's time grows with n ranks is the
+ * model's (core/tune.c tune_row_us), from the row's per-step latency and bandwidth: the ring
+ * 2(n-1) steps for AllReduce and n-1 for the others, the tree 2 log2(n) steps of a pipeline, the
+ * one-shot and the one hop one step whose bytes grow with n - 1, recursive doubling log2(n)
+ * steps. Beyond the rank counts a row was measured at, the model extrapolates it. Two bounds
+ * come from the GPU, not from a rank limit: the one-shot's buffer per rank holds nranks x
+ * DEV_LL_MAX_BYTES of lines (memory), and the one hop keeps every peer's state in the block's
+ * shared memory (engine.c onehop_fits). The tree's latency across hosts stands for its fixed
+ * part (2h network trips of the whole pipeline at depth h), not for one trip; its bandwidth is in
+ * the model's units (an inner node moves 1.5 x 2 x the buffer, core/tune.c), set so that its
  * crossover with the ring lands where the tree was measured faster. The one hop's bound is per
  * peer (its steps stay one where the ring's grow with the ranks); from 8 ranks AllReduce and
  * AllGather double (gpu/peers.h), with the same bound. */
@@ -127,7 +135,8 @@ struct plan_fit gpu_fit(const struct gpu_fit_in* in, const struct task* t,
   if (!has_kernel(row->algo, row->proto)) {
     f.runs = 0, f.why = "has no kernel in this build yet";
   } else if (row->algo == ALGO_TREE && !in->tree_ok) {
-    f.runs = 0, f.why = "needs point-to-point FIFOs to every peer (at most 16 ranks, all mapped)";
+    f.runs = 0, f.why = "needs point-to-point FIFOs to every peer (a pair of GPUs of a host "
+                        "without peer access: set NCCL_P2P_DISABLE=1)";
   } else if (row->algo == ALGO_RING || row->algo == ALGO_TREE) {
     /* Estimated rows, and LL128 by the tail where its lines are not safe: only when asked. */
     if (!measured(row, t->coll) || (row->proto == PROTO_LL128 && !in->ll128_lines))

@@ -52,9 +52,13 @@
 #include "gpu/gpu.h"
 #include "util/dtype.h"
 
-#define CE_FLAGS    256 /* bytes of the flag block, before the staging buffer */
-#define CE_READY(w) ((size_t)4 * (w))
-#define CE_DONE(p)  ((size_t)4 * (DEV_MAX_PEERS + (p)))
+/* The flag block, before the staging buffer: a ready word per writer, then a done word per
+ * reader, 32 bits each, in g->ce_flags bytes (ce_flag_bytes: a multiple of 256). */
+#define CE_READY(w)   ((size_t)4 * (w))
+#define CE_DONE(n, p) ((size_t)4 * ((size_t)(n) + (p)))
+static size_t ce_flag_bytes(int nranks) {
+  return ((size_t)8 * (size_t)nranks + 255) & ~(size_t)255;
+}
 
 struct ce_msg {
   char* buf; /* send: source; receive: destination */
@@ -67,13 +71,11 @@ typedef CUresult (*stream_value64_fn)(CUstream, CUdeviceptr, cuuint64_t, unsigne
 static stream_value_fn wait_value32, write_value32;
 static stream_value64_fn write_value64;
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static uint32_t all_set[CE_FLAGS / 4]; /* every flag raised: what gpu_ce_release writes */
 
 static void load_entry_points(void) {
   wait_value32 = (stream_value_fn)gpu_driver_fn("cuStreamWaitValue32");
   write_value32 = (stream_value_fn)gpu_driver_fn("cuStreamWriteValue32");
   write_value64 = (stream_value64_fn)gpu_driver_fn("cuStreamWriteValue64");
-  for (size_t i = 0; i < CE_FLAGS / 4; i++) all_set[i] = 1;
 }
 
 /* Every rank decides alike: the path if any rank wants it (*mode, the largest TUNE_CE_* of
@@ -99,13 +101,17 @@ out:
 static ncclResult_t set_up(struct ncclComm* comm, struct gpu_comm* g, int can) {
   int n = comm->nranks;
   g->ce_ready = 1;
-  if (!can || g->host_fifos || n > DEV_MAX_PEERS || gpu_net_any(comm))
+  if (!can || g->host_fifos || gpu_net_any(comm))
     return ncclSuccess; /* one host, peer access: copies between GPUs of a host only */
+  g->ce_flags = ce_flag_bytes(n);
+  NCCLCALLOC(g->ce_all_set, g->ce_flags / 4);
+  for (size_t i = 0; i < g->ce_flags / 4; i++) g->ce_all_set[i] = 1;
+  NCCLCALLOC(g->ce_bytes, 2 * (size_t)n);
   size_t stage = (size_t)param_int(PARAM_CE_STAGE_BYTES), min_stage = (size_t)n * (64 << 10);
   if (stage < min_stage) stage = min_stage;
   if (stage > ((size_t)1 << 30)) stage = (size_t)1 << 30;
   g->ce_region = (stage / (size_t)n) & ~(size_t)255;
-  NCCLCHECK(gpu_shared_alloc(comm, g, CE_FLAGS + g->ce_region * n, 0, &g->ce_mem));
+  NCCLCHECK(gpu_shared_alloc(comm, g, g->ce_flags + g->ce_region * n, 0, &g->ce_mem));
   return gpu_connect_ce(comm, g);
 }
 
@@ -171,6 +177,8 @@ ncclResult_t gpu_ce_prepare(struct ncclComm* comm) {
 
 void gpu_ce_free(struct gpu_comm* g) {
   gpu_shared_free(&g->ce_mem);
+  free(g->ce_all_set), free(g->ce_bytes);
+  g->ce_all_set = NULL, g->ce_bytes = NULL;
 }
 
 /* Raise every flag of my block on ctl_stream (which waits for no operation): a stream of mine
@@ -178,8 +186,8 @@ void gpu_ce_free(struct gpu_comm* g) {
  * caller repeats this until the operations are over (engine.c drain). What the released streams
  * copy is garbage: only for a comm that is being aborted. */
 void gpu_ce_release(struct gpu_comm* g) {
-  if (g->ce_mem.ptr == NULL || g->ctl_stream == NULL) return;
-  if (cudaMemcpyAsync(g->ce_mem.ptr, all_set, sizeof all_set, cudaMemcpyHostToDevice,
+  if (g->ce_mem.ptr == NULL || g->ctl_stream == NULL || g->ce_all_set == NULL) return;
+  if (cudaMemcpyAsync(g->ce_mem.ptr, g->ce_all_set, g->ce_flags, cudaMemcpyHostToDevice,
                       g->ctl_stream) != cudaSuccess)
     (void)cudaGetLastError();
 }
@@ -219,9 +227,9 @@ static ncclResult_t zero_refused(const struct ncclComm* comm, const struct gpu_c
   if (!g->ce_ok)
     WARN("%s #%llu on rank %d: config->CTAPolicy has NCCL_CTA_POLICY_ZERO, but the copy-engine "
          "path cannot reach every rank of the comm (it needs the ranks on one host, peer access "
-         "between their GPUs, at most %d ranks and a driver with stream memory operations); "
-         "drop NCCL_CTA_POLICY_ZERO for this call",
-         coll_name(t->coll), (unsigned long long)t->seq, comm->rank, DEV_MAX_PEERS);
+         "between their GPUs and a driver with stream memory operations); drop "
+         "NCCL_CTA_POLICY_ZERO for this call",
+         coll_name(t->coll), (unsigned long long)t->seq, comm->rank);
   else
     WARN("%s #%llu on rank %d: config->CTAPolicy has NCCL_CTA_POLICY_ZERO, but %zu bytes per peer "
          "take more than the copy-engine path's %d rounds of %zu bytes (one while the stream is "
@@ -343,7 +351,7 @@ static ncclResult_t run_rounds(struct ncclComm* comm, struct gpu_comm* g, const 
                                const size_t* rcv, cudaStream_t s) {
   int n = comm->nranks, me = comm->rank;
   const size_t R = g->ce_region;
-  char *mine = g->ce_mem.ptr, *stage = mine + CE_FLAGS;
+  char *mine = g->ce_mem.ptr, *stage = mine + g->ce_flags;
   size_t longest = 0;
   for (int q = 0; q < n; q++) {
     if (snd[q] > longest) longest = snd[q];
@@ -366,14 +374,14 @@ static ncclResult_t run_rounds(struct ncclComm* comm, struct gpu_comm* g, const 
       size_t hi = rcv[w] - lo < R ? rcv[w] : lo + R;
       NCCLCHECK(mem_op(t, me, 1, s, mine + CE_READY(w), 1));
       NCCLCHECK(mem_op(t, me, 0, s, mine + CE_READY(w), 0));
-      NCCLCHECK(copy_range(ms, nm, w, 0, lo, hi, g->peer_ce[w] + CE_FLAGS + (size_t)me * R, s));
-      NCCLCHECK(mem_op(t, me, 0, s, g->peer_ce[w] + CE_DONE(me), 1));
+      NCCLCHECK(copy_range(ms, nm, w, 0, lo, hi, g->peer_ce[w] + g->ce_flags + (size_t)me * R, s));
+      NCCLCHECK(mem_op(t, me, 0, s, g->peer_ce[w] + CE_DONE(n, me), 1));
     }
     for (int d = 1; d < n; d++) {
       int q = (me + d) % n;
       if (snd[q] <= lo) continue;
-      NCCLCHECK(mem_op(t, me, 1, s, mine + CE_DONE(q), 1));
-      NCCLCHECK(mem_op(t, me, 0, s, mine + CE_DONE(q), 0));
+      NCCLCHECK(mem_op(t, me, 1, s, mine + CE_DONE(n, q), 1));
+      NCCLCHECK(mem_op(t, me, 0, s, mine + CE_DONE(n, q), 0));
     }
   }
   return ncclSuccess;
@@ -390,16 +398,17 @@ ncclResult_t gpu_ce_run(struct ncclComm* comm, struct task* const* tasks, int nt
     else
       NCCLCHECK(task_messages(tasks[i], me, n, add_msg, &l));
   }
-  if (l.n == 0) return gpu_launch_event_record(t0); /* nothing to move */
-  size_t snd[DEV_MAX_PEERS] = {0}, rcv[DEV_MAX_PEERS] = {0};
+  if (l.n == 0) return gpu_launch_event_record(t0);  /* nothing to move */
+  size_t *snd = g->ce_bytes, *rcv = g->ce_bytes + n; /* NULL where the path was never set up */
+  if (snd != NULL) memset(snd, 0, 2 * (size_t)n * sizeof *snd);
   for (int i = 0; i < l.n; i++) {
     const struct ce_msg* m = &g->ce_msgs[i];
     if (m->peer == me) continue;
     if (!g->ce_ok) {
       WARN("%s #%llu on rank %d: MONEL_COPY_ENGINE=1 but the copy-engine path cannot reach rank "
-           "%d (it needs peer access between every pair of GPUs, at most %d ranks and a driver "
-           "with stream memory operations): unset MONEL_COPY_ENGINE",
-           coll_name(t0->coll), (unsigned long long)t0->seq, me, m->peer, DEV_MAX_PEERS);
+           "%d (it needs the ranks on one host, peer access between every pair of GPUs and a "
+           "driver with stream memory operations): unset MONEL_COPY_ENGINE",
+           coll_name(t0->coll), (unsigned long long)t0->seq, me, m->peer);
       return ncclInvalidUsage;
     }
     (m->is_send ? snd : rcv)[m->peer] += m->bytes;

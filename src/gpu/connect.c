@@ -136,9 +136,14 @@ void gpu_shared_unlink(struct gpu_mem* m) {
   m->shm[0] = 0;
 }
 
-/* Remember a peer mapping for gpu_disconnect. */
+/* Remember a peer mapping for gpu_disconnect (the list grows with the peers mapped). */
 static cudaError_t remember(struct gpu_comm* g, int kind, void* host, size_t len, char* dev) {
-  if (g->nmaps == GPU_MAX_MAPS) return cudaErrorMemoryAllocation;
+  if (g->nmaps == g->maps_cap) {
+    int cap = g->maps_cap ? 2 * g->maps_cap : 16;
+    struct gpu_peer_map* m = realloc(g->maps, (size_t)cap * sizeof *m);
+    if (m == NULL) return cudaErrorMemoryAllocation;
+    g->maps = m, g->maps_cap = cap;
+  }
   g->maps[g->nmaps++] = (struct gpu_peer_map){kind, host, len, dev};
   return cudaSuccess;
 }
@@ -242,7 +247,7 @@ static ncclResult_t map_all(struct ncclComm* comm, struct gpu_comm* g, const str
   ncclResult_t res = ncclSuccess;
   struct mem_desc* all = NULL;
   *all_ok = 0;
-  if (n < 2 || n > DEV_MAX_PEERS) return ncclSuccess;
+  if (n < 2) return ncclSuccess;
   NCCLCALLOC(all, n);
   for (int r = 0; r < n; r++) need_ipc |= !same_process(comm, r);
   describe(comm, mine, need_ipc, &all[me]);
@@ -271,33 +276,46 @@ out:
   return res;
 }
 
+/* The one-shot kernel reads every rank's LL buffer from a table in device memory (dev.h). */
 ncclResult_t gpu_connect_ll(struct ncclComm* comm, struct gpu_comm* g) {
+  size_t bytes = sizeof(char*) * (size_t)comm->nranks;
   NCCLCHECK(map_all(comm, g, &g->ll_mem, g->peer_ll, 0, &g->ll_ok));
+  if (g->ll_ok) {
+    CUDACHECK(cudaMalloc((void**)&g->peer_ll_dev, bytes));
+    CUDACHECK(cudaMemcpy(g->peer_ll_dev, g->peer_ll, bytes, cudaMemcpyHostToDevice));
+    g->dev_bytes += bytes;
+  }
   INFO(LOG_INIT | LOG_P2P, "comm %p rank %d GPU one-shot LL AllReduce: %s", (void*)comm, comm->rank,
        g->ll_ok ? "every peer mapped" : "off (a pair of GPUs has no peer access)");
   return ncclSuccess;
 }
 
-/* Peers of this host share FIFOs [source][channel] in p2p_mem, mapped here; a peer over the network
+/* Peers of this host share FIFOs [source][channel] in p2p_mem, the sources being the ranks of
+ * the host (p2p_local: the same index on every rank of it), mapped here; a peer over the network
  * gets FIFOs [channel < p2p_net_nch] of its own in my pinned host memory, and a mirror of its FIFOs
  * for me, made with its connections (gpu/net.c: at init with MONEL_P2P_CONNECT=eager, else at
- * the first group that uses it); its messages use no other channel (gpu/p2p.c). */
+ * the first group that uses it); its messages use no other channel (gpu/p2p.c). Each peer of
+ * the host gets its entry of the kernels' peer table here. */
 ncclResult_t gpu_connect_p2p(struct ncclComm* comm, struct gpu_comm* g) {
   int me = comm->rank, nnet = 0;
   size_t fifo = dev_fifo_bytes(g->p2p_nslots, g->p2p_slot_bytes);
   size_t mine = fifo * (size_t)g->p2p_nch;
   NCCLCHECK(map_all(comm, g, &g->p2p_mem, g->peer_p2p, 1, &g->p2p_ok));
   for (int r = 0; r < comm->nranks; r++) {
+    struct dev_peer* e = &g->peer_tab[r];
     if (r != me && gpu_net_is(comm, r)) {
-      g->p2p_net |= 1u << r;
+      g->p2p_flags[r] |= GPU_PEER_NET;
+      g->p2p_net_todo++; /* until gpu/net.c connects every channel with it */
       nnet++;
       continue;
     }
-    g->p2p_recv[r] = g->p2p_mem.ptr + (size_t)r * mine;
-    g->p2p_send[r] = g->peer_p2p[r] ? g->peer_p2p[r] + (size_t)me * mine : NULL;
-    g->p2p_live |= 1u << r;
-    if (g->host_fifos) g->p2p_hostmem |= 1u << r;
+    e->recv_fifo = g->p2p_mem.ptr + (size_t)g->p2p_local[r] * mine;
+    e->send_fifo = g->peer_p2p[r] ? g->peer_p2p[r] + (size_t)g->p2p_local[me] * mine : NULL;
+    e->slot_delta = 0;
+    e->recv_hostmem = e->send_by_tail = g->host_fifos;
+    g->p2p_flags[r] |= GPU_PEER_LIVE;
   }
+  NCCLCHECK(gpu_peer_publish_all(g, comm->nranks));
   INFO(LOG_INIT | LOG_P2P,
        "comm %p rank %d GPU point-to-point: %s, %d channels per peer%s, %d peers over the network "
        "(%d channels each, connected %s)",
@@ -362,9 +380,13 @@ void gpu_disconnect(struct gpu_comm* g) {
   }
   (void)cudaGetLastError();
   g->nmaps = 0;
+  free(g->maps);
+  g->maps = NULL, g->maps_cap = 0;
   g->next_fifo = NULL;
-  memset(g->p2p_send, 0, sizeof g->p2p_send);
-  memset(g->peer_ll, 0, sizeof g->peer_ll);
-  memset(g->peer_p2p, 0, sizeof g->peer_p2p);
-  memset(g->peer_ce, 0, sizeof g->peer_ce);
+  size_t n = (size_t)g->nranks;
+  if (g->peer_tab)
+    for (size_t r = 0; r < n; r++) g->peer_tab[r].send_fifo = NULL;
+  if (g->peer_ll) memset(g->peer_ll, 0, n * sizeof *g->peer_ll);
+  if (g->peer_p2p) memset(g->peer_p2p, 0, n * sizeof *g->peer_p2p);
+  if (g->peer_ce) memset(g->peer_ce, 0, n * sizeof *g->peer_ce);
 }

@@ -119,7 +119,8 @@ static int device_pdl(void) {
  * registered for the current device; the driver numbers the errors a launch returns as the
  * runtime does. */
 cudaError_t gpu_launch_with_event(const struct dev_launch_ex* ex, const void* kernel, unsigned grid,
-                                  unsigned block, void* arg, cudaStream_t stream) {
+                                  unsigned block, size_t shared_bytes, void* arg,
+                                  cudaStream_t stream) {
   pthread_once(&once, load);
   if (launch_ex == NULL) return cudaErrorNotSupported;
   cudaFunction_t fn = NULL;
@@ -147,6 +148,7 @@ cudaError_t gpu_launch_with_event(const struct dev_launch_ex* ex, const void* ke
   memset(&cfg, 0, sizeof cfg);
   cfg.gridDimX = grid, cfg.gridDimY = 1, cfg.gridDimZ = 1;
   cfg.blockDimX = block, cfg.blockDimY = 1, cfg.blockDimZ = 1;
+  cfg.sharedMemBytes = (unsigned)shared_bytes;
   cfg.hStream = (CUstream)stream;
   cfg.attrs = attr;
   cfg.numAttrs = n;

@@ -67,6 +67,7 @@ static ncclResult_t nvlink_gbps(const struct ncclComm* comm, double* gbps) {
 static ncclResult_t choose_sizes(struct ncclComm* comm, struct gpu_comm* g) {
   g->cta = tune_cta_limits(param_int(PARAM_MIN_CTAS), param_int(PARAM_MAX_CTAS), &comm->config,
                            param_int(PARAM_MIN_NCHANNELS), param_int(PARAM_MAX_NCHANNELS));
+  NCCLCHECK(gpu_bound_blocks(comm, g)); /* ranks that share a GPU */
   int nch = g->cta.max < DEV_MAX_CHANNELS ? g->cta.max : DEV_MAX_CHANNELS; /* FIFOs to allocate */
   /* Each channel across hosts is a network connection: a few carry what the network can. */
   if (gpu_net_any(comm) && nch > param_int(PARAM_NET_NCHANNELS))
@@ -88,8 +89,24 @@ static ncclResult_t choose_sizes(struct ncclComm* comm, struct gpu_comm* g) {
   return ncclSuccess;
 }
 
+/* The one-shot LL buffers: within one host whose GPUs reach each other's memory (gpu_connect_ll
+ * maps them; across hosts the one-shot kernel has no use). The same on every rank. */
+static int ll_buffers(const struct ncclComm* comm, const struct gpu_comm* g) {
+  return !g->host_fifos && !gpu_net_any(comm);
+}
+
+/* The ranks whose point-to-point FIFOs live in my p2p_mem, those of my host (mine included),
+ * numbered in rank order into p2p_local (-1 for a network peer): every rank of the host numbers
+ * them alike, so a sender finds its FIFOs at its own index in the receiver's block. */
+static int local_ranks(const struct ncclComm* comm, struct gpu_comm* g) {
+  int k = 0;
+  for (int r = 0; r < comm->nranks; r++)
+    g->p2p_local[r] = r == comm->rank || !gpu_net_is(comm, r) ? k++ : -1;
+  return k;
+}
+
 /* My ring FIFOs and step counters; with `multi`, the one-shot LL buffer and the point-to-point
- * FIFOs (one rank alone only sends to itself: no FIFO, p2p_ok). */
+ * FIFOs, those of my host's ranks (one rank alone only sends to itself: no FIFO, p2p_ok). */
 static ncclResult_t alloc_buffers(struct ncclComm* comm, struct gpu_comm* g, int multi) {
   int n = comm->nranks, nch = g->nchannels_max;
   size_t total = n > 1 ? g->fifo_bytes * (size_t)nch : 256;
@@ -106,21 +123,25 @@ static ncclResult_t alloc_buffers(struct ncclComm* comm, struct gpu_comm* g, int
     g->p2p_ok = 1;
     return ncclSuccess;
   }
-  if (!g->host_fifos) NCCLCHECK(gpu_shared_alloc(comm, g, dev_ll_buffer_bytes(n), 0, &g->ll_mem));
+  if (ll_buffers(comm, g))
+    NCCLCHECK(gpu_shared_alloc(comm, g, dev_ll_buffer_bytes(n), 0, &g->ll_mem));
   NCCLCHECK(dev_zalloc(g, (void**)&g->ll_seq, sizeof(uint32_t) * DEV_LL_MAX_BLOCKS));
   int64_t slot = param_int(PARAM_P2P_CHUNKSIZE), ns = param_int(PARAM_P2P_SLOTS);
   g->p2p_slot_bytes = slot < 4096         ? 4096
                       : slot > (16 << 20) ? (16 << 20)
                                           : (size_t)slot & ~(size_t)127;
   g->p2p_nslots = ns < 2 ? 2 : ns > 64 ? 64 : (int)ns;
-  size_t nfifo = (size_t)n * g->p2p_nch;
+  size_t nfifo = (size_t)local_ranks(comm, g) * g->p2p_nch;
   size_t fifo = dev_fifo_bytes(g->p2p_nslots, g->p2p_slot_bytes);
   /* The block ends with the direct signals' words (signal.c). */
   size_t sig = gpu_signal_bytes(n);
   g->sig_off = nfifo * fifo;
   NCCLCALLOC(g->sig_counts, 2 * (size_t)n * ENGINE_SIGNAL_SLOTS);
   NCCLCHECK(gpu_shared_alloc(comm, g, nfifo * fifo + sig, g->host_fifos, &g->p2p_mem));
-  NCCLCHECK(dev_zalloc(g, (void**)&g->p2p_steps, nfifo * DEV_STEP_WORDS * sizeof(uint64_t)));
+  /* The step counters are per (peer, channel) of every peer, near or across the network: the
+   * kernels index them by rank (dev.h DEV_STEP_WORDS). */
+  size_t nsteps = (size_t)n * (size_t)g->p2p_nch * DEV_STEP_WORDS;
+  NCCLCHECK(dev_zalloc(g, (void**)&g->p2p_steps, nsteps * sizeof(uint64_t)));
   return ncclSuccess;
 }
 
@@ -177,19 +198,38 @@ static int doubling_from(const struct ncclComm* comm, int* pow2_only) {
   return topo_doubling_from(topo_cpus(), gpu_machine_ranks(comm));
 }
 
+/* The one hop's block holds every peer's state in shared memory (dev.h dev_onehop_smem): the
+ * GPU's most per block bounds the ranks it serves (thousands); beyond, the plan has the ring and
+ * the tree. */
+static int onehop_fits(const struct ncclComm* comm) {
+  int most = 0;
+  if (cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, comm->cuda_dev) !=
+      cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  if (dev_onehop_smem(comm->nranks) <= (size_t)most) return 1;
+  INFO(LOG_INIT | LOG_NET,
+       "comm %p rank %d: no one hop: %d ranks' state needs %zu bytes of shared memory, more than "
+       "the %d a block of this GPU may have",
+       (void*)comm, comm->rank, comm->nranks, dev_onehop_smem(comm->nranks), most);
+  return 0;
+}
+
 /* Connect the ring, the LL buffers, the point-to-point FIFOs, the network and the copy engine
  * (collective: every rank in the same order); then the names of my host segments can go. */
 static ncclResult_t connect_peers(struct ncclComm* comm, struct gpu_comm* g, int multi) {
   int n = comm->nranks;
   if (n > 1) NCCLCHECK(gpu_connect_ring(comm, g));
   if (multi) {
-    if (!g->host_fifos) NCCLCHECK(gpu_connect_ll(comm, g));
+    if (ll_buffers(comm, g)) NCCLCHECK(gpu_connect_ll(comm, g));
     NCCLCHECK(gpu_connect_p2p(comm, g));
   }
   if (n > 1) NCCLCHECK(gpu_net_connect(comm, g));
   if (n > 1) NCCLCHECK(gpu_check_ll128(comm, g));
   /* NCCL_ALGO and NCCL_PROTO are the plan's to apply, per collective. */
-  g->onehop_ok = multi && g->p2p_ok && gpu_net_any(comm) && param_int(PARAM_NET_ONEHOP_MAX) > 0;
+  g->onehop_ok = multi && g->p2p_ok && gpu_net_any(comm) && param_int(PARAM_NET_ONEHOP_MAX) > 0 &&
+                 onehop_fits(comm);
   g->onehop_doubling = doubling_from(comm, &g->onehop_doubling_pow2);
   if (g->onehop_ok) {
     for (int dt = 0; dt < ncclNumTypes; dt++)
@@ -221,7 +261,8 @@ static ncclResult_t init_on_device(struct ncclComm* comm, struct gpu_comm* g) {
   CUDACHECK(cudaFree(NULL)); /* the context exists before the memory is measured */
   size_t free0 = 0, free1 = 0, total_b = 0;
   CUDACHECK(cudaMemGetInfo(&free0, &total_b));
-  int multi = comm->nranks > 1 && comm->nranks <= DEV_MAX_PEERS; /* one-shot and p2p buffers */
+  int multi = comm->nranks > 1; /* one-shot and p2p buffers */
+  NCCLCHECK(gpu_peer_table_alloc(comm, g));
   NCCLCHECK(choose_sizes(comm, g));
   NCCLCHECK(alloc_buffers(comm, g, multi));
   NCCLCHECK(alloc_control(g));
@@ -282,7 +323,7 @@ _Static_assert((int)DEV_PROTO_LL == (int)PROTO_LL && (int)DEV_PROTO_LL128 == (in
 
 /* The tree's point-to-point FIFOs reach every peer (launch_tree). */
 static int tree_fifos(const struct ncclComm* comm, const struct gpu_comm* g) {
-  return comm->nranks == 1 || (g->p2p_ok && comm->nranks <= DEV_MAX_PEERS);
+  return comm->nranks == 1 || g->p2p_ok;
 }
 
 /* The engine's plan_fit (gpu/caps.c has the rules). */
@@ -305,31 +346,35 @@ static struct plan_fit gpu_plan_fit(const struct ncclComm* comm, const struct ta
 
 /* The network peers whose point-to-point FIFOs the group's kernels reach and that are not
  * connected yet (gpu/peers.h; none with MONEL_P2P_CONNECT=eager, which connected them at init):
- * the return value those reached through all channels, *channel0 those reached through channel 0
- * alone (the one hop) that have no channel yet. */
-static unsigned peers_to_connect(const struct ncclComm* comm, const struct gpu_comm* g,
-                                 const struct task* tasks, int ntasks, unsigned* channel0) {
-  unsigned todo = g->p2p_net & ~g->p2p_live, all = 0, first = 0;
-  *channel0 = 0;
-  if (todo == 0 || !g->p2p_ok) return 0;
-  struct gpu_peers_in in = {comm->rank, comm->nranks, comm->ring_order, comm->ring_pos,
+ * into g->want_all those reached through all channels, into g->want0 those reached through
+ * channel 0 alone (the one hop) that have no channel yet. Returns whether any is to connect. A
+ * comm is used by one thread at a time, so the scratch sets are this call's. */
+static int peers_to_connect(const struct ncclComm* comm, struct gpu_comm* g,
+                            const struct task* tasks, int ntasks) {
+  int n = comm->nranks, any = 0;
+  if (g->p2p_net_todo == 0 || !g->p2p_ok) return 0;
+  struct gpu_peers_in in = {comm->rank, n, comm->ring_order, comm->ring_pos,
                             gpu_tree_count(gpu_tree_channels(comm, g))};
-  for (int i = 0; i < ntasks; i++) {
-    unsigned m = gpu_task_peers(&tasks[i], &in);
-    if (gpu_task_channel0(&tasks[i]))
-      first |= m;
-    else
-      all |= m;
+  gpu_set_clear(g->want_all, n);
+  gpu_set_clear(g->want0, n);
+  for (int i = 0; i < ntasks; i++)
+    gpu_task_peers(&tasks[i], &in, gpu_task_channel0(&tasks[i]) ? g->want0 : g->want_all);
+  for (int r = 0; r < n; r++) {
+    int f = g->p2p_flags[r], todo = (f & GPU_PEER_NET) && !(f & GPU_PEER_LIVE);
+    int all = todo && gpu_set_has(g->want_all, r);
+    int zero = todo && !all && !(f & GPU_PEER_FIRST) && gpu_set_has(g->want0, r);
+    uint64_t bit = (uint64_t)1 << (r % 64);
+    if (!all) g->want_all[r / 64] &= ~bit;
+    if (!zero) g->want0[r / 64] &= ~bit;
+    any |= all || zero;
   }
-  *channel0 = first & todo & ~g->p2p_first & ~all;
-  return all & todo;
+  return any;
 }
 
 /* The engine's run_waits: run() will first connect peers, waiting for them. */
 static int gpu_run_waits(const struct ncclComm* comm, const struct task* tasks, int ntasks) {
-  const struct gpu_comm* g = comm->engine_state;
-  unsigned channel0 = 0;
-  return g != NULL && (peers_to_connect(comm, g, tasks, ntasks, &channel0) | channel0) != 0;
+  struct gpu_comm* g = comm->engine_state;
+  return g != NULL && peers_to_connect(comm, g, tasks, ntasks);
 }
 
 /* First the connections the group's kernels need and do not have (the first use of a network
@@ -341,8 +386,9 @@ static ncclResult_t gpu_run(struct ncclComm* comm, struct task* tasks, int ntask
   int saved = -1;
   if (cudaGetDevice(&saved) != cudaSuccess) saved = -1;
   if (saved != comm->cuda_dev) CUDACHECK(cudaSetDevice(comm->cuda_dev));
-  unsigned channel0 = 0, todo = peers_to_connect(comm, g, tasks, ntasks, &channel0);
-  ncclResult_t res = todo | channel0 ? gpu_net_connect_peers(comm, g, todo, channel0) : ncclSuccess;
+  ncclResult_t res = peers_to_connect(comm, g, tasks, ntasks)
+                         ? gpu_net_connect_peers(comm, g, g->want_all, g->want0)
+                         : ncclSuccess;
   if (g->net_conns > 0) proxy_expect_gpu_work(); /* the proxy may sleep after a long idle spell */
   struct task* p2p[64];
   struct task** sr = p2p;
@@ -480,13 +526,13 @@ static int drain(struct ncclComm* comm, struct gpu_comm* g) {
 static void gpu_comm_free(struct ncclComm* comm) {
   struct gpu_comm* g = comm->engine_state;
   if (g == NULL) return;
-  int saved = -1;
+  int saved = -1, over = 0;
   if (cudaGetDevice(&saved) != cudaSuccess) saved = -1;
   if (cudaSetDevice(comm->cuda_dev) == cudaSuccess) {
     /* Our kernels must be done before our buffers go; peers touch them only before that. Kernels
      * of an aborted comm leave their waits; if they still run after GPU_DRAIN_S (their stream
      * holds other work that does not finish), the buffers are left to them. */
-    int over = drain(comm, g);
+    over = drain(comm, g);
     if (!over)
       WARN("comm %p rank %d: its kernels were still running %.1f s after the abort; its GPU "
            "buffers are not freed",
@@ -510,9 +556,11 @@ static void gpu_comm_free(struct ncclComm* comm) {
     if (g->ctl_stream) (void)cudaStreamDestroy(g->ctl_stream);
     if (g->join_ev) (void)cudaEventDestroy(g->join_ev);
     if (g->order_ev) (void)cudaEventDestroy(g->order_ev);
+    gpu_peer_table_free(g, over);
     (void)cudaGetLastError();
   }
   if (saved >= 0) cudaSetDevice(saved);
+  gpu_peer_table_free(g, 0); /* the host arrays, if the device could not be made current */
   free(g->msgs);
   free(g->ce_msgs);
   free(g->sig_counts);

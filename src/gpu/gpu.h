@@ -42,11 +42,16 @@ struct gpu_peer_map {
   size_t len;
   char* dev;
 };
-#define GPU_MAX_MAPS (4 * DEV_MAX_PEERS)
 
 struct ce_msg;
 
+/* gpu_comm.p2p_flags[r]: peer r is across the network; its FIFOs are connected on every channel
+ * (its entry of the peer table valid); of a network peer, channel 0 alone so far (the one hop's;
+ * its entry valid): gpu/net.c. */
+enum { GPU_PEER_NET = 1, GPU_PEER_LIVE = 2, GPU_PEER_FIRST = 4 };
+
 struct gpu_comm {
+  int nranks; /* of the comm: the size of every per-peer array below */
   /* Thread blocks: the comm's limits (NCCL_MIN/MAX_CTAS, config) and the block model's figures
    * (core/tune.h). */
   struct tune_cta_limits cta;
@@ -64,45 +69,46 @@ struct gpu_comm {
   int onehop_ok;       /* the one hop allowed: a peer across the network, point-to-point FIFOs to
                          every peer, MONEL_NET_ONEHOP_MAX above 0 */
   int onehop_doubling; /* RecDoubling replaces the one hop from this many ranks (0: never) */
-  int onehop_doubling_pow2;     /* ... on powers of two only (MONEL_NET_ONEHOP_DOUBLING unset) */
-  int ll128_lines;              /* LL128 may use its lines in GPU memory (gpu_check_ll128) */
-  struct gpu_mem ll_mem;        /* my LL buffer, on my GPU */
-  uint32_t* ll_seq;             /* device: launches so far, per block */
-  char* peer_ll[DEV_MAX_PEERS]; /* every rank's LL buffer as I address it */
+  int onehop_doubling_pow2; /* ... on powers of two only (MONEL_NET_ONEHOP_DOUBLING unset) */
+  int ll128_lines;          /* LL128 may use its lines in GPU memory (gpu_check_ll128) */
+  struct gpu_mem ll_mem;    /* my LL buffer, on my GPU */
+  uint32_t* ll_seq;         /* device: launches so far, per block */
+  char** peer_ll;           /* every rank's LL buffer as I address it (nranks) */
+  char** peer_ll_dev;       /* device: the same table, which the one-shot kernel reads */
   /* Point-to-point (gpu/p2p.c, device/p2p.cu): usable when every rank mapped every peer's FIFOs. */
   int p2p_ok;
   int p2p_nch;     /* channels per peer */
   int p2p_net_nch; /* ... per peer over the network (MONEL_NET_P2P_CHANNELS, <= p2p_nch) */
   int p2p_nslots;  /* FIFO slots per (peer, channel) */
   size_t p2p_slot_bytes;
-  struct gpu_mem p2p_mem;        /* my FIFOs, [source rank][channel] */
-  uint64_t* p2p_steps;           /* device: DEV_STEP_WORDS counters per (peer, channel) */
-  char* peer_p2p[DEV_MAX_PEERS]; /* every rank's FIFOs as I address them */
+  struct gpu_mem p2p_mem; /* my FIFOs, [source rank][channel] */
+  uint64_t* p2p_steps;    /* device: DEV_STEP_WORDS counters per (peer, channel) */
+  char** peer_p2p;        /* every rank's FIFOs as I address them (nranks) */
+  int* p2p_local; /* rank -> its FIFOs' index in the p2p_mem of the ranks of its host (the same
+                     on every rank of a host), -1 for a network peer */
   /* Direct signals (signal.c): each rank's signal words at sig_off in its p2p_mem;
    * on the host, the signals raised [peer][slot], then those consumed [peer][slot]. */
   size_t sig_off;
   uint32_t* sig_counts;
-  /* Per peer, as the kernels address them (gpu/p2p.c): the FIFOs [channel] I fill for peer r
-   * (in its memory, or my mirror when r is over the network), and mine that r fills. */
-  char* p2p_send[DEV_MAX_PEERS];
-  char* p2p_recv[DEV_MAX_PEERS];
-  unsigned p2p_hostmem; /* bit r: p2p_recv[r] is pinned host memory */
-  unsigned p2p_live;    /* bit r: the FIFOs with peer r are connected (p2p_send/recv[r] valid) */
-  unsigned p2p_first;   /* bit r: of network peer r's, channel 0 alone so far (the one hop's;
-                           p2p_send/recv[r] valid): gpu/net.c */
-  int p2p_eager;        /* MONEL_P2P_CONNECT=eager: every network peer's at init */
+  /* The kernels' peer table (dev.h dev_peer, nranks entries; peer_table.c): peer_tab on the
+   * host, peer_dev its copy in device memory that every point-to-point launch points to. Entry r
+   * is written when the pair is connected and never changes after. p2p_flags[r]: GPU_PEER_*. */
+  struct dev_peer* peer_tab;
+  struct dev_peer* peer_dev;
+  unsigned char* p2p_flags;
+  int p2p_net_todo;           /* network peers whose channels are not all connected yet */
+  uint64_t *want_all, *want0; /* scratch peer sets (gpu/peers.h) of the connect at first use */
+  int p2p_eager;              /* MONEL_P2P_CONNECT=eager: every network peer's at init */
   /* Across hosts (gpu/net.c): the ring runs over the positions of comm->ring_order. */
   int my_ring_pos, ring_next, ring_prev; /* my position; the ranks I send to and receive from */
   int* ring_order_dev;                   /* device: position -> rank; NULL for the identity */
   int net_next, net_prev;                /* ring hops over the network */
-  unsigned p2p_net;                      /* bit r: point-to-point with peer r over the network */
   struct gpu_mem ring_mirror;            /* my mirror of the next rank's ring FIFOs (net_next) */
   /* Per network peer r: my FIFOs [channel] for it, then my mirror of its FIFOs [channel] for me
    * (one block, so that one slot delta serves both: dev.h), made with its connections. */
-  struct gpu_mem p2p_net_mem[DEV_MAX_PEERS];
-  int64_t p2p_delta[DEV_MAX_PEERS]; /* the kernels' slot_delta of the FIFOs with peer r (dev.h) */
-  int net_gdr;                      /* the network FIFOs' slots are in device memory (gpu/net.c) */
-  struct fifo_net* net;             /* the proxy's side of them */
+  struct gpu_mem* p2p_net_mem; /* nranks entries, made with the peer's connections */
+  int net_gdr;                 /* the network FIFOs' slots are in device memory (gpu/net.c) */
+  struct fifo_net* net;        /* the proxy's side of them */
   int* net_devs; /* the network devices channel c's connections use: net_devs[c % net_ndevs] */
   int net_ndevs;
   const struct net* net_ops;  /* the network they use */
@@ -110,8 +116,8 @@ struct gpu_comm {
   ncclResult_t net_setup_res; /* a setup that failed: no more are made */
   int proxy_held;
   uint64_t last_op; /* atomic: seq << 8 | coll of the last operation enqueued (for messages) */
-  struct gpu_peer_map maps[GPU_MAX_MAPS];
-  int nmaps;
+  struct gpu_peer_map* maps; /* grows with the peers mapped */
+  int nmaps, maps_cap;
   struct gmsg* msgs; /* host scratch: the messages of a batch */
   int msg_cap;
   cudaEvent_t join_ev;      /* joins the streams of a batch */
@@ -138,16 +144,23 @@ struct gpu_comm {
   int good_next;
   cudaStream_t good_stream;
   /* Copy-engine path (gpu/ce.c): set up when any rank may use it. */
-  int ce_mode;                  /* TUNE_CE_* (core/tune.h; the same on every rank) */
-  int ce_ok;                    /* every rank mapped every peer's flags and staging */
-  int ce_ready;                 /* the path was set up (or found unusable): the same everywhere */
-  struct gpu_mem ce_mem;        /* my flags and staging buffer, on my GPU */
-  size_t ce_region;             /* staging bytes of one (writer, reader) pair */
-  char* peer_ce[DEV_MAX_PEERS]; /* every rank's ce_mem as I address it */
-  struct ce_msg* ce_msgs;       /* host scratch: the messages of a batch */
+  int ce_mode;            /* TUNE_CE_* (core/tune.h; the same on every rank) */
+  int ce_ok;              /* every rank mapped every peer's flags and staging */
+  int ce_ready;           /* the path was set up (or found unusable): the same everywhere */
+  struct gpu_mem ce_mem;  /* my flags and staging buffer, on my GPU */
+  size_t ce_region;       /* staging bytes of one (writer, reader) pair */
+  char** peer_ce;         /* every rank's ce_mem as I address it (nranks) */
+  size_t ce_flags;        /* bytes of the flag block of ce_mem (ce.c) */
+  uint32_t* ce_all_set;   /* host: ce_flags bytes of raised flags (gpu_ce_release) */
+  size_t* ce_bytes;       /* host scratch: bytes to and from each peer (2 x nranks) */
+  struct ce_msg* ce_msgs; /* host scratch: the messages of a batch */
   int ce_cap;
   size_t dev_bytes; /* device memory this comm allocated */
 };
+
+/* residency.c: bounds g->cta so that the kernels of the comm's ranks that share a GPU are
+ * resident at once (collective: the same bound on every rank). */
+ncclResult_t gpu_bound_blocks(struct ncclComm* comm, struct gpu_comm* g);
 
 /* connect.c: where the FIFOs live (collective: every rank decides alike); shared buffers; the
  * ring FIFOs (fails with a reason when the next GPU cannot be reached), the one-shot and the
@@ -165,6 +178,16 @@ ncclResult_t gpu_connect_ce(struct ncclComm* comm, struct gpu_comm* g);
 ncclResult_t gpu_check_ll128(struct ncclComm* comm, struct gpu_comm* g);
 void gpu_disconnect(struct gpu_comm* g);
 
+/* peer_table.c: the kernels' peer table. gpu_peer_table_alloc makes it (and the per-peer host
+ * arrays of gpu_comm) for the comm's nranks; gpu_peer_publish writes entry r, as filled in
+ * peer_tab, to the device copy (on ctl_stream, waited for: the next launch sees it); its calls
+ * are relaxed for stream capture, as a first use may come during one. gpu_peer_table_free
+ * releases what gpu_peer_table_alloc made (the device table only once the kernels are over). */
+ncclResult_t gpu_peer_table_alloc(struct ncclComm* comm, struct gpu_comm* g);
+ncclResult_t gpu_peer_publish(struct gpu_comm* g, int r);
+ncclResult_t gpu_peer_publish_all(struct gpu_comm* g, int nranks);
+void gpu_peer_table_free(struct gpu_comm* g, int kernels_over);
+
 /* net.c: connections across hosts. gpu_net_is: whether the connection with peer is a NET one;
  * gpu_net_any: whether any pair of the comm is (collective: the same on every rank);
  * gpu_machine_ranks: the comm's ranks on my machine (mine included), which share its cores.
@@ -173,12 +196,12 @@ void gpu_disconnect(struct gpu_comm* g);
  * connects the ring's NET connections, and with MONEL_P2P_CONNECT=eager (gpu_p2p_eager) every
  * network peer's point-to-point ones, and starts the proxy on them (after gpu_connect_ring and
  * gpu_connect_p2p); gpu_net_connect_peers connects the point-to-point channels with the network
- * peers of the mask `peers` not connected yet, and channel 0 alone with those of `channel0` that
- * have none (collective between each such pair: both ranks call it at the same operation with
- * the pair in the same mask, gpu/peers.h) with their FIFOs (and, with GPUDirect RDMA, the device
- * blocks of their slots), adds them to the running set and then names them in the peer table
- * (p2p_send, p2p_recv, p2p_delta); gpu_net_free drains, closes them and, when the kernels are over,
- * frees their memory. */
+ * peers of the set `peers` (gpu/peers.h) not connected yet, and channel 0 alone with those of the
+ * set `channel0` that have none (collective between each such pair: both ranks call it at the same
+ * operation with the pair in the same set, gpu/peers.h) with their FIFOs (and, with GPUDirect RDMA,
+ * the device blocks of their slots), adds them to the running set and then names them in the peer
+ * table (peer_tab, gpu_peer_publish); gpu_net_free drains, closes them and, when the kernels are
+ * over, frees their memory. */
 int gpu_net_is(const struct ncclComm* comm, int peer);
 int gpu_net_any(const struct ncclComm* comm);
 int gpu_machine_ranks(const struct ncclComm* comm);
@@ -186,12 +209,12 @@ ncclResult_t gpu_ring_order(struct ncclComm* comm, struct gpu_comm* g);
 ncclResult_t gpu_host_fifo_alloc(struct gpu_comm* g, size_t len, struct gpu_mem* m);
 ncclResult_t gpu_net_connect(struct ncclComm* comm, struct gpu_comm* g);
 int gpu_p2p_eager(void);
-ncclResult_t gpu_net_connect_peers(struct ncclComm* comm, struct gpu_comm* g, unsigned peers,
-                                   unsigned channel0);
+ncclResult_t gpu_net_connect_peers(struct ncclComm* comm, struct gpu_comm* g, uint64_t* peers,
+                                   uint64_t* channel0);
 void gpu_net_free(struct ncclComm* comm, struct gpu_comm* g, int kernels_over);
 /* net.c: the slot delta (dev.h) of a FIFO block as the kernels address it: bytes from its
  * address to that of its slots in device memory, 0 when its slots follow its counters (the
- * point-to-point FIFOs' are in the peer table, p2p_delta, set with p2p_send/p2p_recv). */
+ * point-to-point FIFOs' are in the peer table). */
 int64_t gpu_slot_delta(const struct gpu_mem* m);
 
 /* p2p.c: makes room for element n of a message list (*cap elements of elem bytes); the WARN
@@ -215,7 +238,8 @@ int gpu_capturing(cudaStream_t s);
  * nothing to move), the event recorded on t's stream, before its copies. */
 ncclResult_t gpu_launch_events_ok(const char* fn);
 cudaError_t gpu_launch_with_event(const struct dev_launch_ex* ex, const void* kernel, unsigned grid,
-                                  unsigned block, void* arg, cudaStream_t stream);
+                                  unsigned block, size_t shared_bytes, void* arg,
+                                  cudaStream_t stream);
 const struct dev_launch_ex* gpu_launch_of(const struct task* t, struct dev_launch_ex* ex);
 ncclResult_t gpu_launch_event_record(const struct task* t);
 /* device.c: the engine's device hooks (struct engine's device_count, current_device, mem_alloc,

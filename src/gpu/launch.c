@@ -69,7 +69,7 @@ static ncclResult_t launch_oneshot(struct ncclComm* comm, struct gpu_comm* g, st
   a.device_scalar = t->op.device_scalar;
   a.seq = g->ll_seq;
   a.ctl = gpu_ctl(g, t->seq, t->seq, t->stream);
-  memcpy(a.peer_ll, g->peer_ll, sizeof a.peer_ll);
+  a.peer_ll = g->peer_ll_dev;
   return launch_result(comm, t, dev_oneshot_launch(&a, t->stream, gpu_launch_of(t, &ex)));
 }
 
@@ -111,11 +111,8 @@ static ncclResult_t launch_onehop(struct ncclComm* comm, struct gpu_comm* g, str
   a.nch = g->p2p_nch;
   a.nslots = g->p2p_nslots;
   a.slot_bytes = g->p2p_slot_bytes;
-  a.hostmem = g->p2p_hostmem;
   a.steps = g->p2p_steps;
-  memcpy(a.slot_delta, g->p2p_delta, sizeof a.slot_delta);
-  memcpy(a.send_fifo, g->p2p_send, sizeof a.send_fifo);
-  memcpy(a.recv_fifo, g->p2p_recv, sizeof a.recv_fifo);
+  a.peers = g->peer_dev;
   a.ctl = gpu_ctl(g, t->seq, t->seq, t->stream);
   return launch_result(comm, t, dev_onehop_launch(&a, t->stream, gpu_launch_of(t, &ex)));
 }
@@ -161,7 +158,9 @@ static ncclResult_t launch_ring(struct ncclComm* comm, struct gpu_comm* g, struc
  * channels over the trees (each tree of a channel has its own; across hosts the channels a
  * network peer has, MONEL_NET_P2P_CHANNELS), at most the comm's block limit over 2 x trees. */
 int gpu_tree_channels(const struct ncclComm* comm, const struct gpu_comm* g) {
-  return comm->nranks == 1 ? 1 : gpu_net_any(comm) ? g->p2p_net_nch : g->p2p_nch;
+  int ch = comm->nranks == 1 ? 1 : gpu_net_any(comm) ? g->p2p_net_nch : g->p2p_nch;
+  int blocks = g->cta.max / 2; /* two trees need 4 blocks: a comm bound to fewer has one tree */
+  return ch < blocks ? ch : blocks < 1 ? 1 : blocks;
 }
 
 static ncclResult_t launch_tree(struct ncclComm* comm, struct gpu_comm* g, struct task* t) {
@@ -190,13 +189,9 @@ static ncclResult_t launch_tree(struct ncclComm* comm, struct gpu_comm* g, struc
   a.nslots = g->p2p_nslots;
   a.slot_bytes = g->p2p_slot_bytes;
   a.fifo_bytes = dev_fifo_bytes(g->p2p_nslots, g->p2p_slot_bytes);
-  a.recv_by_tail = g->p2p_hostmem;
-  a.send_by_tail = g->host_fifos ? ~0u : g->p2p_net;
-  if (a.proto == DEV_PROTO_LL128 && !g->ll128_lines) a.recv_by_tail = a.send_by_tail = ~0u;
+  a.all_by_tail = a.proto == DEV_PROTO_LL128 && !g->ll128_lines; /* LL128 by the tail */
   a.steps = g->p2p_steps;
-  memcpy(a.slot_delta, g->p2p_delta, sizeof a.slot_delta);
-  memcpy(a.send_fifo, g->p2p_send, sizeof a.send_fifo);
-  memcpy(a.recv_fifo, g->p2p_recv, sizeof a.recv_fifo);
+  a.peers = g->peer_dev;
   a.ctl = gpu_ctl(g, t->seq, t->seq, t->stream);
   return launch_result(comm, t, dev_tree_launch(&a, t->stream, gpu_launch_of(t, &ex)));
 }

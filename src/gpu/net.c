@@ -39,6 +39,7 @@
 #include "util/check.h"
 #include "util/param.h"
 #include "gpu/gpu.h"
+#include "gpu/peers.h"
 #include "proxy/proxy.h"
 #include "transport/net.h"
 
@@ -151,21 +152,22 @@ static void spec(struct fifo_net_spec* s, const struct ncclComm* comm, int is_se
 }
 
 /* The connections of one setup: the ring's hops over the network (at init), the point-to-point
- * channels with the peers of the mask `p2p` (those not connected yet: all, or all but channel 0
- * for a peer of p2p_first) and channel 0 alone with those of `p2p0` (the one hop's). */
+ * channels with the peers of the set `p2p` (those not connected yet: all, or all but channel 0
+ * for a peer with GPU_PEER_FIRST) and channel 0 alone with those of the set `p2p0` (the one
+ * hop's). A NULL set is empty. */
 struct sel {
   int ring;
-  unsigned p2p, p2p0;
+  const uint64_t *p2p, *p2p0;
 };
 
 /* The point-to-point channels [*lo, *hi) of the setup w with peer r: the same on both ends, whose
- * p2p_first agree (set by the same earlier setup). */
+ * GPU_PEER_FIRST flags agree (set by the same earlier setup). */
 static void p2p_range(const struct gpu_comm* g, const struct sel* w, int r, int* lo, int* hi) {
   *lo = *hi = 0;
-  if (w->p2p >> r & 1) {
-    *lo = g->p2p_first >> r & 1;
+  if (gpu_set_has(w->p2p, r)) {
+    *lo = (g->p2p_flags[r] & GPU_PEER_FIRST) != 0;
     *hi = g->p2p_net_nch;
-  } else if (w->p2p0 >> r & 1) {
+  } else if (gpu_set_has(w->p2p0, r)) {
     *hi = 1;
   }
 }
@@ -356,8 +358,8 @@ static ncclResult_t create_set(struct ncclComm* comm, struct gpu_comm* g) {
  * fills, then my mirror of r's: one block, kept if a failed setup made it before), and the
  * device blocks of their slots and of the ring's where they live on the GPU. */
 static ncclResult_t setup_fifos(struct ncclComm* comm, struct gpu_comm* g, const struct sel* w) {
-  for (int r = 0; r < comm->nranks && r < DEV_MAX_PEERS; r++) {
-    if (!((w->p2p | w->p2p0) >> r & 1)) continue;
+  for (int r = 0; r < comm->nranks; r++) {
+    if (!gpu_set_has(w->p2p, r) && !gpu_set_has(w->p2p0, r)) continue;
     if (g->p2p_net_mem[r].ptr == NULL)
       NCCLCHECK(gpu_host_fifo_alloc(g, 2 * p2p_half(g), &g->p2p_net_mem[r]));
     if (g->net_gdr) NCCLCHECK(slots_on_device(g, &g->p2p_net_mem[r]));
@@ -367,21 +369,25 @@ static ncclResult_t setup_fifos(struct ncclComm* comm, struct gpu_comm* g, const
   return ncclSuccess;
 }
 
-/* Peer r's connections are up (all, or channel 0 alone): the kernels' table of peers (gpu/p2p.c,
- * gpu/launch.c copy it into each launch's arguments) names its FIFOs and their slot delta from
- * the next launch on. */
-static void p2p_publish(struct gpu_comm* g, int r, int all) {
+/* Peer r's connections are up (all, or channel 0 alone): the kernels' peer table (dev.h
+ * dev_peer, which every launch points to) names its FIFOs and their slot delta from the next
+ * launch on. The entry is the same for channel 0 alone and for all channels (one block), so a
+ * kernel that runs on it while the rest are connected reads no changed entry. */
+static ncclResult_t p2p_publish(struct gpu_comm* g, int r, int all) {
   const struct gpu_mem* m = &g->p2p_net_mem[r];
-  g->p2p_recv[r] = m->ptr;
-  g->p2p_send[r] = m->ptr + p2p_half(g);
-  g->p2p_delta[r] = gpu_slot_delta(m);
-  g->p2p_hostmem |= 1u << r;
+  struct dev_peer* e = &g->peer_tab[r];
+  unsigned char* f = &g->p2p_flags[r];
+  e->recv_fifo = m->ptr;
+  e->send_fifo = m->ptr + p2p_half(g);
+  e->slot_delta = gpu_slot_delta(m);
+  e->recv_hostmem = e->send_by_tail = 1;
   if (all) {
-    g->p2p_live |= 1u << r;
-    g->p2p_first &= ~(1u << r);
+    g->p2p_net_todo -= !(*f & GPU_PEER_LIVE);
+    *f = (unsigned char)((*f | GPU_PEER_LIVE) & ~GPU_PEER_FIRST);
   } else {
-    g->p2p_first |= 1u << r;
+    *f |= GPU_PEER_FIRST;
   }
+  return gpu_peer_publish(g, r);
 }
 
 /* Makes the connections of the setup w and hands them to the proxy thread: they join the comm's
@@ -415,7 +421,8 @@ static ncclResult_t setup(struct ncclComm* comm, struct gpu_comm* g, const struc
     NCCLCHECKGOTO(fifo_net_start(g->net, net_failed, comm), res, out);
   }
   for (int r = 0; r < n; r++)
-    if ((w->p2p | w->p2p0) >> r & 1) p2p_publish(g, r, w->p2p >> r & 1);
+    if (gpu_set_has(w->p2p, r) || gpu_set_has(w->p2p0, r))
+      NCCLCHECKGOTO(p2p_publish(g, r, gpu_set_has(w->p2p, r)), res, out);
   g->net_conns += nconns;
   *made = nconns;
 out:
@@ -436,8 +443,14 @@ int gpu_p2p_eager(void) {
 }
 
 ncclResult_t gpu_net_connect(struct ncclComm* comm, struct gpu_comm* g) {
-  struct sel w = {1, g->p2p_eager ? g->p2p_net : 0, 0};
+  struct sel w = {1, NULL, NULL};
   int made = 0;
+  if (g->p2p_eager && g->want_all != NULL) { /* every network peer's */
+    gpu_set_clear(g->want_all, comm->nranks);
+    for (int r = 0; r < comm->nranks; r++)
+      if (g->p2p_flags[r] & GPU_PEER_NET) gpu_set_add(g->want_all, r);
+    w.p2p = g->want_all;
+  }
   NCCLCHECK(setup(comm, g, &w, BOOT_TAG_GPU_NET, &made));
   if (made)
     INFO(LOG_INIT | LOG_NET, "comm %p rank %d GPU network connections: %d over %s, slots in %s",
@@ -445,21 +458,34 @@ ncclResult_t gpu_net_connect(struct ncclComm* comm, struct gpu_comm* g) {
   return ncclSuccess;
 }
 
-/* "1 3 4" from a mask of ranks. */
-static void rank_list(unsigned m, char* out, size_t len) {
+/* "1 3 4" from the ranks of sets a and b (NULL: empty), "... and k more" past len. */
+static void rank_list(const uint64_t* a, const uint64_t* b, int n, char* out, size_t len) {
   size_t at = 0;
+  int more = 0;
   out[0] = '\0';
-  for (int r = 0; r < 32 && at < len; r++)
-    if (m >> r & 1) at += (size_t)snprintf(out + at, len - at, at ? " %d" : "%d", r);
+  for (int r = 0; r < n; r++) {
+    if (!gpu_set_has(a, r) && !gpu_set_has(b, r)) continue;
+    if (at + 24 < len)
+      at += (size_t)snprintf(out + at, len - at, at ? " %d" : "%d", r);
+    else
+      more++;
+  }
+  if (more) snprintf(out + at, len - at, " and %d more", more);
 }
 
-ncclResult_t gpu_net_connect_peers(struct ncclComm* comm, struct gpu_comm* g, unsigned peers,
-                                   unsigned channel0) {
-  struct sel w = {0, peers & g->p2p_net & ~g->p2p_live, 0};
-  int made = 0;
+ncclResult_t gpu_net_connect_peers(struct ncclComm* comm, struct gpu_comm* g, uint64_t* peers,
+                                   uint64_t* channel0) {
+  struct sel w = {0, peers, channel0};
+  int made = 0, any = 0;
   char list[160], list0[160];
-  w.p2p0 = channel0 & g->p2p_net & ~g->p2p_live & ~g->p2p_first & ~w.p2p;
-  if ((w.p2p | w.p2p0) == 0) return ncclSuccess;
+  for (int r = 0; r < comm->nranks; r++) { /* network peers without all their channels */
+    int f = g->p2p_flags[r], open = (f & GPU_PEER_NET) && !(f & GPU_PEER_LIVE);
+    int all = open && gpu_set_has(peers, r), zero = open && !all && !(f & GPU_PEER_FIRST);
+    if (gpu_set_has(peers, r) && !all) peers[r / 64] &= ~((uint64_t)1 << (r % 64));
+    if (gpu_set_has(channel0, r) && !zero) channel0[r / 64] &= ~((uint64_t)1 << (r % 64));
+    any |= all || gpu_set_has(channel0, r);
+  }
+  if (!any) return ncclSuccess;
   if (g->net_setup_res != ncclSuccess) {
     WARN("rank %d: an earlier setup of network connections failed, so no more are made on this "
          "communicator: abort it",
@@ -477,13 +503,13 @@ ncclResult_t gpu_net_connect_peers(struct ncclComm* comm, struct gpu_comm* g, un
   if (res != ncclSuccess) g->net_setup_res = res;
   NCCLCHECK(res);
   comm->engine_dev_bytes = g->dev_bytes; /* device slots (GPUDirect RDMA) */
-  rank_list(w.p2p | w.p2p0, list, sizeof list);
-  rank_list(w.p2p0, list0, sizeof list0);
+  rank_list(w.p2p, w.p2p0, comm->nranks, list, sizeof list);
+  rank_list(w.p2p0, NULL, comm->nranks, list0, sizeof list0);
   INFO(LOG_INIT | LOG_NET,
        "comm %p rank %d GPU point-to-point connected at first use: rank %s over %s, %d more "
        "network connections (%d in all)%s%s%s, slots in %s",
        (void*)comm, comm->rank, list, g->net_ops->name, made, g->net_conns,
-       w.p2p0 ? ", channel 0 alone with rank " : "", list0, w.p2p0 ? " (the one hop)" : "",
+       list0[0] ? ", channel 0 alone with rank " : "", list0, list0[0] ? " (the one hop)" : "",
        slots_where(g));
   return ncclSuccess;
 }
@@ -511,7 +537,8 @@ void gpu_net_free(struct ncclComm* comm, struct gpu_comm* g, int kernels_over) {
   g->proxy_held = 0;
   if (kernels_over) {
     gpu_shared_free(&g->ring_mirror);
-    for (int r = 0; r < DEV_MAX_PEERS; r++) gpu_shared_free(&g->p2p_net_mem[r]);
+    for (int r = 0; g->p2p_net_mem != NULL && r < g->nranks; r++)
+      gpu_shared_free(&g->p2p_net_mem[r]);
     if (g->ring_order_dev) (void)cudaFree(g->ring_order_dev);
     g->ring_order_dev = NULL;
   }

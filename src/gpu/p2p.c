@@ -84,7 +84,7 @@ static ncclResult_t add_msg(void* ctx, const struct task* t, char* buf, size_t b
   struct gpu_comm* g = m->g;
   NCCLCHECK(gpu_list_grow((void**)&g->msgs, &g->msg_cap, m->n, sizeof *g->msgs, t));
   int nch = msg_channels(g, m->nranks, t, bytes);
-  if (peer < DEV_MAX_PEERS && (g->p2p_net >> peer & 1u) && nch > g->p2p_net_nch)
+  if ((g->p2p_flags[peer] & GPU_PEER_NET) && nch > g->p2p_net_nch)
     nch = g->p2p_net_nch; /* a network peer: both sides cut the message alike */
   g->msgs[m->n++] = (struct gmsg){buf, bytes, peer, is_send, nch};
   return ncclSuccess;
@@ -117,8 +117,8 @@ static int add_list(struct dev_p2p_args* a, int budget, int* nops, const struct 
   for (int c = 0; c < nchmax; c++) {
     if (a->nblocks == budget) return 0;
     a->blocks[a->nblocks++] =
-        (struct dev_p2p_block){(short)peer, (unsigned char)kind, (unsigned char)c,
-                               (unsigned short)first, (unsigned short)(*nops - first)};
+        (struct dev_p2p_block){peer, (unsigned char)kind, (unsigned char)c, (unsigned char)first,
+                               (unsigned char)(*nops - first)};
   }
   return 1;
 }
@@ -144,8 +144,8 @@ static int add_self(struct dev_p2p_args* a, int budget, int* nops, const struct 
   for (int c = 0; c < nchmax; c++) {
     if (a->nblocks == budget) return 0;
     a->blocks[a->nblocks++] =
-        (struct dev_p2p_block){(short)me, DEV_P2P_SELF, (unsigned char)c, (unsigned short)first,
-                               (unsigned short)((*nops - first) / 2)};
+        (struct dev_p2p_block){me, DEV_P2P_SELF, (unsigned char)c, (unsigned char)first,
+                               (unsigned char)((*nops - first) / 2)};
   }
   return 1;
 }
@@ -167,11 +167,8 @@ static void args_init(struct gpu_comm* g, struct ncclComm* comm, struct dev_p2p_
   a->nslots = g->p2p_nslots;
   a->slot_bytes = g->p2p_slot_bytes;
   a->fifo_bytes = dev_fifo_bytes(g->p2p_nslots, g->p2p_slot_bytes);
-  a->hostmem = g->p2p_hostmem;
   a->steps = g->p2p_steps;
-  memcpy(a->slot_delta, g->p2p_delta, sizeof a->slot_delta);
-  memcpy(a->send_fifo, g->p2p_send, sizeof a->send_fifo);
-  memcpy(a->recv_fifo, g->p2p_recv, sizeof a->recv_fifo);
+  a->peers = g->peer_dev;
 }
 
 /* done_seq: what the kernel reports done when it finishes; issued_seq: the batch's last op.
@@ -221,9 +218,9 @@ ncclResult_t gpu_p2p_run(struct ncclComm* comm, struct task* const* tasks, int n
   for (int i = 0; i < m.n; i++)
     if (g->msgs[i].peer != me && !g->p2p_ok) {
       WARN("%s #%llu on rank %d: rank %d's GPU cannot be reached for point-to-point transfers "
-           "(no peer access between the GPUs, NCCL_P2P_DISABLE=1, or more than %d ranks)",
-           coll_name(tasks[0]->coll), (unsigned long long)tasks[0]->seq, me, g->msgs[i].peer,
-           DEV_MAX_PEERS);
+           "(no peer access between the GPUs of its host); set NCCL_P2P_DISABLE=1 to put the "
+           "FIFOs in host memory",
+           coll_name(tasks[0]->coll), (unsigned long long)tasks[0]->seq, me, g->msgs[i].peer);
       return ncclInvalidUsage;
     }
   cudaStream_t stream = tasks[0]->stream;

@@ -9,11 +9,33 @@
  * never wait for each other in two different places. tests/unit/test_gpu_peers.c checks it. */
 #ifndef MONEL_GPU_PEERS_H
 #define MONEL_GPU_PEERS_H
+#include <stdint.h>
+#include <string.h>
 #include "core/task.h"
 #include "util/dtype.h"
 
-/* What the rule reads of the comm; ranks < 32 (the engine's point-to-point FIFOs exist up to
- * DEV_MAX_PEERS ranks). ntrees: the trees a tree launch uses (gpu_tree_count). */
+/* A set of ranks of any comm size: rank r is bit r % 64 of word r / 64; gpu_set_words(n) words
+ * hold ranks 0 .. n-1. */
+static inline size_t gpu_set_words(int nranks) {
+  return ((size_t)(nranks > 0 ? nranks : 0) + 63) / 64;
+}
+static inline void gpu_set_clear(uint64_t* s, int nranks) {
+  memset(s, 0, gpu_set_words(nranks) * sizeof *s);
+}
+static inline void gpu_set_add(uint64_t* s, int r) {
+  s[r / 64] |= (uint64_t)1 << (r % 64);
+}
+static inline int gpu_set_has(const uint64_t* s, int r) {
+  return s != NULL && (int)(s[r / 64] >> (r % 64) & 1);
+}
+static inline int gpu_set_empty(const uint64_t* s, int nranks) {
+  for (size_t w = 0; w < gpu_set_words(nranks); w++)
+    if (s[w]) return 0;
+  return 1;
+}
+
+/* What the rule reads of the comm (any number of ranks). ntrees: the trees a tree launch uses
+ * (gpu_tree_count). */
 struct gpu_peers_in {
   int rank, nranks;
   const int* ring_order; /* comm->ring_order: position -> rank */
@@ -58,13 +80,14 @@ static inline int gpu_tree_count(int channels) {
   return channels >= 2 ? 2 : 1;
 }
 
-/* Bit p: the task's kernel (as core's plan launches it: gpu/launch.c, gpu/p2p.c) moves data with
- * peer p through the point-to-point FIFOs. The messages of Send/Recv, AlltoAll(v), Gather and
- * Scatter (core/task.c, zero-byte ones left out), the parent and children of each tree of a Tree
- * plan, every peer for the one hop (OneShot/Simple; for Broadcast and Reduce the root's every
- * peer, another rank's the root; RecDoubling: the schedule's peers); nothing for the
- * ring and the one-shot LL kernel, nor for an empty collective. Never the rank itself. */
-unsigned gpu_task_peers(const struct task* t, const struct gpu_peers_in* in);
+/* Adds to `set` (gpu_set_words(nranks) words) every peer the task's kernel (as core's plan
+ * launches it: gpu/launch.c, gpu/p2p.c) moves data with through the point-to-point FIFOs: the
+ * messages of Send/Recv, AlltoAll(v), Gather and Scatter (core/task.c, zero-byte ones left out),
+ * the parent and children of each tree of a Tree plan, every peer for the one hop
+ * (OneShot/Simple; for Broadcast and Reduce the root's every peer, another rank's the root;
+ * RecDoubling: the schedule's peers); nothing for the ring and the one-shot LL kernel, nor for an
+ * empty collective. Never the rank itself. */
+void gpu_task_peers(const struct task* t, const struct gpu_peers_in* in, uint64_t* set);
 
 /* 1 when the task's kernel reaches its peers (gpu_task_peers) through point-to-point channel 0
  * alone (the one hop): a network peer first met by such a task gets that channel alone, the

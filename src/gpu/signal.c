@@ -43,8 +43,8 @@ int gpu_signal_direct(const struct ncclComm* comm, int peer) {
   const struct gpu_comm* g = comm->engine_state;
   pthread_once(&once, load);
   return g != NULL && wait32 != NULL && write32 != NULL && g->sig_counts != NULL && g->p2p_ok &&
-         peer != comm->rank && peer >= 0 && peer < DEV_MAX_PEERS && !(g->p2p_net >> peer & 1) &&
-         g->peer_p2p[peer] != NULL;
+         peer != comm->rank && peer >= 0 && peer < comm->nranks &&
+         !(g->p2p_flags[peer] & GPU_PEER_NET) && g->peer_p2p[peer] != NULL;
 }
 
 static ncclResult_t not_captured(const struct ncclComm* comm, cudaStream_t s, const char* fn) {

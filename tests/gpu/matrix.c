@@ -360,6 +360,11 @@ static int summary(const struct tally* t, const double* secs, double total_s, in
 /* ---- modes ---- */
 
 static ncclUniqueId shared_id; /* mode threads: made before the threads start */
+/* Modes threads and procs with --threads: every rank-thread of the process has its buffers.
+ * Allocations (cudaMallocHost among them) may wait for the whole GPU to be idle: a rank-thread
+ * that allocates while another one's kernel waits for it would never return, so the process's
+ * rank-threads allocate before any of them runs a case. */
+static pthread_barrier_t threads_ready;
 
 static void* thread_main(void* arg) {
   struct rank* k = arg;
@@ -368,6 +373,7 @@ static void* thread_main(void* arg) {
   ncclResult_t res = ncclCommInitRank(&k->comm, opt.n, shared_id, k->rank);
   if (res != ncclSuccess) init_failed(res, "ncclCommInitRank", k->rank);
   setup_rank(k);
+  pthread_barrier_wait(&threads_ready);
   progress(k, -1);
   run_one(k);
   teardown_rank(k);
@@ -388,6 +394,7 @@ static void* hybrid_main(void* arg) {
   ncclResult_t res = ncclCommInitRank(&k->comm, opt.n, shared_id, k->rank);
   if (res != ncclSuccess) init_failed(res, "ncclCommInitRank", k->rank);
   setup_rank(k);
+  pthread_barrier_wait(&threads_ready);
   progress(k, -1);
   run_one(k);
   tally_allreduce(k, &hybrid_tally[k - ranks]);
@@ -404,7 +411,8 @@ static pthread_t hybrid_th[MX_MAXRANKS];
 /* Starts the rank-threads and returns once every one has the tallies of the job in t. */
 static void hybrid_start(struct tally* t) {
   hybrid_tally = calloc((size_t)nlocal, sizeof *hybrid_tally);
-  if (!hybrid_tally || pthread_barrier_init(&hybrid_gate, NULL, (unsigned)nlocal + 1) != 0)
+  if (!hybrid_tally || pthread_barrier_init(&hybrid_gate, NULL, (unsigned)nlocal + 1) != 0 ||
+      pthread_barrier_init(&threads_ready, NULL, (unsigned)nlocal) != 0)
     die("cannot set up %d rank-threads", nlocal);
   ncclResult_t res = ncclGetUniqueId(&shared_id); /* NCCL_COMM_ID's: the job's */
   if (res != ncclSuccess) init_failed(res, "ncclGetUniqueId", ranks[0].rank);
@@ -421,6 +429,7 @@ static void hybrid_end(void) {
   for (int r = 0; r < nlocal; r++) pthread_join(hybrid_th[r], NULL);
   free(hybrid_tally);
   pthread_barrier_destroy(&hybrid_gate);
+  pthread_barrier_destroy(&threads_ready);
 }
 
 static int run_mode(void) {
@@ -447,10 +456,13 @@ static int run_mode(void) {
     pthread_t th[MX_MAXRANKS];
     ncclResult_t res = ncclGetUniqueId(&shared_id);
     if (res != ncclSuccess) init_failed(res, "ncclGetUniqueId", 0);
+    if (pthread_barrier_init(&threads_ready, NULL, (unsigned)nlocal) != 0)
+      die("cannot set up %d rank-threads", nlocal);
     for (int r = 0; r < nlocal; r++)
       if (pthread_create(&th[r], NULL, thread_main, &ranks[r]) != 0)
         die("cannot start the thread of rank %d", r);
     for (int r = 0; r < nlocal; r++) pthread_join(th[r], NULL);
+    pthread_barrier_destroy(&threads_ready);
     for (int r = 0; r < nlocal; r++) tally_add(&t, &ranks[r], r == 0);
   } else if (opt.threads > 1) {
     hybrid_start(&t);

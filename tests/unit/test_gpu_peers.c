@@ -6,9 +6,10 @@
  *    or, at the root, every other rank, the tree its parents and children, the one hop everyone;
  *    the ring, the one-shot LL kernel and empty operations none; never the rank itself.
  *  - Both ends agree: for one operation, p is in r's set exactly when r is in p's, for every
- *    rank count to 16, every root, both tree counts and ring orders that interleave hosts; and
- *    for groups of Send/Recv built from random matched pairs. So the two ranks of a pair connect
- *    it at the same operation. */
+ *    rank count to 17 and 24, 32 and 64, every root, both tree counts and ring orders that
+ *    interleave hosts; and for groups of Send/Recv built from random matched pairs. So the two
+ *    ranks of a pair connect it at the same operation.
+ *  - Sets of more than 64 ranks span several words: every word is filled, none beyond the last. */
 #include <stdlib.h>
 #include <string.h>
 #include "algo/doubling.h"
@@ -16,7 +17,7 @@
 #include "gpu/peers.h"
 #include "harness.h"
 
-#define MAXN 16
+#define MAXN 64           /* the masks below are one word; sets_of_many_words goes beyond */
 static char buf[1 << 16]; /* the tasks' buffers: offsets into it stay inside */
 
 struct comm_view {
@@ -39,16 +40,24 @@ static void view_init(struct comm_view* v, int n, unsigned seed) {
 
 static int doubling, pow2_only; /* as the comm decided (0: never) */
 
+#define B(r) ((uint64_t)1 << (r))
+
 /* The one hop's task as the plan runs it (gpu/caps.c): RecDoubling where doubling applies. */
-static unsigned peers_of(const struct comm_view* v, const struct task* t, int rank, int ntrees) {
+static uint64_t peers_of(const struct comm_view* v, const struct task* t, int rank, int ntrees) {
   struct gpu_peers_in in = {rank, v->n, v->order, v->pos, ntrees};
   struct task p = *t;
+  uint64_t set[1] = {0};
   if (p.plan.algo == ALGO_ONESHOT && p.plan.proto == PROTO_SIMPLE &&
       gpu_doubling_applies(p.coll, p.count * dtype_size(p.dtype), v->n, doubling, pow2_only,
                            1 << 19))
     p.plan.algo = ALGO_RECDOUBLING;
-  return gpu_task_peers(&p, &in);
+  gpu_task_peers(&p, &in, set);
+  return set[0];
 }
+
+/* The rank counts of the sweeps: every count to 17, then the sizes of 3, 4 and 8 hosts of 8. */
+static const int counts[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 24, 32, 64};
+#define NCOUNTS ((int)(sizeof counts / sizeof counts[0]))
 
 static struct task make(enum coll_kind c, size_t count, int root) {
   struct task t;
@@ -71,16 +80,16 @@ static struct task planned(enum coll_kind c, int root, enum algo_id a, enum prot
   return t;
 }
 
-static unsigned all_but(int n, int rank) {
-  return ((1u << n) - 1) & ~(1u << rank);
+static uint64_t all_but(int n, int rank) {
+  return (n == 64 ? ~(uint64_t)0 : B(n) - 1) & ~B(rank);
 }
 
 TEST(send_and_recv_name_their_peer) {
   struct comm_view v;
   view_init(&v, 8, 0);
   struct task s = make(COLL_SEND, 10, 3), r = make(COLL_RECV, 10, 5);
-  CHECK_EQ(peers_of(&v, &s, 0, 2), 1u << 3);
-  CHECK_EQ(peers_of(&v, &r, 0, 2), 1u << 5);
+  CHECK_EQ(peers_of(&v, &s, 0, 2), B(3));
+  CHECK_EQ(peers_of(&v, &r, 0, 2), B(5));
   s.count = 0; /* nothing to move: no connection */
   CHECK_EQ(peers_of(&v, &s, 0, 2), 0);
   s = make(COLL_SEND, 10, 4); /* to myself: a copy */
@@ -88,7 +97,8 @@ TEST(send_and_recv_name_their_peer) {
 }
 
 TEST(alltoall_and_rooted_collectives) {
-  for (int n = 1; n <= MAXN; n++) {
+  for (int i = 0; i < NCOUNTS; i++) {
+    int n = counts[i];
     struct comm_view v;
     view_init(&v, n, 0);
     for (int me = 0; me < n; me++) {
@@ -96,7 +106,7 @@ TEST(alltoall_and_rooted_collectives) {
       CHECK_EQ(peers_of(&v, &a, me, 2), n < 2 ? 0 : all_but(n, me));
       for (int root = 0; root < n; root++) {
         struct task g = make(COLL_GATHER, 4, root), sc = make(COLL_SCATTER, 4, root);
-        unsigned want = n < 2 ? 0 : me == root ? all_but(n, me) : 1u << root;
+        uint64_t want = n < 2 ? 0 : me == root ? all_but(n, me) : B(root);
         CHECK_EQ(peers_of(&v, &g, me, 2), want);
         CHECK_EQ(peers_of(&v, &sc, me, 2), want);
       }
@@ -114,7 +124,7 @@ TEST(alltoall_and_rooted_collectives) {
   rows[2 * 6 + 5] = 1; /* and receive it */
   struct task av = make(COLL_ALLTOALLV, 0, 0);
   av.vrows = rows;
-  CHECK_EQ(peers_of(&v, &av, 5, 2), 1u << 1 | 1u << 4);
+  CHECK_EQ(peers_of(&v, &av, 5, 2), B(1) | B(4));
 }
 
 TEST(collectives_by_their_plan) {
@@ -131,11 +141,11 @@ TEST(collectives_by_their_plan) {
     CHECK_EQ(peers_of(&v, &hop, me, 2), all_but(8, me));
     CHECK_EQ(peers_of(&v, &ag_tree, me, 2), 0);
     for (int nt = 1; nt <= 2; nt++) {
-      unsigned want = 0;
+      uint64_t want = 0;
       for (int k = 0; k < nt; k++) {
         struct tree_node nd = tree_node_of(me, 8, 0, k);
-        if (nd.parent >= 0) want |= 1u << nd.parent;
-        for (int c = 0; c < nd.nchild; c++) want |= 1u << nd.child[c];
+        if (nd.parent >= 0) want |= B(nd.parent);
+        for (int c = 0; c < nd.nchild; c++) want |= B(nd.child[c]);
       }
       CHECK_EQ(peers_of(&v, &tree, me, nt), want);
       CHECK(want != 0);
@@ -165,7 +175,7 @@ TEST(the_one_hop_of_every_collective) {
     for (int root = 0; root < 6; root++) {
       struct task t = planned(rooted[c], root, ALGO_ONESHOT, PROTO_SIMPLE);
       for (int me = 0; me < 6; me++)
-        CHECK_EQ(peers_of(&v, &t, me, 2), me == root ? all_but(6, me) : 1u << root);
+        CHECK_EQ(peers_of(&v, &t, me, 2), me == root ? all_but(6, me) : B(root));
       t.count = 0;
       CHECK_EQ(peers_of(&v, &t, root, 2), 0);
     }
@@ -185,27 +195,27 @@ TEST(allreduce_doubling_reaches_the_schedules_peers) {
   view_init(&v, 8, 0);
   struct task t = planned(COLL_ALLREDUCE, 0, ALGO_ONESHOT, PROTO_SIMPLE);
   for (int me = 0; me < 8; me++)
-    CHECK_EQ(peers_of(&v, &t, me, 2), 1u << (me ^ 1) | 1u << (me ^ 2) | 1u << (me ^ 4));
+    CHECK_EQ(peers_of(&v, &t, me, 2), B(me ^ 1) | B(me ^ 2) | B(me ^ 4));
   view_init(&v, 6, 0);
-  CHECK_EQ(peers_of(&v, &t, 4, 2), 1u << 0);
-  CHECK_EQ(peers_of(&v, &t, 5, 2), 1u << 1);
-  CHECK_EQ(peers_of(&v, &t, 0, 2), 1u << 1 | 1u << 2 | 1u << 4);
-  CHECK_EQ(peers_of(&v, &t, 3, 2), 1u << 2 | 1u << 1);
+  CHECK_EQ(peers_of(&v, &t, 4, 2), B(0));
+  CHECK_EQ(peers_of(&v, &t, 5, 2), B(1));
+  CHECK_EQ(peers_of(&v, &t, 0, 2), B(1) | B(2) | B(4));
+  CHECK_EQ(peers_of(&v, &t, 3, 2), B(2) | B(1));
   view_init(&v, 2, 0);
-  CHECK_EQ(peers_of(&v, &t, 0, 2), 1u << 1);
+  CHECK_EQ(peers_of(&v, &t, 0, 2), B(1));
   doubling = 8, pow2_only = 1; /* the default: from 8 ranks on powers of two */
   view_init(&v, 6, 0);
   CHECK_EQ(peers_of(&v, &t, 4, 2), all_but(6, 4));
   view_init(&v, 12, 0);
   CHECK_EQ(peers_of(&v, &t, 4, 2), all_but(12, 4));
   view_init(&v, 8, 0);
-  CHECK_EQ(peers_of(&v, &t, 5, 2), 1u << 4 | 1u << 7 | 1u << 1);
+  CHECK_EQ(peers_of(&v, &t, 5, 2), B(4) | B(7) | B(1));
   doubling = 2, pow2_only = 0;
   /* AllGather: on a power of two, the ranks one bit away; on 6 ranks every peer at once */
   struct task ag = planned(COLL_ALLGATHER, 0, ALGO_ONESHOT, PROTO_SIMPLE);
   view_init(&v, 8, 0);
   for (int me = 0; me < 8; me++)
-    CHECK_EQ(peers_of(&v, &ag, me, 2), 1u << (me ^ 1) | 1u << (me ^ 2) | 1u << (me ^ 4));
+    CHECK_EQ(peers_of(&v, &ag, me, 2), B(me ^ 1) | B(me ^ 2) | B(me ^ 4));
   view_init(&v, 6, 0);
   CHECK_EQ(peers_of(&v, &ag, 0, 2), all_but(6, 0));
   struct task ring = planned(COLL_ALLREDUCE, 0, ALGO_RING, PROTO_SIMPLE);
@@ -253,15 +263,15 @@ TEST(channel0_only_for_the_one_hop) {
 
 /* p in peers(r) exactly when r in peers(p), for every rank pair of one operation. */
 static void check_agree(const struct comm_view* v, const struct task* t, int ntrees) {
-  unsigned m[MAXN];
+  uint64_t m[MAXN];
   for (int r = 0; r < v->n; r++) m[r] = peers_of(v, t, r, ntrees);
   for (int r = 0; r < v->n; r++) {
-    CHECK_EQ(m[r] >> r & 1u, 0);
+    CHECK_EQ(m[r] >> r & 1, 0);
     for (int p = 0; p < v->n; p++)
-      if ((m[r] >> p & 1u) != (m[p] >> r & 1u)) {
+      if ((m[r] >> p & 1) != (m[p] >> r & 1)) {
         fprintf(stderr, "%s root %d, %d ranks, %d trees: rank %d %s rank %d, not the reverse\n",
                 coll_name(t->coll), t->root, v->n, ntrees, r,
-                m[r] >> p & 1u ? "names" : "leaves out", p);
+                m[r] >> p & 1 ? "names" : "leaves out", p);
         CHECK(0);
       }
   }
@@ -269,8 +279,9 @@ static void check_agree(const struct comm_view* v, const struct task* t, int ntr
 
 TEST(both_ends_of_a_pair_agree) {
   const enum coll_kind rooted[] = {COLL_ALLREDUCE, COLL_BROADCAST, COLL_REDUCE};
-  for (int n = 2; n <= MAXN; n++)
+  for (int i = 1; i < NCOUNTS; i++)
     for (unsigned seed = 0; seed < 4; seed++) {
+      int n = counts[i];
       struct comm_view v;
       view_init(&v, n, seed * 7919u);
       struct task a = make(COLL_ALLTOALL, 4, 0);
@@ -282,7 +293,7 @@ TEST(both_ends_of_a_pair_agree) {
       check_agree(&v, &hop, 2);
       check_agree(&v, &ag, 2);
       doubling = 0;
-      for (int root = 0; root < n; root++) {
+      for (int root = 0; root<n; root += n> 17 ? 7 : 1) { /* some roots of the large ones */
         struct task g = make(COLL_GATHER, 4, root), sc = make(COLL_SCATTER, 4, root);
         check_agree(&v, &g, 2);
         check_agree(&v, &sc, 2);
@@ -303,10 +314,10 @@ TEST(both_ends_of_a_pair_agree) {
 TEST(matched_send_recv_groups_agree) {
   unsigned seed = 12345u;
   for (int round = 0; round < 200; round++) {
-    int n = 2 + round % (MAXN - 1);
+    int n = counts[1 + round % (NCOUNTS - 1)];
     struct comm_view v;
     view_init(&v, n, 0);
-    unsigned m[MAXN] = {0};
+    uint64_t m[MAXN] = {0};
     int npairs = 1 + round % 9;
     for (int k = 0; k < npairs; k++) {
       seed = seed * 1103515245u + 12345u;
@@ -316,6 +327,58 @@ TEST(matched_send_recv_groups_agree) {
       m[b] |= peers_of(&v, &r, b, 2);
     }
     for (int r = 0; r < n; r++)
-      for (int p = 0; p < n; p++) CHECK_EQ(m[r] >> p & 1u, m[p] >> r & 1u);
+      for (int p = 0; p < n; p++) CHECK_EQ(m[r] >> p & 1, m[p] >> r & 1);
+  }
+}
+
+/* 130 ranks: a set of three words. AlltoAll and the one hop name every rank but me, in every
+ * word; Send to rank 129 sets only the last word's bit 1; the tree's parent and children are the
+ * algorithm's; gpu_set_* read back what was put. */
+TEST(sets_of_many_words) {
+  enum { N = 130 };
+  static int order[N], pos[N];
+  for (int r = 0; r < N; r++) order[r] = pos[r] = r;
+  CHECK_EQ(gpu_set_words(N), 3);
+  CHECK_EQ(gpu_set_words(64), 1);
+  CHECK_EQ(gpu_set_words(65), 2);
+  uint64_t set[3];
+  for (int me = 0; me < N; me += 43) {
+    struct gpu_peers_in in = {me, N, order, pos, 2, 0, 0, 1 << 19};
+    struct task a = make(COLL_ALLTOALL, 4, 0);
+    struct task hop = planned(COLL_ALLREDUCE, 0, ALGO_ONESHOT, PROTO_SIMPLE);
+    struct task* ts[] = {&a, &hop};
+    for (int k = 0; k < 2; k++) {
+      gpu_set_clear(set, N);
+      gpu_task_peers(ts[k], &in, set);
+      for (int r = 0; r < N; r++) CHECK_EQ(gpu_set_has(set, r), r != me);
+      CHECK_EQ(set[2] >> 2, 0); /* nothing beyond rank 129 */
+    }
+    struct task s = make(COLL_SEND, 10, 129);
+    gpu_set_clear(set, N);
+    gpu_task_peers(&s, &in, set);
+    CHECK_EQ(set[0], 0);
+    CHECK_EQ(set[1], 0);
+    CHECK_EQ(set[2], me == 129 ? 0 : B(1));
+    struct task tree = planned(COLL_ALLREDUCE, 0, ALGO_TREE, PROTO_SIMPLE);
+    gpu_set_clear(set, N);
+    gpu_task_peers(&tree, &in, set);
+    int named = 0, want = 0;
+    for (int k = 0; k < 2; k++) {
+      struct tree_node nd = tree_node_of(me, N, 0, k);
+      if (nd.parent >= 0) CHECK(gpu_set_has(set, nd.parent));
+      for (int c = 0; c < nd.nchild; c++) CHECK(gpu_set_has(set, nd.child[c]));
+    }
+    for (int r = 0; r < N; r++) named += gpu_set_has(set, r);
+    for (int r = 0; r < N; r++) {
+      int linked = 0;
+      for (int k = 0; k < 2; k++) {
+        struct tree_node nd = tree_node_of(me, N, 0, k);
+        linked |= nd.parent == r;
+        for (int c = 0; c < nd.nchild; c++) linked |= nd.child[c] == r;
+      }
+      want += linked;
+    }
+    CHECK_EQ(named, want);
+    CHECK(!gpu_set_empty(set, N));
   }
 }

@@ -89,8 +89,8 @@ static struct plan_comm gpu_pc(enum plan_path path) {
 /* Defaults: MONEL_ONESHOT_MAX 3 MB, LL buffers 512 KB, MONEL_NET_ONEHOP_MAX 32 KB a peer, 512 KB
  * slots, recursive doubling from 8 ranks on powers of two. */
 static void gpu_state(int nranks, int ll_ok, int onehop_ok) {
-  struct gpu_fit_in s = {nranks,   ll_ok, 512 << 10, 3 << 20,      onehop_ok, 512 << 10,
-                         32 << 10, 8,     1,         nranks <= 16, ll_ok};
+  struct gpu_fit_in s = {nranks,   ll_ok, 512 << 10, 3 << 20, onehop_ok, 512 << 10,
+                         32 << 10, 8,     1,         1,       ll_ok};
   fit_state = s;
 }
 
@@ -249,12 +249,62 @@ TEST(gpu_forced_tree_and_protocols) {
   CHECK_RES(c.res, ncclInvalidUsage);
   CHECK(strstr(c.err, "NCCL_ALGO=\"Tree\" leaves no algorithm for AllGather: Monel's gpu engine "
                       "runs it with") != NULL);
-  /* More than 16 ranks: no point-to-point FIFOs to every peer, no tree */
-  gpu_state(17, 0, 0);
-  c = gpu(PLAN_PATH_NET, 17, COLL_ALLREDUCE, 1 << 20, "Tree", "");
+  /* Point-to-point FIFOs not mapped to every peer: no tree, and the plan says why */
+  gpu_state(4, 0, 0);
+  fit_state.tree_ok = 0;
+  c = gpu(PLAN_PATH_SHM, 4, COLL_ALLREDUCE, 1 << 20, "Tree", "");
   CHECK_RES(c.res, ncclInvalidUsage);
   CHECK(strstr(c.err, "Tree/Simple needs point-to-point FIFOs to every peer") != NULL);
-  CHECK_PAIR(gpu(PLAN_PATH_NET, 17, COLL_ALLREDUCE, 1 << 30, "", ""), ALGO_RING, PROTO_SIMPLE);
+  CHECK_PAIR(gpu(PLAN_PATH_SHM, 4, COLL_ALLREDUCE, 1 << 30, "", ""), ALGO_RING, PROTO_SIMPLE);
+}
+
+/* Every algorithm at 17, 24, 32 and 64 ranks (3, 4 and 8 hosts of 8 GPUs): forced, each runs
+ * (the tree with every protocol, the ring with every protocol, the one-shot LL within a host, the
+ * one hop across hosts); by default the one-shot and the one hop for 8 B, the ring between, and
+ * across hosts the tree for 128 MB, whose 2 log2(n) steps grow slower than the ring's 2(n-1).
+ * The per-peer crossovers scale: MONEL_ONESHOT_MAX over n - 1 peers, MONEL_NET_ONEHOP_MAX a
+ * peer. */
+TEST(gpu_every_algorithm_at_any_rank_count) {
+  const int ns[] = {17, 24, 32, 64};
+  const enum coll_kind tree_colls[] = {COLL_ALLREDUCE, COLL_BROADCAST, COLL_REDUCE};
+  for (int i = 0; i < 4; i++) {
+    int n = ns[i];
+    gpu_state(n, 0, 1);
+    for (int k = 0; k < 3; k++) {
+      CHECK_PAIR(gpu(PLAN_PATH_NET, n, tree_colls[k], 1 << 20, "Tree", "Simple"), ALGO_TREE,
+                 PROTO_SIMPLE);
+      CHECK_PAIR(gpu(PLAN_PATH_NET, n, tree_colls[k], 1 << 20, "Tree", "LL"), ALGO_TREE, PROTO_LL);
+      CHECK_PAIR(gpu(PLAN_PATH_NET, n, tree_colls[k], 1 << 20, "Tree", "LL128"), ALGO_TREE,
+                 PROTO_LL128);
+    }
+    for (int c = 0; c < COLL_COUNT; c++) {
+      if (!algo_coll_is_tunable((enum coll_kind)c)) continue;
+      CHECK_PAIR(gpu(PLAN_PATH_NET, n, (enum coll_kind)c, 3 << 20, "Ring", "Simple"), ALGO_RING,
+                 PROTO_SIMPLE);
+      CHECK_PAIR(gpu(PLAN_PATH_NET, n, (enum coll_kind)c, 3 << 20, "Ring", "LL"), ALGO_RING,
+                 PROTO_LL);
+      CHECK_PAIR(gpu(PLAN_PATH_NET, n, (enum coll_kind)c, 3 << 20, "Ring", "LL128"), ALGO_RING,
+                 PROTO_LL128);
+      CHECK_PAIR(gpu(PLAN_PATH_NET, n, (enum coll_kind)c, 8, "OneShot", ""), ALGO_ONESHOT,
+                 PROTO_SIMPLE);
+    }
+    /* Defaults across hosts */
+    CHECK_PAIR(gpu(PLAN_PATH_NET, n, COLL_ALLREDUCE, 8, "", ""), ALGO_ONESHOT, PROTO_SIMPLE);
+    CHECK_PAIR(gpu(PLAN_PATH_NET, n, COLL_ALLREDUCE, 32 << 10, "", ""), ALGO_ONESHOT, PROTO_SIMPLE);
+    CHECK_PAIR(gpu(PLAN_PATH_NET, n, COLL_ALLREDUCE, (32 << 10) + 1, "", ""), ALGO_RING,
+               PROTO_SIMPLE);
+    CHECK_PAIR(gpu(PLAN_PATH_NET, n, COLL_ALLREDUCE, 128 << 20, "", ""), ALGO_TREE, PROTO_SIMPLE);
+    /* Within a host with peer access: the one-shot LL up to MONEL_ONESHOT_MAX over n - 1 peers */
+    gpu_state(n, 1, 0);
+    size_t per = (size_t)(3 << 20) / (size_t)(n - 1);
+    CHECK_PAIR(gpu(PLAN_PATH_PEER, n, COLL_ALLREDUCE, 8, "", ""), ALGO_ONESHOT, PROTO_LL);
+    CHECK_PAIR(gpu(PLAN_PATH_PEER, n, COLL_ALLREDUCE, per, "", ""), ALGO_ONESHOT, PROTO_LL);
+    CHECK_PAIR(gpu(PLAN_PATH_PEER, n, COLL_ALLREDUCE, per + 1, "", ""), ALGO_RING, PROTO_SIMPLE);
+    CHECK_PAIR(gpu(PLAN_PATH_PEER, n, COLL_ALLGATHER, 64, "OneShot", "LL"), ALGO_ONESHOT, PROTO_LL);
+    for (int k = 0; k < 3; k++)
+      CHECK_PAIR(gpu(PLAN_PATH_PEER, n, tree_colls[k], 1 << 20, "Tree", "Simple"), ALGO_TREE,
+                 PROTO_SIMPLE);
+  }
 }
 
 /* Across hosts, by default: the one hop, then the ring, and the tree for a large AllReduce where
