@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The kernels' peer table (device/dev.h struct dev_peer) and the per-peer host arrays of a
  * gpu_comm, all sized by the comm's nranks at init: nothing about peers has a fixed size.
  *

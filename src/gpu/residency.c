@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Thread blocks of a rank when ranks share a GPU. The kernels of a comm wait for each other
  * across ranks: a block spins on a FIFO until a block of a peer's kernel fills it, so every block
  * that a peer waits for must become resident while the waiting one holds its SM. A rank's own

@@ -288,9 +288,10 @@ TEST(gpu_every_algorithm_at_any_rank_count) {
       CHECK_PAIR(gpu(PLAN_PATH_NET, n, (enum coll_kind)c, 8, "OneShot", ""), ALGO_ONESHOT,
                  PROTO_SIMPLE);
     }
-    /* Defaults across hosts */
-    CHECK_PAIR(gpu(PLAN_PATH_NET, n, COLL_ALLREDUCE, 8, "", ""), ALGO_ONESHOT, PROTO_SIMPLE);
-    CHECK_PAIR(gpu(PLAN_PATH_NET, n, COLL_ALLREDUCE, 32 << 10, "", ""), ALGO_ONESHOT, PROTO_SIMPLE);
+    /* Defaults across hosts: the one hop, RecDoubling in its place on a power of two from 8 */
+    int one = (n & (n - 1)) == 0 && n >= 8 ? ALGO_RECDOUBLING : ALGO_ONESHOT;
+    CHECK_PAIR(gpu(PLAN_PATH_NET, n, COLL_ALLREDUCE, 8, "", ""), one, PROTO_SIMPLE);
+    CHECK_PAIR(gpu(PLAN_PATH_NET, n, COLL_ALLREDUCE, 32 << 10, "", ""), one, PROTO_SIMPLE);
     CHECK_PAIR(gpu(PLAN_PATH_NET, n, COLL_ALLREDUCE, (32 << 10) + 1, "", ""), ALGO_RING,
                PROTO_SIMPLE);
     CHECK_PAIR(gpu(PLAN_PATH_NET, n, COLL_ALLREDUCE, 128 << 20, "", ""), ALGO_TREE, PROTO_SIMPLE);
