@@ -16,6 +16,7 @@
  * Both sides of every connection live in the test process and are driven without blocking
  * from one thread, as the proxy thread drives them. Contents are checked byte for byte. */
 #include <dirent.h>
+#include <sched.h>
 #include <stddef.h>
 #include <dlfcn.h>
 #include <limits.h>

@@ -44,6 +44,19 @@ static int threads_named(const char* name) {
   return count;
 }
 
+/* threads_named once no thread that was joined is still listed: pthread_join returns when the
+ * kernel clears the thread's id, a moment before its /proc entry goes, so the count is read again
+ * until it equals `want` or 5 s have passed (a thread that stays is still seen). */
+static int threads_settled(const char* name, int want) {
+  double t0 = test_now();
+  int n = threads_named(name);
+  while (n != want && test_now() - t0 < 5.0) {
+    sched_yield();
+    n = threads_named(name);
+  }
+  return n;
+}
+
 static void socket_params(const char* nthreads, const char* nsocks) {
   setenv("NCCL_SOCKET_NTHREADS", nthreads, 1);
   setenv("NCCL_NSOCKS_PERTHREAD", nsocks, 1);
@@ -55,7 +68,7 @@ static void socket_params(const char* nthreads, const char* nsocks) {
 TEST(tcp_one_message_over_several_sockets) {
   socket_params("4", "2");
   struct pair p;
-  CHECK_EQ(threads_named("monel-tcp"), 0);
+  CHECK_EQ(threads_settled("monel-tcp", 0), 0);
   pair_open(&net_tcp, &p);
   struct tcp_handle h;
   memcpy(&h, p.handle, sizeof h);
@@ -65,9 +78,9 @@ TEST(tcp_one_message_over_several_sockets) {
   one_message(&net_tcp, &p, 9, 64u << 20, 64u << 20);
   CHECK_EQ(sockets_that_received(8u << 20), 8); /* the receiver's 8 data sockets, 8 MB each */
   CHECK_EQ(sockets_that_received(9u << 20), 0);
-  CHECK_EQ(threads_named("monel-tcp"), 8); /* the device's two pools, started by the message */
+  CHECK_EQ(threads_settled("monel-tcp", 8), 8); /* the device's two pools, started by the message */
   pair_close(&net_tcp, &p);
-  CHECK_EQ(threads_named("monel-tcp"), 0);
+  CHECK_EQ(threads_settled("monel-tcp", 0), 0);
 }
 
 /* The helpers are the device's, not a connection's: 6 connections with a large message each in
@@ -109,7 +122,7 @@ static void connections_share_the_pool(int pool_max, int threads_each) {
     }
   }
   wait_all(&net_tcp, reqs, 2 * NPAIRS, sizes);
-  CHECK_EQ(threads_named("monel-tcp"), 2 * threads_each);
+  CHECK_EQ(threads_settled("monel-tcp", 2 * threads_each), 2 * threads_each);
   for (int i = 0; i < NPAIRS; i++) {
     CHECK_EQ(sizes[2 * i + 1], size);
     check_bytes(dst[i], 20 + i, size);
@@ -117,9 +130,10 @@ static void connections_share_the_pool(int pool_max, int threads_each) {
     free(dst[i]);
   }
   for (int i = 0; i < NPAIRS - 1; i++) pair_close(&net_tcp, &p[i]);
-  CHECK_EQ(threads_named("monel-tcp"), 2 * threads_each); /* one connection holds the pools */
+  CHECK_EQ(threads_settled("monel-tcp", 2 * threads_each),
+           2 * threads_each); /* one connection holds the pools */
   pair_close(&net_tcp, &p[NPAIRS - 1]);
-  CHECK_EQ(threads_named("monel-tcp"), 0);
+  CHECK_EQ(threads_settled("monel-tcp", 0), 0);
   unsetenv("MONEL_SOCKET_POOL_MAX");
   param_reload();
 }
@@ -165,7 +179,7 @@ TEST(tcp_small_messages_on_one_socket) {
   struct pair p;
   pair_open(&net_tcp, &p);
   for (int k = 0; k < 10; k++) one_message(&net_tcp, &p, k, TCP_INLINE_MAX, TCP_INLINE_MAX);
-  CHECK_EQ(threads_named("monel-tcp"), 0);
+  CHECK_EQ(threads_settled("monel-tcp", 0), 0);
   CHECK_EQ(sockets_that_received((unsigned long long)TCP_INLINE_MAX * 10), 1);
   pair_close(&net_tcp, &p);
 }
@@ -184,7 +198,7 @@ TEST(tcp_sockets_clamped_to_64) {
   socket_params("1", "1"); /* and the smallest: one data socket, one helper a side */
   pair_open(&net_tcp, &p);
   one_message(&net_tcp, &p, 5, 8u << 20, 8u << 20);
-  CHECK_EQ(threads_named("monel-tcp"), 2);
+  CHECK_EQ(threads_settled("monel-tcp", 2), 2);
   pair_close(&net_tcp, &p);
 }
 
@@ -202,7 +216,7 @@ TEST(tcp_control_socket_alone) {
   CHECK_EQ(h.nsocks, 0);
   one_message(&net_tcp, &p, 12, 4u << 20, 4u << 20);
   one_message(&net_tcp, &p, 13, 100, 4u << 20);
-  CHECK_EQ(threads_named("monel-tcp"), 0);
+  CHECK_EQ(threads_settled("monel-tcp", 0), 0);
   CHECK_EQ(sockets_that_received(4u << 20), 1);
   pair_close(&net_tcp, &p);
   unsetenv("NCCL_SOCKET_NTHREADS");
@@ -226,7 +240,8 @@ static void layout_of_a_pair(int want, int socks, int k) {
   CHECK_EQ(h.nthreads, want);
   CHECK_EQ(h.nsocks, socks);
   one_message(&net_tcp, &p, k, 4u << 20, 4u << 20);
-  CHECK_EQ(threads_named("monel-tcp"), 2 * want); /* the two pools, started by the message */
+  CHECK_EQ(threads_settled("monel-tcp", 2 * want),
+           2 * want); /* the two pools, started by the message */
   pair_close(&net_tcp, &p);
 }
 static void threads_of_a_pair(int want, int k) {
