@@ -360,10 +360,8 @@ static int summary(const struct tally* t, const double* secs, double total_s, in
 /* ---- modes ---- */
 
 static ncclUniqueId shared_id; /* mode threads: made before the threads start */
-/* Modes threads and procs with --threads: every rank-thread of the process has its buffers.
- * Allocations (cudaMallocHost among them) may wait for the whole GPU to be idle: a rank-thread
- * that allocates while another one's kernel waits for it would never return, so the process's
- * rank-threads allocate before any of them runs a case. */
+/* Modes threads, procs with --threads: the rank-threads allocate (which may wait for the whole
+ * GPU, so never while another's kernel waits) before any of them runs a case. */
 static pthread_barrier_t threads_ready;
 
 static void* thread_main(void* arg) {

@@ -231,20 +231,16 @@ static struct {
   double t_kill; /* read back from killfile; 0 while unknown */
   int dying;
   struct km_rank r[KM_MAXT];
-  /* Rank-threads past their set-up (or gone): cudaMalloc and cudaMemcpy may wait for the whole
-   * GPU, so no rank-thread starts a collective while another one of the process still sets up. */
-  int ready;
+  int ready; /* rank-threads past their set-up (which may wait for the whole GPU) or gone */
   pthread_mutex_t ready_mu;
   pthread_cond_t ready_cv;
 } km = {.ready_mu = PTHREAD_MUTEX_INITIALIZER, .ready_cv = PTHREAD_COND_INITIALIZER};
-
-static void km_arrive(void) {
+static void km_arrive(void) { /* and km_wait_all: the process's rank-threads set up first */
   pthread_mutex_lock(&km.ready_mu);
   km.ready++;
   pthread_cond_broadcast(&km.ready_cv);
   pthread_mutex_unlock(&km.ready_mu);
 }
-
 static void km_wait_all(void) {
   pthread_mutex_lock(&km.ready_mu);
   while (km.ready < km.T) pthread_cond_wait(&km.ready_cv, &km.ready_mu);
