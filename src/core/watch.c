@@ -289,6 +289,8 @@ fail:
   return res;
 }
 
+#define AFTER " after: "
+
 void watch_stop(struct ncclComm* comm) {
   struct watch* w = comm->watch;
   if (w == NULL) return;
@@ -298,7 +300,21 @@ void watch_stop(struct ncclComm* comm) {
   memset(&d, 0, sizeof d);
   d.rank = comm->rank, d.pid = comm->peers ? comm->peers[comm->rank].pid : 0;
   if (comm->peers) snprintf(d.host, sizeof d.host, "%s", comm->peers[comm->rank].host);
-  snprintf(d.why, sizeof d.why, "%s", comm_aborted(comm) ? "aborted its communicator" : "failed");
+  /* A comm aborted after a failure says which: the first cause in the chain (a rank that aborted
+   * after another's abort passes on what that one said), so that every survivor names the rank
+   * that died, not a neighbour that aborted for it. */
+  const char* cause = NULL;
+  if (__atomic_load_n(&comm->failed, __ATOMIC_ACQUIRE)) {
+    cause = comm->fail_msg;
+    for (const char* p = strstr(cause, AFTER); p; p = strstr(p + 1, AFTER))
+      cause = p + strlen(AFTER);
+  }
+  if (comm_aborted(comm) && cause && *cause) {
+    size_t k = (size_t)snprintf(d.why, sizeof d.why, "aborted its communicator" AFTER);
+    size_t room = sizeof d.why - k - 1, len = strlen(cause); /* cut to fit */
+    memcpy(d.why + k, cause, len < room ? len : room);
+  } else
+    snprintf(d.why, sizeof d.why, "%s", comm_aborted(comm) ? "aborted its communicator" : "failed");
   for (int dir = 0; dir < 2; dir++) {
     if (clean)
       (void)watch_send(&w->link[dir], MSG_BYE, comm->rank, NULL, 0);

@@ -10,6 +10,7 @@
  * in pinned host memory that every GPU of the comm maps (cudaHostAlloc within a process, a
  * memfd segment, os/shm.h, registered with CUDA across processes). The choice is the same on every
  * rank. The one-shot LL buffers are used only with peer access. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "boot/boot.h"
@@ -136,6 +137,53 @@ void gpu_shared_unlink(struct gpu_mem* m) {
   m->shm[0] = 0;
 }
 
+/* gpu.h: gpu_ipc_open */
+struct ipc_open {
+  cudaIpcMemHandle_t handle;
+  void* ptr;
+  int refs;
+  struct ipc_open* next;
+};
+static pthread_mutex_t ipc_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ipc_open* ipc_opens;
+
+cudaError_t gpu_ipc_open(const cudaIpcMemHandle_t* h, void** ptr) {
+  cudaError_t e = cudaSuccess;
+  pthread_mutex_lock(&ipc_lock);
+  struct ipc_open* o = ipc_opens;
+  while (o != NULL && memcmp(&o->handle, h, sizeof *h) != 0) o = o->next;
+  if (o != NULL) {
+    o->refs++;
+  } else if ((o = calloc(1, sizeof *o)) == NULL) {
+    e = cudaErrorMemoryAllocation;
+  } else if ((e = cudaIpcOpenMemHandle(&o->ptr, *h, cudaIpcMemLazyEnablePeerAccess)) !=
+             cudaSuccess) {
+    free(o);
+    o = NULL;
+  } else {
+    o->handle = *h, o->refs = 1, o->next = ipc_opens;
+    ipc_opens = o;
+  }
+  if (o != NULL) *ptr = o->ptr;
+  pthread_mutex_unlock(&ipc_lock);
+  return e;
+}
+
+void gpu_ipc_close(void* ptr) {
+  pthread_mutex_lock(&ipc_lock);
+  for (struct ipc_open** at = &ipc_opens; *at != NULL; at = &(*at)->next) {
+    struct ipc_open* o = *at;
+    if (o->ptr != ptr) continue;
+    if (--o->refs == 0) {
+      (void)cudaIpcCloseMemHandle(ptr);
+      *at = o->next;
+      free(o);
+    }
+    break;
+  }
+  pthread_mutex_unlock(&ipc_lock);
+}
+
 /* Remember a peer mapping for gpu_disconnect (the list grows with the peers mapped). */
 static cudaError_t remember(struct gpu_comm* g, int kind, void* host, size_t len, char* dev) {
   if (g->nmaps == g->maps_cap) {
@@ -181,10 +229,12 @@ static cudaError_t map_peer(struct ncclComm* comm, struct gpu_comm* g, int peer,
     return cudaSuccess;
   }
   void* p = NULL;
-  cudaError_t e = cudaIpcOpenMemHandle(&p, d->ipc, cudaIpcMemLazyEnablePeerAccess);
+  cudaError_t e = gpu_ipc_open(&d->ipc, &p);
   if (e != cudaSuccess) return e;
   *ptr = p;
-  return remember(g, GPU_MAP_IPC, NULL, 0, p);
+  e = remember(g, GPU_MAP_IPC, NULL, 0, p);
+  if (e != cudaSuccess) gpu_ipc_close(p);
+  return e;
 }
 
 static void describe(struct ncclComm* comm, const struct gpu_mem* m, int need_ipc,
@@ -258,9 +308,13 @@ static ncclResult_t map_all(struct ncclComm* comm, struct gpu_comm* g, const str
       continue;
     }
     if (skip_net && gpu_net_is(comm, r)) continue;
+    cudaError_t e = cudaSuccess;
     if (comm->peers[r].host_hash != comm->peers[me].host_hash ||
         (!all[r].host && param_int(PARAM_P2P_DISABLE) == 1) ||
-        map_peer(comm, g, r, &all[r], &peer[r]) != cudaSuccess) {
+        (e = map_peer(comm, g, r, &all[r], &peer[r])) != cudaSuccess) {
+      if (e != cudaSuccess)
+        INFO(LOG_INIT | LOG_P2P, "comm %p rank %d cannot map a buffer of rank %d (GPU %d, %s): %s",
+             (void*)comm, me, r, all[r].dev, how(comm, r, &all[r]), cudaGetErrorString(e));
       (void)cudaGetLastError();
       ok = 0;
       break;
@@ -372,7 +426,7 @@ void gpu_disconnect(struct gpu_comm* g) {
   for (int i = 0; i < g->nmaps; i++) {
     struct gpu_peer_map* m = &g->maps[i];
     if (m->kind == GPU_MAP_IPC) {
-      (void)cudaIpcCloseMemHandle(m->dev);
+      gpu_ipc_close(m->dev);
     } else {
       (void)cudaHostUnregister(m->host);
       os_shm_unmap(m->host, m->len);

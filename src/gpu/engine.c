@@ -67,7 +67,8 @@ static ncclResult_t nvlink_gbps(const struct ncclComm* comm, double* gbps) {
 static ncclResult_t choose_sizes(struct ncclComm* comm, struct gpu_comm* g) {
   g->cta = tune_cta_limits(param_int(PARAM_MIN_CTAS), param_int(PARAM_MAX_CTAS), &comm->config,
                            param_int(PARAM_MIN_NCHANNELS), param_int(PARAM_MAX_NCHANNELS));
-  NCCLCHECK(gpu_bound_blocks(comm, g)); /* ranks that share a GPU */
+  NCCLCHECK(gpu_bound_blocks(comm, g));  /* ranks that share a GPU */
+  NCCLCHECK(gpu_siblings_join(comm, g)); /* ranks of this process free their buffers together */
   int nch = g->cta.max < DEV_MAX_CHANNELS ? g->cta.max : DEV_MAX_CHANNELS; /* FIFOs to allocate */
   /* Each channel across hosts is a network connection: a few carry what the network can. */
   if (gpu_net_any(comm) && nch > param_int(PARAM_NET_NCHANNELS))
@@ -523,15 +524,39 @@ static int drain(struct ncclComm* comm, struct gpu_comm* g) {
   }
 }
 
+/* The buffers of a comm that peers write into, and what is left of g (see gpu_comm_free). */
+static void release_buffers(struct gpu_comm* g, int dev, int over) {
+  int saved = -1;
+  if (cudaGetDevice(&saved) != cudaSuccess) saved = -1;
+  int current = cudaSetDevice(dev) == cudaSuccess;
+  if (current && over) {
+    gpu_ce_free(g);
+    gpu_shared_free(&g->fifo_mem);
+    gpu_shared_free(&g->ll_mem);
+    gpu_shared_free(&g->p2p_mem);
+    if (g->steps) (void)cudaFree(g->steps);
+    if (g->ll_seq) (void)cudaFree(g->ll_seq);
+    if (g->p2p_steps) (void)cudaFree(g->p2p_steps);
+  }
+  gpu_peer_table_free(g, current && over);
+  (void)cudaGetLastError();
+  if (saved >= 0) cudaSetDevice(saved);
+  free(g->msgs);
+  free(g->ce_msgs);
+  free(g->sig_counts);
+  free(g);
+}
+
 static void gpu_comm_free(struct ncclComm* comm) {
   struct gpu_comm* g = comm->engine_state;
   if (g == NULL) return;
   int saved = -1, over = 0;
   if (cudaGetDevice(&saved) != cudaSuccess) saved = -1;
   if (cudaSetDevice(comm->cuda_dev) == cudaSuccess) {
-    /* Our kernels must be done before our buffers go; peers touch them only before that. Kernels
-     * of an aborted comm leave their waits; if they still run after GPU_DRAIN_S (their stream
-     * holds other work that does not finish), the buffers are left to them. */
+    /* Our kernels must be done before our buffers go. Kernels of an aborted comm leave their
+     * waits; if they still run after GPU_DRAIN_S (their stream holds other work that does not
+     * finish), the buffers are left to them. Peers' kernels may still write into them: those of
+     * this process are waited for (siblings.c), those of others hold their own mappings. */
     over = drain(comm, g);
     if (!over)
       WARN("comm %p rank %d: its kernels were still running %.1f s after the abort; its GPU "
@@ -542,13 +567,6 @@ static void gpu_comm_free(struct ncclComm* comm) {
     gpu_shared_unlink(&g->fifo_mem); /* a failed init may not have dropped the names yet */
     gpu_shared_unlink(&g->p2p_mem);
     if (over) {
-      gpu_ce_free(g);
-      gpu_shared_free(&g->fifo_mem);
-      gpu_shared_free(&g->ll_mem);
-      gpu_shared_free(&g->p2p_mem);
-      if (g->steps) (void)cudaFree(g->steps);
-      if (g->ll_seq) (void)cudaFree(g->ll_seq);
-      if (g->p2p_steps) (void)cudaFree(g->p2p_steps);
       if (g->ctl.ctr) (void)cudaFree(g->ctl.ctr);
       if (g->ctl_host) (void)cudaFreeHost(g->ctl_host);
       if (g->ctr_host) (void)cudaFreeHost(g->ctr_host);
@@ -556,16 +574,12 @@ static void gpu_comm_free(struct ncclComm* comm) {
     if (g->ctl_stream) (void)cudaStreamDestroy(g->ctl_stream);
     if (g->join_ev) (void)cudaEventDestroy(g->join_ev);
     if (g->order_ev) (void)cudaEventDestroy(g->order_ev);
-    gpu_peer_table_free(g, over);
     (void)cudaGetLastError();
   }
   if (saved >= 0) cudaSetDevice(saved);
-  gpu_peer_table_free(g, 0); /* the host arrays, if the device could not be made current */
-  free(g->msgs);
-  free(g->ce_msgs);
-  free(g->sig_counts);
-  free(g);
   comm->engine_state = NULL;
+  if (!gpu_siblings_leave(g, comm->cuda_dev, over, release_buffers))
+    release_buffers(g, comm->cuda_dev, over);
 }
 
 const struct engine gpu_engine = {

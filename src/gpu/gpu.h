@@ -50,6 +50,8 @@ struct ce_msg;
  * its entry valid): gpu/net.c. */
 enum { GPU_PEER_NET = 1, GPU_PEER_LIVE = 2, GPU_PEER_FIRST = 4 };
 
+struct gpu_siblings;
+
 struct gpu_comm {
   int nranks; /* of the comm: the size of every per-peer array below */
   /* Thread blocks: the comm's limits (NCCL_MIN/MAX_CTAS, config) and the block model's figures
@@ -134,6 +136,7 @@ struct gpu_comm {
   uint32_t* ctl_host;
   struct dev_ctl ctl;
   cudaStream_t ctl_stream;
+  struct gpu_siblings* siblings; /* siblings.c; NULL: no other rank of the comm in this process */
   unsigned long long* ctr_host;
   unsigned long long ctr_seen[DEV_CTR_WORDS];
   int ctr_copying;
@@ -161,6 +164,18 @@ struct gpu_comm {
 /* residency.c: bounds g->cta so that the kernels of the comm's ranks that share a GPU are
  * resident at once (collective: the same bound on every rank). */
 ncclResult_t gpu_bound_blocks(struct ncclComm* comm, struct gpu_comm* g);
+/* siblings.c: the ranks of the comm in this process free their buffers together, when the last
+ * of them leaves. join: collective, at init. leave: 1 if the buffers were handed over (release
+ * frees them, maybe now, maybe when the last sibling leaves), 0 if the caller frees them. */
+/* connect.c: CUDA opens an IPC handle once in a process (a second opening of it fails: already
+ * mapped; seen on one H200 with two rank-threads a process mapping one peer buffer), so the
+ * ranks of a process that map the same peer allocation share one mapping, closed when the last
+ * of them lets go. */
+cudaError_t gpu_ipc_open(const cudaIpcMemHandle_t* h, void** ptr);
+void gpu_ipc_close(void* ptr);
+ncclResult_t gpu_siblings_join(struct ncclComm* comm, struct gpu_comm* g);
+int gpu_siblings_leave(struct gpu_comm* g, int dev, int over,
+                       void (*release)(struct gpu_comm*, int dev, int over));
 
 /* connect.c: where the FIFOs live (collective: every rank decides alike); shared buffers; the
  * ring FIFOs (fails with a reason when the next GPU cannot be reached), the one-shot and the

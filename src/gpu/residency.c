@@ -14,7 +14,15 @@
  * the rank's last one ends (MONEL_LAUNCH_PDL: grids of at most that many blocks), at least 2 (a
  * sending and a receiving block). The bound is the same on every rank (the smallest share of
  * any GPU of the comm), as the plan's channels must agree across ranks. Other work on the GPU
- * (other comms, the application's kernels) is not counted: it can still fill the SMs. */
+ * (other comms, the application's kernels) is not counted: it can still fill the SMs.
+ *
+ * Rank-threads of one process on one GPU need their streams to run side by side as well. CUDA
+ * puts a context's streams on CUDA_DEVICE_MAX_CONNECTIONS hardware queues (8 unless set, 32 at
+ * most); two ranks' streams on one queue run in order, so one rank's kernel can wait behind
+ * another's that spins for it. Each rank of the process has its caller's stream and ctl_stream,
+ * and the application and the runtime have more: on one H200 two rank-threads a process ran with
+ * 8 queues and three hung until given 32 (docs/FAILURES.md). So QUEUES_PER_RANK queues a rank are
+ * asked for, and a process whose ranks on a GPU want more than it has is warned at init. */
 #include <stdlib.h>
 #include <string.h>
 #include "boot/boot.h"
@@ -26,16 +34,43 @@ struct gpu_seat {
   uint64_t machine;
   char bus[32]; /* PCI bus id of the GPU */
   int sms;
+  int pid;
 };
 
+#define QUEUES_PER_RANK 4
+#define QUEUES_DEFAULT  8  /* CUDA's CUDA_DEVICE_MAX_CONNECTIONS when unset */
+#define QUEUES_MOST     32 /* the most CUDA gives */
+
+/* The warning for `threads` ranks of this process on one GPU (see the top of the file). */
+static void check_queues(struct ncclComm* comm, int threads) {
+  const char* env = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  int have = env && *env ? atoi(env) : QUEUES_DEFAULT;
+  int want = threads * QUEUES_PER_RANK;
+  if (threads < 2 || have >= want) return;
+  if (want <= QUEUES_MOST)
+    WARN(
+        "comm %p rank %d: %d ranks of this process share a GPU on %d hardware queues "
+        "(CUDA_DEVICE_MAX_CONNECTIONS%s%s): their streams can run one behind another and their "
+        "kernels wait forever on each other; set CUDA_DEVICE_MAX_CONNECTIONS=%d before CUDA starts",
+        (void*)comm, comm->rank, threads, have, env && *env ? "=" : " unset, CUDA's default",
+        env && *env ? env : "", want);
+  else
+    WARN("comm %p rank %d: %d ranks of this process share a GPU, more than CUDA's %d hardware "
+         "queues keep apart (%d a rank): their kernels may wait forever on each other; run at "
+         "most %d rank-threads a GPU in a process, or the ranks as processes",
+         (void*)comm, comm->rank, threads, QUEUES_MOST, QUEUES_PER_RANK,
+         QUEUES_MOST / QUEUES_PER_RANK);
+}
+
 ncclResult_t gpu_bound_blocks(struct ncclComm* comm, struct gpu_comm* g) {
-  int n = comm->nranks, me = comm->rank, share = 0, most = 1, sms = 0;
+  int n = comm->nranks, me = comm->rank, share = 0, most = 1, sms = 0, threads = 0;
   int64_t pdl = param_int(PARAM_LAUNCH_PDL);
   struct gpu_seat* all = NULL;
   ncclResult_t res = ncclSuccess;
   if (n < 2) return ncclSuccess;
   NCCLCALLOC(all, n);
   all[me].machine = comm->peers[me].machine_hash;
+  all[me].pid = comm->peers[me].pid;
   if (cudaDeviceGetPCIBusId(all[me].bus, sizeof all[me].bus, comm->cuda_dev) != cudaSuccess ||
       cudaDeviceGetAttribute(&all[me].sms, cudaDevAttrMultiProcessorCount, comm->cuda_dev) !=
           cudaSuccess) {
@@ -43,6 +78,14 @@ ncclResult_t gpu_bound_blocks(struct ncclComm* comm, struct gpu_comm* g) {
     all[me].sms = 0; /* unknown: this rank bounds nothing */
   }
   NCCLCHECKGOTO(boot_allgather(comm->boot, all, sizeof *all), res, out);
+  int first = me; /* the process's lowest rank on this GPU warns for all of them */
+  for (int q = 0; q < n && all[me].sms > 0; q++)
+    if (all[q].machine == all[me].machine && all[q].pid == all[me].pid &&
+        strcmp(all[q].bus, all[me].bus) == 0) {
+      threads++;
+      if (q < first) first = q;
+    }
+  if (first == me) check_queues(comm, threads);
   for (int r = 0; r < n; r++) {
     int here = 0;
     if (all[r].sms <= 0) continue;

@@ -4,11 +4,10 @@
  * this process reaches it at its own address, on the same GPU or on one with peer access (enabled
  * here, as connect.c does for the FIFOs); another process of this host through CUDA IPC: the
  * handle of the allocation that holds the part and the part's offset in it, opened at
- * registration and closed at deregistration (cudaIpcOpenMemHandle counts a second opening of the
- * same allocation). Another host, another GPU without peer access (or NCCL_P2P_DISABLE=1), or
- * memory CUDA IPC cannot share (cuMem or pool allocations): NULL, as NCCL gives for a peer
- * outside the load/store team. Monel's ncclMemAlloc on a GPU is cudaMalloc, which CUDA IPC
- * shares. */
+ * registration and closed at deregistration (gpu_ipc_open: one mapping an allocation a process).
+ * Another host, another GPU without peer access (or NCCL_P2P_DISABLE=1), or memory CUDA IPC cannot
+ * share (cuMem or pool allocations): NULL, as NCCL gives for a peer outside the load/store team.
+ * Monel's ncclMemAlloc on a GPU is cudaMalloc, which CUDA IPC shares. */
 #include <cuda.h>
 #include <string.h>
 #include "core/comm_ext.h"
@@ -92,7 +91,7 @@ static void* import_ipc(struct ncclComm* comm, int peer, const struct win_dev* w
   if (cudaDeviceGetPCIBusId(bus, sizeof bus, comm->cuda_dev) != cudaSuccess) return NULL;
   if (param_int(PARAM_P2P_DISABLE) == 1 && strcmp(bus, w->bus) != 0) return NULL;
   void* base = NULL;
-  cudaError_t e = cudaIpcOpenMemHandle(&base, w->handle, cudaIpcMemLazyEnablePeerAccess);
+  cudaError_t e = gpu_ipc_open(&w->handle, &base);
   if (e != cudaSuccess) {
     INFO(LOG_REG, "comm %p rank %d: rank %d's window cannot be opened through CUDA IPC: %s",
          (void*)comm, comm->rank, peer, cudaGetErrorString(e));
@@ -121,6 +120,6 @@ void* gpu_win_import(struct ncclComm* comm, int peer, const struct window_rec* r
 void gpu_win_unmap(struct ncclComm* comm, void* map) {
   struct on_dev d;
   if (!enter(comm, &d)) return;
-  (void)cudaIpcCloseMemHandle(map);
+  gpu_ipc_close(map);
   leave(comm, &d);
 }

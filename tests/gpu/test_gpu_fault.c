@@ -215,6 +215,7 @@ struct km_rank {
   int iters; /* iterations of OP it called */
   ncclResult_t res, async;
   double t_err, t_abort, t_drain;
+  int stream_err; /* cudaStreamQuery's answer after the abort */
   char want[64], msg[1024];
 };
 
@@ -426,7 +427,7 @@ static void* km_thread(void* arg) {
   double d0 = now();
   while (km.device && (q = cudaStreamQuery(st)) == cudaErrorNotReady && now() - d0 < 5) {
   }
-  k->t_drain = now() - d0;
+  k->t_drain = now() - d0, k->stream_err = (int)q;
   /* The operation of the failing iteration: the sentence names it (each iteration waited for the
    * one before it; the barrier took a sequence number after KM_BARRIER_AT iterations). */
   int seq = iter * per + 1 + (iter >= KM_BARRIER_AT), also = per == 2;
@@ -556,9 +557,9 @@ static int kill_many(int T, const char* op) {
       printf("FAIL kill-many %s rank %d: %s\n", op, k->rank, k->msg);
     else if (!k->ok || getenv("MONEL_TEST_VERBOSE"))
       printf("%s kill-many %s rank %d: error %d/%d %.2f s after the kill (%d iterations), abort "
-             "%.3f s, drained in %.3f s, expected \"%s\" in: %s\n",
+             "%.3f s, drained in %.3f s (%s), expected \"%s\" in: %s\n",
              k->ok ? "PASS" : "FAIL", op, k->rank, (int)k->res, (int)k->async, k->t_err, k->iters,
-             k->t_abort, k->t_drain, k->want, k->msg);
+             k->t_abort, k->t_drain, cudaGetErrorName((cudaError_t)k->stream_err), k->want, k->msg);
   }
   int lo = KM_VICTIM * T;
   printf("%s kill-many %s: process %d (ranks %d..%d of %d, %s): %d of %d ranks saw "
