@@ -59,8 +59,10 @@ ncclResult_t gpu_siblings_join(struct ncclComm* comm, struct gpu_comm* g) {
   NCCLCALLOC(all, n);
   all[me] = mine;
   res = boot_allgather(comm->boot, all, sizeof *all);
-  if (res == ncclSuccess && here > 1) g->siblings = all[first];
-  else if (mine) free(mine->held), free(mine);
+  if (res == ncclSuccess && here > 1)
+    g->siblings = all[first];
+  else if (mine)
+    free(mine->held), free(mine);
   free(all);
   return res;
 }
