@@ -33,8 +33,7 @@ struct mem_desc {
 };
 
 static int same_process(const struct ncclComm* comm, int peer) {
-  const struct peer_info *me = &comm->peers[comm->rank], *p = &comm->peers[peer];
-  return me->host_hash == p->host_hash && me->pid == p->pid;
+  return gpu_same_process(comm, comm->rank, peer);
 }
 
 static int all_same_process(const struct ncclComm* comm) {

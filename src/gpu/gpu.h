@@ -174,6 +174,7 @@ ncclResult_t gpu_bound_blocks(struct ncclComm* comm, struct gpu_comm* g);
 cudaError_t gpu_ipc_open(const cudaIpcMemHandle_t* h, void** ptr);
 void gpu_ipc_close(void* ptr);
 ncclResult_t gpu_siblings_join(struct ncclComm* comm, struct gpu_comm* g);
+int gpu_same_process(const struct ncclComm* comm, int a, int b); /* ranks a and b: one process */
 int gpu_siblings_leave(struct gpu_comm* g, int dev, int over,
                        void (*release)(struct gpu_comm*, int dev, int over));
 

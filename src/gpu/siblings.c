@@ -25,7 +25,7 @@ struct gpu_siblings {
   struct held* held; /* n entries: the buffers of those that left */
 };
 
-static int same_process(const struct ncclComm* comm, int a, int b) {
+int gpu_same_process(const struct ncclComm* comm, int a, int b) {
   const struct peer_info *p = &comm->peers[a], *q = &comm->peers[b];
   return p->host_hash == q->host_hash && p->pid == q->pid;
 }
@@ -34,14 +34,14 @@ static int same_process(const struct ncclComm* comm, int a, int b) {
 static int any_siblings(const struct ncclComm* comm) {
   for (int a = 0; a < comm->nranks; a++)
     for (int b = a + 1; b < comm->nranks; b++)
-      if (same_process(comm, a, b)) return 1;
+      if (gpu_same_process(comm, a, b)) return 1;
   return 0;
 }
 
 ncclResult_t gpu_siblings_join(struct ncclComm* comm, struct gpu_comm* g) {
   int n = comm->nranks, me = comm->rank, here = 0, first = -1;
   for (int r = 0; r < n; r++)
-    if (same_process(comm, me, r)) {
+    if (gpu_same_process(comm, me, r)) {
       here++;
       if (first < 0) first = r;
     }
