@@ -167,16 +167,16 @@ ncclResult_t gpu_bound_blocks(struct ncclComm* comm, struct gpu_comm* g);
 /* siblings.c: the ranks of the comm in this process free their buffers together, when the last
  * of them leaves. join: collective, at init. leave: 1 if the buffers were handed over (release
  * frees them, maybe now, maybe when the last sibling leaves), 0 if the caller frees them. */
+ncclResult_t gpu_siblings_join(struct ncclComm* comm, struct gpu_comm* g);
+int gpu_siblings_leave(struct gpu_comm* g, int dev, int over,
+                       void (*release)(struct gpu_comm*, int dev, int over));
+int gpu_same_process(const struct ncclComm* comm, int a, int b); /* ranks a and b: one process */
 /* connect.c: CUDA opens an IPC handle once in a process (a second opening of it fails: already
  * mapped; seen on one H200 with two rank-threads a process mapping one peer buffer), so the
  * ranks of a process that map the same peer allocation share one mapping, closed when the last
  * of them lets go. */
 cudaError_t gpu_ipc_open(const cudaIpcMemHandle_t* h, void** ptr);
 void gpu_ipc_close(void* ptr);
-ncclResult_t gpu_siblings_join(struct ncclComm* comm, struct gpu_comm* g);
-int gpu_same_process(const struct ncclComm* comm, int a, int b); /* ranks a and b: one process */
-int gpu_siblings_leave(struct gpu_comm* g, int dev, int over,
-                       void (*release)(struct gpu_comm*, int dev, int over));
 
 /* connect.c: where the FIFOs live (collective: every rank decides alike); shared buffers; the
  * ring FIFOs (fails with a reason when the next GPU cannot be reached), the one-shot and the
