@@ -123,11 +123,12 @@ static inline size_t dev_ll_buffer_bytes(int nranks) {
  * memory mapped into the GPU; once the host sets it (ncclCommAbort, ncclCommRevoke, a dead peer)
  * every wait of every kernel of the comm gives up within DEV_ABORT_SPINS polls and the kernel
  * returns, its results undefined. ctr: counters in device memory, updated with fire-and-forget
- * reductions (no round trip): blocks started, blocks finished, and the highest seq of a finished
- * block (a copy-engine operation writes its seq there from its stream: gpu/ce.c); the host copies
+ * reductions (no round trip): blocks started, blocks finished, the blocks of the running launch
+ * that ended, and the highest seq of a launch whose blocks all ended (a copy-engine operation
+ * writes its seq there from its stream: gpu/ce.c); the host copies
  * them now and then to see progress without synchronising (engine.c). Aborted blocks count as
  * finished too, so the host knows when they are gone. */
-enum { DEV_CTR_STARTED, DEV_CTR_FINISHED, DEV_CTR_DONE_SEQ, DEV_CTR_WORDS };
+enum { DEV_CTR_STARTED, DEV_CTR_FINISHED, DEV_CTR_DONE_SEQ, DEV_CTR_GRID_ENDED, DEV_CTR_WORDS };
 struct dev_ctl {
   const volatile uint32_t* abort;
   unsigned long long* ctr; /* DEV_CTR_WORDS */

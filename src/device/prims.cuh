@@ -204,13 +204,23 @@ __device__ static inline bool wait_aborted(const volatile uint32_t* abort, unsig
   return (++*spins % DEV_ABORT_SPINS) == 0 && *abort != 0;
 }
 
-/* A block's start and end for the host's progress counters (dev.h dev_ctl). */
+/* A block's start and end for the host's progress counters (dev.h dev_ctl). The launch is done
+ * when its last block ends, not its first: on a GPU shared by many ranks some blocks of a grid
+ * start only after others have ended, and a host that took the first for the whole grid freed
+ * memory the late ones still used. The comm's launches run one after the other (griddepcontrol
+ * or stream order), so one count of ended blocks serves them all; the last block resets it. */
 __device__ static inline void block_started(const struct dev_ctl* ctl) {
   if (threadIdx.x == 0) atomicAdd(&ctl->ctr[DEV_CTR_STARTED], 1ull);
 }
 __device__ static inline void block_finished(const struct dev_ctl* ctl) {
   if (threadIdx.x != 0) return;
-  atomicMax(&ctl->ctr[DEV_CTR_DONE_SEQ], (unsigned long long)ctl->seq);
+  __threadfence();
+  unsigned long long grid = (unsigned long long)gridDim.x * gridDim.y * gridDim.z;
+  if (atomicAdd(&ctl->ctr[DEV_CTR_GRID_ENDED], 1ull) + 1 == grid) {
+    atomicExch(&ctl->ctr[DEV_CTR_GRID_ENDED], 0ull);
+    __threadfence();
+    atomicMax(&ctl->ctr[DEV_CTR_DONE_SEQ], (unsigned long long)ctl->seq);
+  }
   atomicAdd(&ctl->ctr[DEV_CTR_FINISHED], 1ull);
 }
 

@@ -537,6 +537,10 @@ static void release_buffers(struct gpu_comm* g, int dev, int over) {
     if (g->steps) (void)cudaFree(g->steps);
     if (g->ll_seq) (void)cudaFree(g->ll_seq);
     if (g->p2p_steps) (void)cudaFree(g->p2p_steps);
+    gpu_net_free_buffers(g);
+    if (g->ctl.ctr) (void)cudaFree(g->ctl.ctr);
+    if (g->ctl_host) (void)cudaFreeHost(g->ctl_host);
+    if (g->ctr_host) (void)cudaFreeHost(g->ctr_host);
   }
   gpu_peer_table_free(g, current && over);
   (void)cudaGetLastError();
@@ -566,11 +570,6 @@ static void gpu_comm_free(struct ncclComm* comm) {
     gpu_disconnect(g);
     gpu_shared_unlink(&g->fifo_mem); /* a failed init may not have dropped the names yet */
     gpu_shared_unlink(&g->p2p_mem);
-    if (over) {
-      if (g->ctl.ctr) (void)cudaFree(g->ctl.ctr);
-      if (g->ctl_host) (void)cudaFreeHost(g->ctl_host);
-      if (g->ctr_host) (void)cudaFreeHost(g->ctr_host);
-    }
     if (g->ctl_stream) (void)cudaStreamDestroy(g->ctl_stream);
     if (g->join_ev) (void)cudaEventDestroy(g->join_ev);
     if (g->order_ev) (void)cudaEventDestroy(g->order_ev);

@@ -216,8 +216,9 @@ void gpu_peer_table_free(struct gpu_comm* g, int kernels_over);
  * set `channel0` that have none (collective between each such pair: both ranks call it at the same
  * operation with the pair in the same set, gpu/peers.h) with their FIFOs (and, with GPUDirect RDMA,
  * the device blocks of their slots), adds them to the running set and then names them in the peer
- * table (peer_tab, gpu_peer_publish); gpu_net_free drains, closes them and, when the kernels are
- * over, frees their memory. */
+ * table (peer_tab, gpu_peer_publish); gpu_net_free drains and closes them; gpu_net_free_buffers
+ * frees their memory once no kernel of the process's ranks of the comm can touch it
+ * (engine.c release_buffers, siblings.c). */
 int gpu_net_is(const struct ncclComm* comm, int peer);
 int gpu_net_any(const struct ncclComm* comm);
 int gpu_machine_ranks(const struct ncclComm* comm);
@@ -228,6 +229,7 @@ int gpu_p2p_eager(void);
 ncclResult_t gpu_net_connect_peers(struct ncclComm* comm, struct gpu_comm* g, uint64_t* peers,
                                    uint64_t* channel0);
 void gpu_net_free(struct ncclComm* comm, struct gpu_comm* g, int kernels_over);
+void gpu_net_free_buffers(struct gpu_comm* g);
 /* net.c: the slot delta (dev.h) of a FIFO block as the kernels address it: bytes from its
  * address to that of its slots in device memory, 0 when its slots follow its counters (the
  * point-to-point FIFOs' are in the peer table). */

@@ -535,11 +535,11 @@ void gpu_net_free(struct ncclComm* comm, struct gpu_comm* g, int kernels_over) {
   g->net_ndevs = 0;
   if (g->proxy_held) proxy_release(comm);
   g->proxy_held = 0;
-  if (kernels_over) {
-    gpu_shared_free(&g->ring_mirror);
-    for (int r = 0; g->p2p_net_mem != NULL && r < g->nranks; r++)
-      gpu_shared_free(&g->p2p_net_mem[r]);
-    if (g->ring_order_dev) (void)cudaFree(g->ring_order_dev);
-    g->ring_order_dev = NULL;
-  }
+}
+
+void gpu_net_free_buffers(struct gpu_comm* g) {
+  gpu_shared_free(&g->ring_mirror);
+  for (int r = 0; g->p2p_net_mem != NULL && r < g->nranks; r++) gpu_shared_free(&g->p2p_net_mem[r]);
+  if (g->ring_order_dev) (void)cudaFree(g->ring_order_dev);
+  g->ring_order_dev = NULL;
 }

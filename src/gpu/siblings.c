@@ -6,7 +6,10 @@
  * faults the sibling's kernel, and the fault is sticky for the whole process. So the buffers of
  * such ranks are handed to a group shared by the process's ranks of the comm, and freed when the
  * last of them has drained its own kernels and left. Ranks of other processes map the buffers
- * through CUDA IPC or shared memory, which keeps them alive until they unmap. */
+ * through shared memory, which stays until its last mapping goes, or through CUDA IPC, which does
+ * not: freeing an exported block before its importers closed it is undefined (CUDA's
+ * cudaIpcOpenMemHandle). After a healthy finalize (a barrier) no kernel of theirs runs; after an
+ * abort one may, until its own abort stops it (docs/FAILURES.md). */
 #include <pthread.h>
 #include <stdlib.h>
 #include "boot/boot.h"
